@@ -1,0 +1,122 @@
+#include <filesystem>
+#include <iostream>
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.hpp"
+#include "connectors/file/file_source.hpp"
+#include "connectors/file/format.hpp"
+#include "pipeline/run/run_controller.hpp"
+
+namespace tidemark::app {
+
+namespace {
+
+struct RunOptions {
+  DatabaseOptions database;
+  std::string pipeline;
+  std::string source;
+  std::string format;
+  std::size_t batch_size = 0;
+  bool replay = false;
+  bool json = false;
+};
+
+std::string format_name(connectors::file::Format format) {
+  return format == connectors::file::Format::kCsv ? "csv" : "jsonl";
+}
+
+// The run request from the options and, when given, the config: options override the
+// config's source path, format and batch size.
+pipeline::RunRequest build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
+  pipeline::RunRequest request;
+  request.pipeline = options.pipeline;
+  std::string path = options.source;
+  std::string format = options.format;
+  request.batch_size = 10000;
+  if (config) {
+    const auto found = config->pipelines.find(options.pipeline);
+    if (found == config->pipelines.end()) {
+      std::string known;
+      for (const auto& [name, ignored] : config->pipelines) known += (known.empty() ? "" : ", ") + name;
+      throw UsageError("--pipeline " + options.pipeline + ": no such pipeline in " + options.database.config_file +
+                       " (it defines: " + (known.empty() ? "none" : known) + ")");
+    }
+    const pipeline::PipelineConfig& pipeline = found->second;
+    if (path.empty()) path = pipeline.source.path;
+    if (format.empty()) format = pipeline.source.format;
+    request.batch_size = pipeline.batch_size;
+    for (const auto& destination : pipeline.destinations) request.destinations.push_back(destination.name);
+  } else if (path.empty()) {
+    throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
+  }
+  if (options.batch_size > 0) request.batch_size = options.batch_size;
+
+  std::optional<connectors::file::Format> parsed =
+      format.empty() ? connectors::file::format_from_extension(path) : connectors::file::parse_format(format);
+  if (!parsed) {
+    throw UsageError(format.empty() ? "cannot tell the format of " + path +
+                                          " from its extension: pass --format csv or --format jsonl"
+                                    : "--format " + format + ": expected csv or jsonl");
+  }
+  request.format = format_name(*parsed);
+  request.open_source = [path, parsed] { return connectors::file::open_file_source(path, *parsed); };
+  request.replay = options.replay;
+  return request;
+}
+
+std::string summary_json(const pipeline::RunSummary& summary) {
+  boost::json::object json;
+  json["pipeline"] = summary.pipeline;
+  json["run_id"] = summary.run_id;
+  json["batches"] = summary.batches;
+  json["input"] = summary.counts.input();
+  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+    json[pipeline::to_string(outcome)] = summary.counts[outcome];
+  }
+  json["checkpoint"] = summary.checkpoint;
+  return boost::json::serialize(json);
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& root, int& exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  auto* run = root.add_subcommand(
+      "run",
+      "Read a pipeline's source from its checkpoint to the end, batch by batch, and exit.\n"
+      "Exit 0: the run completed (quarantined records are not a failure); 1: the run failed; 2: usage error.");
+  options->database.add_to(*run);
+  run->add_option("--pipeline", options->pipeline, "Pipeline name (its checkpoint and lock are per pipeline)")
+      ->required();
+  run->add_option("--source", options->source,
+                  "A .csv/.jsonl/.ndjson file or a folder of them (read in lexical order); overrides the config");
+  run->add_option("--format", options->format, "csv or jsonl (default: from the file extension or the config)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  run->add_option("--batch-size", options->batch_size, "Records per batch and transaction (default 10000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  run->add_flag("--replay", options->replay,
+                "Read the source from its beginning, ignoring the checkpoint (safe: no duplicate state or effects; "
+                "the checkpoint never moves back)");
+  run->add_flag("--json", options->json, "Print the run summary as one JSON object on the last line of stdout");
+  run->callback([&, options] {
+    const auto config = options->database.load_config();
+    pipeline::RunRequest request = build_request(*options, config);
+    request.database_url = options->database.connect_url(config);
+    const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+    if (options->json) {
+      std::cout << summary_json(summary) << std::endl;
+    } else {
+      std::cout << "pipeline " << summary.pipeline << ", run " << summary.run_id << ": " << summary.batches
+                << " batches, " << summary.counts.input() << " records\n";
+      for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+        std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
+      }
+      std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace tidemark::app

@@ -1,0 +1,50 @@
+// tidemark: loads batches of records into PostgreSQL exactly once in effect.
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "app/commands.hpp"
+#include "pipeline/config.hpp"
+
+int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries only results (tables, the --json summary).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tidemark"));
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+
+  CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
+               "number of times, kill the process at any instant, and the state, the side effects and the\n"
+               "checkpoint still end where one clean run would have left them. See README.md and docs/."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tidemark 0.1.0");
+
+  int exit_code = tidemark::app::kExitOk;
+  // Every command, in one list.
+  tidemark::app::register_run_command(app, exit_code);
+  tidemark::app::register_quarantine_commands(app, exit_code);
+  tidemark::app::register_relay_commands(app, exit_code);
+  tidemark::app::register_db_commands(app, exit_code);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return tidemark::app::kExitUsage;
+  } catch (const tidemark::app::UsageError& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitUsage;
+  } catch (const tidemark::pipeline::ConfigError& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitUsage;
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitFailed;
+  }
+  return exit_code;
+}

@@ -1,0 +1,273 @@
+#include "connectors/http/webhook_sink.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
+
+#include "connectors/http/signature.hpp"
+
+namespace tidemark::connectors::http {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+using pipeline::ConfigError;
+using pipeline::relay::DeliveryResult;
+using pipeline::relay::OutboxEvent;
+
+namespace {
+
+constexpr std::size_t kMaxResponseBody = 64 * 1024;
+constexpr std::size_t kErrorBodyExcerpt = 200;
+
+struct Target {
+  std::string host;
+  std::string port;
+  std::string host_header;
+  std::string path;  // with the query
+};
+
+Target parse_target(const std::string& url) {
+  const auto parsed = boost::urls::parse_uri(url);
+  if (!parsed) throw ConfigError("destination URL '" + url + "' is not a valid URL");
+  if (parsed->scheme() != "http") {
+    throw ConfigError("destination URL '" + url + "': only http:// URLs are supported (terminate TLS in a proxy)");
+  }
+  Target target;
+  target.host = parsed->host();
+  if (target.host.empty()) throw ConfigError("destination URL '" + url + "' has no host");
+  target.port = parsed->has_port() ? std::string(parsed->port()) : "80";
+  target.host_header = parsed->has_port() ? target.host + ":" + target.port : target.host;
+  target.path = std::string(parsed->encoded_target());
+  if (target.path.empty()) target.path = "/";
+  return target;
+}
+
+std::optional<std::chrono::seconds> parse_retry_after(std::string_view header) {
+  long long seconds = 0;
+  const auto [end, error] = std::from_chars(header.data(), header.data() + header.size(), seconds);
+  // The HTTP-date form is rare for webhooks; without a number the relay's own backoff applies.
+  if (header.empty() || error != std::errc{} || end != header.data() + header.size() || seconds < 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(seconds);
+}
+
+// One kept-alive connection and the bytes read past the last response.
+struct Connection {
+  explicit Connection(asio::io_context& io) : stream(io) {}
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+};
+
+// What one request/response exchange on one connection produced.
+struct Exchange {
+  beast::error_code error;
+  std::string_view stage;        // where it failed: "resolve", "connect", "send", "receive"
+  bool nothing_received = false;  // failed before any byte of an answer
+  bhttp::response<bhttp::string_body> response;
+};
+
+bool closed_by_peer(const beast::error_code& error) {
+  return error == bhttp::error::end_of_stream || error == asio::error::eof ||
+         error == asio::error::connection_reset || error == asio::error::broken_pipe;
+}
+
+}  // namespace
+
+DeliveryResult classify_status(int status, std::string_view retry_after_header, std::string_view body) {
+  if (status >= 200 && status < 300) return DeliveryResult::delivered();
+  std::string error = "HTTP " + std::to_string(status);
+  if (!body.empty()) error += ": " + std::string(body.substr(0, kErrorBodyExcerpt));
+  if (status == 408 || status == 429 || status >= 500) {
+    return DeliveryResult::retry(std::move(error), parse_retry_after(retry_after_header));
+  }
+  if (status >= 300 && status < 400) error += " (redirects are not followed; fix the destination URL)";
+  return DeliveryResult::dead(std::move(error));
+}
+
+// Runs every delivery of one destination as a coroutine on its own I/O thread; the idle
+// connection pool is touched only from that thread, so it needs no lock.
+class WebhookSink::Client {
+ public:
+  explicit Client(WebhookOptions options)
+      : options_(std::move(options)),
+        target_(parse_target(options_.url)),
+        work_(asio::make_work_guard(io_)),
+        thread_([this] { io_.run(); }) {}
+
+  ~Client() {
+    work_.reset();
+    io_.stop();
+    thread_.join();
+  }
+
+  void deliver(OutboxEvent event, Completion done) {
+    asio::co_spawn(io_, send(std::move(event)),
+                   [done = std::move(done)](std::exception_ptr failure, DeliveryResult result) {
+                     if (failure) {
+                       try {
+                         std::rethrow_exception(failure);
+                       } catch (const std::exception& error) {
+                         result = DeliveryResult::retry(std::string("internal error: ") + error.what());
+                       }
+                     }
+                     done(std::move(result));
+                   });
+  }
+
+ private:
+  bhttp::request<bhttp::string_body> make_request(OutboxEvent& event) const {
+    const std::int64_t timestamp = std::time(nullptr);
+    bhttp::request<bhttp::string_body> request{bhttp::verb::post, target_.path, 11};
+    request.set(bhttp::field::host, target_.host_header);
+    request.set(bhttp::field::user_agent, "tidemark-relay");
+    request.set(bhttp::field::content_type, "application/json");
+    request.set("webhook-id", event.idempotency_key);
+    request.set("webhook-timestamp", std::to_string(timestamp));
+    request.set("webhook-signature", sign(options_.signing_key, event.idempotency_key, timestamp, event.payload));
+    request.set("Idempotency-Key", event.idempotency_key);
+    request.keep_alive(true);
+    request.body() = std::move(event.payload);
+    request.prepare_payload();
+    return request;
+  }
+
+  asio::awaitable<DeliveryResult> send(OutboxEvent event) {
+    auto request = make_request(event);
+    std::unique_ptr<Connection> connection = take_idle();
+    const bool reused = connection != nullptr;
+    Exchange exchange = co_await exchange_on(connection, request);
+    // A kept-alive connection the server closed meanwhile: the request never arrived, so a
+    // fresh connection is tried at once instead of spending a retry on it.
+    if (reused && exchange.error && exchange.nothing_received && closed_by_peer(exchange.error)) {
+      connection.reset();
+      exchange = co_await exchange_on(connection, request);
+    }
+    co_return finish(std::move(connection), exchange);
+  }
+
+  asio::awaitable<Exchange> exchange_on(std::unique_ptr<Connection>& connection,
+                                        bhttp::request<bhttp::string_body>& request) {
+    Exchange exchange;
+    exchange.nothing_received = true;
+    if (!connection) {
+      connection = std::make_unique<Connection>(io_);
+      tcp::resolver resolver(io_);
+      const auto endpoints = co_await resolver.async_resolve(target_.host, target_.port,
+                                                             asio::redirect_error(asio::use_awaitable, exchange.error));
+      if (exchange.error) {
+        exchange.stage = "resolve";
+        co_return exchange;
+      }
+      connection->stream.expires_after(options_.connect_timeout);
+      co_await connection->stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, exchange.error));
+      if (exchange.error) {
+        exchange.stage = "connect";
+        co_return exchange;
+      }
+      connection->stream.socket().set_option(tcp::no_delay(true), exchange.error);
+    }
+    connection->stream.expires_after(options_.request_timeout);
+    co_await bhttp::async_write(connection->stream, request, asio::redirect_error(asio::use_awaitable, exchange.error));
+    if (exchange.error) {
+      exchange.stage = "send";
+      co_return exchange;
+    }
+    bhttp::response_parser<bhttp::string_body> parser;
+    parser.body_limit(kMaxResponseBody);
+    co_await bhttp::async_read(connection->stream, connection->buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, exchange.error));
+    if (exchange.error) {
+      exchange.stage = "receive";
+      exchange.nothing_received = !parser.got_some();
+      co_return exchange;
+    }
+    exchange.nothing_received = false;
+    exchange.response = parser.release();
+    co_return exchange;
+  }
+
+  DeliveryResult finish(std::unique_ptr<Connection> connection, Exchange& exchange) {
+    if (exchange.error) {
+      if (exchange.error == beast::error::timeout) {
+        const auto limit = exchange.stage == "connect" ? options_.connect_timeout : options_.request_timeout;
+        return DeliveryResult::retry("timed out (" + std::to_string(limit.count()) + " ms) during " +
+                                     std::string(exchange.stage) + " to " + options_.url);
+      }
+      return DeliveryResult::retry(std::string(exchange.stage) + " " + options_.url + ": " + exchange.error.message());
+    }
+    const auto& response = exchange.response;
+    auto result = classify_status(static_cast<int>(response.result_int()), response[bhttp::field::retry_after],
+                                  response.body());
+    if (response.keep_alive() && idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
+    return result;
+  }
+
+  std::unique_ptr<Connection> take_idle() {
+    if (idle_.empty()) return nullptr;
+    auto connection = std::move(idle_.back());
+    idle_.pop_back();
+    return connection;
+  }
+
+  WebhookOptions options_;
+  Target target_;
+  asio::io_context io_;
+  // Declared after io_ so that the sockets close before the context goes.
+  std::deque<std::unique_ptr<Connection>> idle_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_;
+  std::thread thread_;
+};
+
+WebhookSink::WebhookSink(WebhookOptions options) : client_(std::make_unique<Client>(std::move(options))) {}
+
+WebhookSink::~WebhookSink() = default;
+
+void WebhookSink::deliver(OutboxEvent event, Completion done) { client_->deliver(std::move(event), std::move(done)); }
+
+WebhookOptions webhook_options(const pipeline::DestinationConfig& destination, const pipeline::RelayConfig& relay) {
+  const std::string where = "destination '" + destination.name + "'";
+  if (destination.secret_env.empty()) throw ConfigError(where + " has no secret_env naming its signing secret");
+  const char* secret = std::getenv(destination.secret_env.c_str());
+  if (secret == nullptr || *secret == '\0') {
+    throw ConfigError(where + ": environment variable " + destination.secret_env +
+                      " is not set; set it to the destination's whsec_… signing secret");
+  }
+  auto key = decode_secret(secret);
+  if (!key) {
+    throw ConfigError(where + ": environment variable " + destination.secret_env +
+                      " does not hold a Standard Webhooks secret (whsec_ followed by base64)");
+  }
+  WebhookOptions options;
+  options.url = destination.url;
+  options.signing_key = std::move(*key);
+  options.connect_timeout = relay.connect_timeout;
+  options.request_timeout = relay.request_timeout;
+  options.max_idle_connections = relay.max_in_flight;
+  return options;
+}
+
+std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> make_webhook_sinks(const pipeline::Config& config) {
+  std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> sinks;
+  for (const auto& [name, destination] : config.destinations()) {
+    if (destination.kind != "http") continue;
+    sinks.emplace(name, std::make_unique<WebhookSink>(webhook_options(destination, config.relay)));
+  }
+  return sinks;
+}
+
+}  // namespace tidemark::connectors::http

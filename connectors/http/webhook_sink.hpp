@@ -1,0 +1,49 @@
+#pragma once
+// The HTTP webhook sink: POSTs each outbox event, signed with Standard Webhooks headers, to
+// one destination URL over kept-alive connections. Boost.Beast stays inside the .cpp.
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "pipeline/config.hpp"
+#include "pipeline/relay/sink.hpp"
+
+namespace tidemark::connectors::http {
+
+struct WebhookOptions {
+  std::string url;          // http://host[:port]/path
+  std::string signing_key;  // the key bytes of the destination's whsec_ secret
+  pipeline::Duration connect_timeout = std::chrono::seconds(5);
+  pipeline::Duration request_timeout = std::chrono::seconds(10);  // writing the request and reading the answer
+  std::size_t max_idle_connections = 16;                          // kept alive between deliveries
+};
+
+// Classifies an HTTP status as INTERFACE.md "Side effects" says: 2xx delivered; 408, 429
+// and 5xx retry; everything else (other 4xx, and redirects, which are not followed) dead.
+pipeline::relay::DeliveryResult classify_status(int status, std::string_view retry_after_header,
+                                                std::string_view body);
+
+class WebhookSink final : public pipeline::relay::Sink {
+ public:
+  // Throws pipeline::ConfigError when the URL is not an http:// URL.
+  explicit WebhookSink(WebhookOptions options);
+  ~WebhookSink() override;
+  WebhookSink(const WebhookSink&) = delete;
+  WebhookSink& operator=(const WebhookSink&) = delete;
+
+  void deliver(pipeline::relay::OutboxEvent event, Completion done) override;
+
+ private:
+  class Client;
+  std::unique_ptr<Client> client_;
+};
+
+// The options of an http destination; the secret comes from the variable its secret_env
+// names. ConfigError names the destination and the variable when it is unset or malformed.
+WebhookOptions webhook_options(const pipeline::DestinationConfig& destination, const pipeline::RelayConfig& relay);
+
+// One sink per http destination of the config, by destination name.
+std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> make_webhook_sinks(const pipeline::Config& config);
+
+}  // namespace tidemark::connectors::http

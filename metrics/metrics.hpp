@@ -1,0 +1,43 @@
+#pragma once
+// Every metric family of INTERFACE.md "Metrics", declared together in one registry and
+// handed to the code that counts (STYLE habit 8). GET /metrics serializes the registry.
+#include <memory>
+#include <string>
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace tidemark::metrics {
+
+struct Metrics {
+  Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  std::shared_ptr<prometheus::Registry> registry;
+
+  // Batch pipeline.
+  prometheus::Family<prometheus::Counter>& records_total;                 // {pipeline, outcome}
+  prometheus::Family<prometheus::Counter>& batches_total;                 // {pipeline, status}
+  prometheus::Family<prometheus::Histogram>& batch_duration_seconds;      // {pipeline}
+  prometheus::Family<prometheus::Counter>& runs_total;                    // {pipeline, trigger, status}
+  prometheus::Family<prometheus::Gauge>& checkpoint_timestamp_seconds;    // {pipeline}
+  // Outbox relay.
+  prometheus::Family<prometheus::Gauge>& outbox_pending;                  // {destination}
+  prometheus::Family<prometheus::Counter>& outbox_deliveries_total;       // {destination, result}
+  prometheus::Family<prometheus::Histogram>& outbox_delivery_duration_seconds;  // {destination}
+  // Serve API and views.
+  prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
+  prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}
+
+  // The Prometheus text exposition format of everything registered.
+  std::string serialize() const;
+};
+
+// Bucket boundaries (seconds) for the duration histograms: 1 ms … 60 s.
+const prometheus::Histogram::BucketBoundaries& duration_buckets();
+
+}  // namespace tidemark::metrics

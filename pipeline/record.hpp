@@ -1,0 +1,100 @@
+#pragma once
+// The values that flow through the pure core: decode -> validate -> plan.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace tidemark::pipeline {
+
+// How a field's value was written in the source. CSV fields are always kString; JSON
+// distinguishes strings from numbers so the validator can name a type mistake.
+enum class FieldKind { kString, kNumber, kOther };
+
+struct Field {
+  std::string text;  // for kNumber: the number's exact source text, never a double
+  FieldKind kind = FieldKind::kString;
+};
+
+// Where a record came from, precise enough to resume after it and to find it by hand.
+struct SourcePosition {
+  std::string file;          // file name relative to the source (the file itself for a single file)
+  std::uint64_t line = 0;    // 1-based line on which the record starts
+  std::uint64_t offset = 0;  // byte offset of the record's first byte
+  std::uint64_t end_offset = 0;  // byte offset just past the record (where a resume starts)
+
+  std::string describe() const;  // "file:line N (byte B)"
+};
+
+// One record as the decoder saw it. Absent fields are nullopt (JSON null counts as absent).
+struct DecodedRecord {
+  std::string raw;  // the record's text as received, without the line terminator
+  SourcePosition position;
+  std::optional<std::string> decode_error;  // set when the text could not be decoded
+  std::optional<Field> transaction_id;
+  std::optional<Field> source_revision;
+  std::optional<Field> amount;
+  std::optional<Field> account_id;
+  std::optional<Field> occurred_at;
+};
+
+// An exact amount of numeric(12,2): hundredths as an integer, so 130.0 == 130.00.
+struct Amount {
+  std::int64_t cents = 0;
+  std::string to_string() const;  // canonical text: "-130.05", "0.00"
+  friend bool operator==(const Amount&, const Amount&) = default;
+};
+
+// A record that satisfies the input contract, in canonical form.
+struct Record {
+  std::string transaction_id;
+  std::int64_t source_revision = 0;
+  Amount amount;
+  std::optional<std::string> account_id;
+  // UTC microseconds since the Unix epoch; canonical so the payload compares exactly.
+  std::optional<std::int64_t> occurred_at_us;
+
+  // The key that orders delivery: the account, or the transaction when it has none.
+  const std::string& partition_key() const { return account_id ? *account_id : transaction_id; }
+  // The payload compared for same-revision conflicts (INTERFACE.md).
+  bool same_payload(const Record& other) const {
+    return amount == other.amount && account_id == other.account_id &&
+           occurred_at_us == other.occurred_at_us;
+  }
+};
+
+// Why a record is rejected; an expected data problem, so a value, never an exception.
+struct Rejection {
+  std::string detail;  // names the field and the rule, e.g. "amount: more than 2 fraction digits"
+};
+
+enum class Outcome : std::uint8_t {
+  kInserted,
+  kUpdated,
+  kUnchanged,
+  kStale,
+  kSuperseded,
+  kDuplicate,
+  kInvalid,
+  kConflict,
+};
+inline constexpr std::size_t kOutcomeCount = 8;
+inline constexpr std::array<Outcome, kOutcomeCount> kAllOutcomes = {
+    Outcome::kInserted,   Outcome::kUpdated,   Outcome::kUnchanged, Outcome::kStale,
+    Outcome::kSuperseded, Outcome::kDuplicate, Outcome::kInvalid,   Outcome::kConflict};
+
+std::string_view to_string(Outcome outcome);
+std::optional<Outcome> outcome_from_string(std::string_view text);
+
+// Counts of each outcome; input always equals their sum.
+struct OutcomeCounts {
+  std::array<std::uint64_t, kOutcomeCount> by_outcome{};
+  std::uint64_t& operator[](Outcome o) { return by_outcome[static_cast<std::size_t>(o)]; }
+  std::uint64_t operator[](Outcome o) const { return by_outcome[static_cast<std::size_t>(o)]; }
+  std::uint64_t input() const;
+  OutcomeCounts& operator+=(const OutcomeCounts& other);
+};
+
+}  // namespace tidemark::pipeline

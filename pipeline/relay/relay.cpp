@@ -1,0 +1,250 @@
+#include "pipeline/relay/relay.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "metrics/metrics.hpp"
+#include "pipeline/backoff.hpp"
+#include "pipeline/failpoint.hpp"
+#include "sql/sql_files.hpp"
+
+namespace tidemark::pipeline::relay {
+
+namespace {
+
+constexpr auto kPendingRefreshInterval = std::chrono::seconds(1);
+constexpr Duration kMinimumLease = std::chrono::seconds(2);
+
+std::string_view result_label(DeliveryResult::Status status) {
+  switch (status) {
+    case DeliveryResult::Status::kDelivered: return "delivered";
+    case DeliveryResult::Status::kRetry: return "retry";
+    case DeliveryResult::Status::kDead: return "dead";
+  }
+  return "unknown";
+}
+
+// A PostgreSQL array literal of names, which the config restricts to [A-Za-z0-9_-].
+std::string text_array(const Sinks& sinks) {
+  std::string array = "{";
+  for (const auto& [name, sink] : sinks) {
+    if (array.size() > 1) array += ',';
+    array += '"' + name + '"';
+  }
+  return array + '}';
+}
+
+void prepare(pqxx::connection& connection) {
+  connection.prepare("relay_claim", sql::statement("relay/claim.sql"));
+  connection.prepare("relay_mark_delivered", sql::statement("relay/mark_delivered.sql"));
+  connection.prepare("relay_mark_failed", sql::statement("relay/mark_failed.sql"));
+}
+
+}  // namespace
+
+RelayOptions relay_options(const RelayConfig& config) {
+  RelayOptions options;
+  options.config = config;
+  options.lease = std::max(kMinimumLease, 2 * (config.connect_timeout + config.request_timeout));
+  return options;
+}
+
+Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
+    : database_url_(std::move(database_url)),
+      options_(std::move(options)),
+      metrics_(metrics),
+      destinations_(text_array(sinks)),
+      rng_(options_.seed),
+      sinks_(std::move(sinks)) {}
+
+Relay::~Relay() = default;
+
+RelayStats Relay::drain() { return loop(true); }
+
+RelayStats Relay::run() { return loop(false); }
+
+void Relay::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_requested_ = true;
+  }
+  answered_.notify_all();
+}
+
+RelayStats Relay::loop(bool once) {
+  stats_ = {};
+  auto next_refresh = std::chrono::steady_clock::now();
+  for (;;) {
+    std::vector<Answer> answers;
+    bool stopping = false;
+    {
+      std::lock_guard lock(mutex_);
+      answers.assign(std::make_move_iterator(answers_.begin()), std::make_move_iterator(answers_.end()));
+      answers_.clear();
+      stopping = stop_requested_;
+    }
+    if (!answers.empty()) record(answers);
+
+    std::size_t claimed = 0;
+    if (!stopping && in_flight_ < options_.config.max_in_flight) {
+      claimed = claim_and_send(options_.config.max_in_flight - in_flight_);
+    }
+    if (metrics_ != nullptr && std::chrono::steady_clock::now() >= next_refresh) {
+      refresh_pending();
+      next_refresh = std::chrono::steady_clock::now() + kPendingRefreshInterval;
+    }
+
+    std::unique_lock lock(mutex_);
+    if (in_flight_ > 0) {
+      // Wake for the first answer; the timeout lets newly due rows in while slow ones run.
+      answered_.wait_for(lock, options_.poll_interval, [this] { return !answers_.empty(); });
+    } else if (claimed == 0 && answers_.empty()) {
+      if (once || stop_requested_) break;
+      answered_.wait_for(lock, options_.poll_interval, [this] { return stop_requested_; });
+    }
+  }
+  if (metrics_ != nullptr) refresh_pending();
+  return stats_;
+}
+
+std::size_t Relay::claim_and_send(std::size_t capacity) {
+  if (sinks_.empty()) return 0;
+  pqxx::result rows;
+  with_database("claim due outbox events", [&](pqxx::connection& connection) {
+    pqxx::work txn(connection);
+    rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
+                             static_cast<long long>(options_.lease.count()));
+    txn.commit();
+  });
+  for (const auto& row : rows) {
+    OutboxEvent event;
+    event.id = row[0].as<std::int64_t>();
+    event.destination = row[1].as<std::string>();
+    event.idempotency_key = row[2].as<std::string>();
+    event.partition_key = row[3].is_null() ? std::string() : row[3].as<std::string>();
+    event.sequence = row[4].is_null() ? 0 : row[4].as<std::int64_t>();
+    event.payload = row[5].as<std::string>();
+    event.attempt = row[6].as<int>();
+
+    Answer answer;
+    answer.id = event.id;
+    answer.destination = event.destination;
+    answer.idempotency_key = event.idempotency_key;
+    answer.attempt = event.attempt;
+    const auto started = std::chrono::steady_clock::now();
+    ++in_flight_;
+    sinks_.at(event.destination)
+        ->deliver(std::move(event), [this, answer = std::move(answer), started](DeliveryResult result) mutable {
+          answer.result = std::move(result);
+          answer.elapsed = std::chrono::steady_clock::now() - started;
+          {
+            std::lock_guard lock(mutex_);
+            answers_.push_back(std::move(answer));
+          }
+          answered_.notify_all();
+        });
+  }
+  return rows.size();
+}
+
+Duration Relay::retry_delay(const Answer& answer) {
+  // The destination's Retry-After wins over our own schedule: sending earlier would only
+  // be refused again.
+  if (answer.result.retry_after) return std::chrono::duration_cast<Duration>(*answer.result.retry_after);
+  return backoff_delay(options_.config.base_delay, options_.config.max_delay, answer.attempt, rng_);
+}
+
+void Relay::record(std::vector<Answer>& answers) {
+  std::string delivered_ids = "{";
+  std::size_t delivered = 0;
+  for (auto& answer : answers) {
+    // Out of attempts: a retryable failure on the last attempt is final too.
+    if (answer.result.status == DeliveryResult::Status::kRetry && answer.attempt >= options_.config.max_attempts) {
+      answer.result.status = DeliveryResult::Status::kDead;
+      answer.result.error += " (gave up after " + std::to_string(answer.attempt) + " attempts)";
+    }
+    if (answer.result.status == DeliveryResult::Status::kDelivered) {
+      if (delivered++ > 0) delivered_ids += ',';
+      delivered_ids += std::to_string(answer.id);
+      failpoint("relay_after_send");
+    }
+  }
+  delivered_ids += '}';
+
+  std::vector<long long> delays(answers.size(), 0);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    if (answers[i].result.status == DeliveryResult::Status::kRetry) delays[i] = retry_delay(answers[i]).count();
+  }
+  with_database("record delivery results", [&](pqxx::connection& connection) {
+    pqxx::work txn(connection);
+    if (delivered > 0) txn.exec_prepared("relay_mark_delivered", delivered_ids);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const auto& answer = answers[i];
+      if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
+      const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
+      txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
+    }
+    txn.commit();
+  });
+
+  for (const auto& answer : answers) {
+    --in_flight_;
+    switch (answer.result.status) {
+      case DeliveryResult::Status::kDelivered:
+        ++stats_.delivered;
+        failpoint("relay_after_mark");
+        spdlog::debug("delivered {} (event {}, attempt {})", answer.idempotency_key, answer.id, answer.attempt);
+        break;
+      case DeliveryResult::Status::kRetry:
+        ++stats_.retried;
+        spdlog::debug("retrying {} (event {}, attempt {}): {}", answer.idempotency_key, answer.id, answer.attempt,
+                      answer.result.error);
+        break;
+      case DeliveryResult::Status::kDead:
+        ++stats_.dead;
+        spdlog::warn("outbox event {} ({}) is dead after attempt {}: {}; re-drive it with `tidemark outbox retry {}`",
+                     answer.id, answer.idempotency_key, answer.attempt, answer.result.error, answer.id);
+        break;
+    }
+    if (metrics_ != nullptr) {
+      metrics_->outbox_deliveries_total
+          .Add({{"destination", answer.destination}, {"result", std::string(result_label(answer.result.status))}})
+          .Increment();
+      metrics_->outbox_delivery_duration_seconds.Add({{"destination", answer.destination}}, metrics::duration_buckets())
+          .Observe(std::chrono::duration<double>(answer.elapsed).count());
+    }
+  }
+}
+
+void Relay::refresh_pending() {
+  std::map<std::string, double> pending;
+  for (const auto& [name, sink] : sinks_) pending[name] = 0;
+  with_database("count pending outbox events", [&](pqxx::connection& connection) {
+    pqxx::read_transaction txn(connection);
+    for (const auto& row : txn.exec(sql::statement("relay/pending_counts.sql"))) {
+      pending[row[0].as<std::string>()] = row[1].as<double>();
+    }
+  });
+  for (const auto& [destination, count] : pending) {
+    metrics_->outbox_pending.Add({{"destination", destination}}).Set(count);
+  }
+}
+
+void Relay::with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work) {
+  db::with_retries(database_retries_, what, [&] {
+    try {
+      if (!connection_) {
+        connection_ = db::connect(database_url_);
+        prepare(*connection_);
+      }
+      work(*connection_);
+    } catch (const std::exception&) {
+      // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
+      connection_.reset();
+      throw;
+    }
+  });
+}
+
+}  // namespace tidemark::pipeline::relay

@@ -1,0 +1,104 @@
+#pragma once
+// The outbox relay (DESIGN rules 6, 9, 11, 12): claims due outbox rows in short
+// transactions, hands them to the destination's Sink, and records the answer — delivered,
+// retry later with capped, jittered backoff, or dead. Several relays may run at once.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "pipeline/config.hpp"
+#include "pipeline/db/database.hpp"
+#include "pipeline/relay/sink.hpp"
+
+namespace tidemark::metrics {
+struct Metrics;
+}
+
+namespace tidemark::pipeline::relay {
+
+struct RelayOptions {
+  RelayConfig config;
+  // How long a claimed event stays invisible to every relay. It must outlast one attempt
+  // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
+  Duration lease = std::chrono::seconds(30);
+  Duration poll_interval = std::chrono::milliseconds(500);  // when idle, how often to look again
+  std::uint64_t seed = std::random_device{}();              // backoff jitter
+};
+
+// Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
+// (at least 2 s), so that only a dead or hung relay ever loses its lease.
+RelayOptions relay_options(const RelayConfig& config);
+
+struct RelayStats {
+  std::uint64_t delivered = 0;
+  std::uint64_t retried = 0;
+  std::uint64_t dead = 0;
+};
+
+using Sinks = std::map<std::string, std::unique_ptr<Sink>>;
+
+class Relay {
+ public:
+  // Delivers the outbox rows of the destinations in `sinks`; rows of other destinations are
+  // left to whoever consumes them. `metrics` may be null.
+  Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics = nullptr);
+  ~Relay();
+  Relay(const Relay&) = delete;
+  Relay& operator=(const Relay&) = delete;
+
+  // `relay --once`: delivers what is due, waits for the answers, and returns when nothing
+  // is due and nothing is in flight. Retries scheduled for later stay pending.
+  RelayStats drain();
+  // Delivers until stop() is called, looking for due rows every poll_interval when idle.
+  RelayStats run();
+  // Thread-safe. run() stops claiming, waits for the answers in flight, records them, returns.
+  void stop();
+
+ private:
+  struct Answer {
+    std::int64_t id = 0;
+    std::string destination;
+    std::string idempotency_key;
+    int attempt = 0;
+    DeliveryResult result;
+    std::chrono::steady_clock::duration elapsed{};
+  };
+
+  RelayStats loop(bool once);
+  std::size_t claim_and_send(std::size_t capacity);
+  void record(std::vector<Answer>& answers);
+  void refresh_pending();
+  void with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work);
+  Duration retry_delay(const Answer& answer);
+
+  std::string database_url_;
+  RelayOptions options_;
+  metrics::Metrics* metrics_;
+  std::string destinations_;  // '{"a","b"}', the claim's destination filter
+  db::RetryPolicy database_retries_;
+  std::unique_ptr<pqxx::connection> connection_;
+  std::mt19937_64 rng_;
+  RelayStats stats_;
+  std::size_t in_flight_ = 0;  // touched by the relay's own thread only
+
+  std::mutex mutex_;
+  std::condition_variable answered_;
+  std::deque<Answer> answers_;  // filled by the sinks' threads
+  bool stop_requested_ = false;
+
+  // Last, so the sinks (and their I/O threads) stop before the queue they answer into goes.
+  Sinks sinks_;
+};
+
+}  // namespace tidemark::pipeline::relay

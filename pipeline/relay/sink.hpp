@@ -1,0 +1,49 @@
+#pragma once
+// The one interface the relay delivers through (STYLE habit 1). Connectors implement it;
+// the relay never knows whether an event goes to an HTTP webhook or elsewhere.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace tidemark::pipeline::relay {
+
+// One claimed outbox row.
+struct OutboxEvent {
+  std::int64_t id = 0;
+  std::string destination;
+  std::string idempotency_key;  // the receiver deduplicates by it; identical on every attempt
+  std::string partition_key;    // "" when the row has none
+  std::int64_t sequence = 0;
+  std::string payload;          // the JSON body, byte-identical on every attempt
+  int attempt = 0;              // 1 for the first attempt
+};
+
+struct DeliveryResult {
+  enum class Status {
+    kDelivered,  // the destination acknowledged it
+    kRetry,      // transient: try again later
+    kDead,       // the destination refused it for good; retrying cannot help
+  };
+  Status status = Status::kRetry;
+  std::string error;                               // why, for last_error; empty when delivered
+  std::optional<std::chrono::seconds> retry_after;  // the destination's own wish (429/503 Retry-After)
+
+  static DeliveryResult delivered() { return {Status::kDelivered, {}, std::nullopt}; }
+  static DeliveryResult retry(std::string error, std::optional<std::chrono::seconds> after = std::nullopt) {
+    return {Status::kRetry, std::move(error), after};
+  }
+  static DeliveryResult dead(std::string error) { return {Status::kDead, std::move(error), std::nullopt}; }
+};
+
+class Sink {
+ public:
+  using Completion = std::function<void(DeliveryResult)>;
+  virtual ~Sink() = default;
+  // Starts delivering `event` and returns at once; `done` is called exactly once, from any
+  // thread, when the outcome is known (bounded by the sink's timeouts). Deliveries may overlap.
+  virtual void deliver(OutboxEvent event, Completion done) = 0;
+};
+
+}  // namespace tidemark::pipeline::relay

@@ -1,0 +1,283 @@
+#include "pipeline/run/committer.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "pipeline/db/copy_writer.hpp"
+#include "pipeline/failpoint.hpp"
+#include "pipeline/validate.hpp"
+#include "sql/sql_files.hpp"
+
+namespace tidemark::pipeline {
+
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Length of the valid UTF-8 sequence at the start of `bytes`, or 0.
+std::size_t utf8_sequence_length(std::string_view bytes) {
+  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return lead == 0 ? 0 : 1;
+  std::size_t length = 0;
+  std::uint32_t code = 0;
+  if ((lead & 0xE0) == 0xC0) {
+    length = 2;
+    code = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3;
+    code = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4;
+    code = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (bytes.size() < length) return 0;
+  for (std::size_t i = 1; i < length; ++i) {
+    if ((byte(i) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i) & 0x3F);
+  }
+  static constexpr std::uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (code < kMinimum[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
+  return length;
+}
+
+void append_nullable(std::string& line, const std::optional<std::string>& value) {
+  if (value) {
+    append_copy_text(line, *value);
+  } else {
+    line += "\\N";
+  }
+}
+
+std::string text_array_literal(const std::vector<std::string>& values) {
+  std::string literal = "{";
+  for (const auto& value : values) {
+    if (literal.size() > 1) literal += ',';
+    literal += '"';
+    for (char c : value) {
+      if (c == '"' || c == '\\') literal += '\\';
+      literal += c;
+    }
+    literal += '"';
+  }
+  return literal + "}";
+}
+
+}  // namespace
+
+void append_copy_text(std::string& line, std::string_view value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\': line += "\\\\"; break;
+      case '\t': line += "\\t"; break;
+      case '\n': line += "\\n"; break;
+      case '\r': line += "\\r"; break;
+      default: line += c;
+    }
+  }
+}
+
+std::string storable_text(std::string_view bytes, bool& changed) {
+  std::string text;
+  text.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const std::size_t length = utf8_sequence_length(bytes);
+    if (length == 0) {
+      text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      changed = true;
+      bytes.remove_prefix(1);
+    } else {
+      text.append(bytes.substr(0, length));
+      bytes.remove_prefix(length);
+    }
+  }
+  return text;
+}
+
+Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
+                     db::RetryPolicy retry)
+    : url_(std::move(url)),
+      pipeline_(std::move(pipeline)),
+      source_(std::move(source)),
+      destinations_literal_(text_array_literal(destinations)),
+      retry_(retry) {}
+
+pqxx::connection& Committer::connection() {
+  if (!connection_ || !connection_->is_open()) {
+    connection_ = db::connect(url_);
+    pqxx::nontransaction setup(*connection_);
+    // One active run per pipeline: a session-level advisory lock, taken again on every
+    // reconnect (a lost connection loses the lock) and released by PostgreSQL if we die.
+    if (!setup.exec_params1(sql::statement("run/try_lock_pipeline.sql"), pipeline_)[0].as<bool>()) {
+      const auto holder = setup.exec_params(sql::statement("run/pipeline_lock_holder.sql"), pipeline_);
+      std::string who = "another process";
+      if (!holder.empty()) {
+        who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() +
+              ", connected since " + holder[0][2].c_str() + ")";
+      }
+      connection_.reset();
+      throw PipelineBusy("pipeline '" + pipeline_ + "' is already running: " + who +
+                         " holds it. Wait for that run to finish, then run again.");
+    }
+    setup.exec(sql::statement("commit/create_stage.sql"));
+  }
+  return *connection_;
+}
+
+BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+  BatchResult result;
+  bool first = true;
+  db::with_retries(retry_, "batch " + std::to_string(batch.batch_no) + " of pipeline " + pipeline_, [&] {
+    if (!first) {
+      connection_.reset();  // a failed attempt may have left the connection unusable
+      if (auto committed = read_back(run_id, batch.batch_no)) {
+        spdlog::warn("batch {} had committed before the connection was lost; not applying it again",
+                     batch.batch_no);
+        result = std::move(*committed);
+        return;
+      }
+    }
+    first = false;
+    result = attempt(batch, origin, run_id);
+  });
+  return result;
+}
+
+std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_no) {
+  pqxx::nontransaction txn(connection());
+  const auto rows = txn.exec_params(sql::statement("commit/read_back_batch.sql"), run_id, batch_no);
+  if (rows.empty()) return std::nullopt;
+  BatchResult result;
+  result.recovered = true;
+  for (std::size_t i = 0; i < kOutcomeCount; ++i) {
+    result.counts.by_outcome[i] = rows[0][static_cast<int>(i)].as<std::uint64_t>();
+  }
+  return result;
+}
+
+BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+  const BatchPlan& plan = batch.plan;
+  pqxx::work txn(connection());
+
+  // 1. Stage every version (not only candidates: a stored conflict is found for each).
+  if (!plan.versions.empty()) {
+    db::CopyWriter stage(txn, "tidemark_stage",
+                         {"ord", "transaction_id", "source_revision", "amount", "account_id", "occurred_at",
+                          "candidate"});
+    std::string line;
+    for (std::size_t v = 0; v < plan.versions.size(); ++v) {
+      const Record& record = std::get<Record>(batch.validated[plan.versions[v].first_index]);
+      line.clear();
+      line += std::to_string(v);
+      line += '\t';
+      append_copy_text(line, record.transaction_id);
+      line += '\t';
+      line += std::to_string(record.source_revision);
+      line += '\t';
+      line += record.amount.to_string();
+      line += '\t';
+      append_nullable(line, record.account_id);
+      line += '\t';
+      line += record.occurred_at_us ? format_timestamp(*record.occurred_at_us) : std::string("\\N");
+      line += '\t';
+      line += plan.versions[v].candidate ? 't' : 'f';
+      stage.write_line(line);
+    }
+    stage.complete();
+  }
+
+  // 2. Compare, upsert, sequence and outbox in one statement.
+  std::vector<StoredVerdict> verdicts(plan.versions.size());
+  BatchResult result;
+  if (!plan.versions.empty()) {
+    const auto rows = txn.exec_params(sql::statement("commit/apply_batch.sql"), pipeline_, destinations_literal_);
+    for (const auto& row : rows) {
+      verdicts[row[0].as<std::size_t>()] = outcome_from_string(row[1].c_str());
+      result.outbox_rows = row[2].as<std::uint64_t>();
+    }
+  }
+  result.outcomes = resolve_outcomes(plan, verdicts);
+  for (Outcome outcome : result.outcomes) ++result.counts[outcome];
+
+  // 3. Quarantine every invalid and conflicting record, as received.
+  if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
+    db::CopyWriter quarantine(txn, "quarantine",
+                              {"pipeline", "reason", "detail", "transaction_id", "source_revision", "raw",
+                               "raw_bytes", "format", "csv_header", "position", "run_id"});
+    std::string line;
+    for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
+      const Outcome outcome = result.outcomes[i];
+      if (outcome != Outcome::kInvalid && outcome != Outcome::kConflict) continue;
+      const DecodedRecord& decoded = batch.decoded[i];
+      const auto* record = std::get_if<Record>(&batch.validated[i]);
+      std::string detail;
+      if (record == nullptr) {
+        detail = std::get<Rejection>(batch.validated[i]).detail;
+      } else {
+        detail = "transaction_id " + record->transaction_id + " revision " +
+                 std::to_string(record->source_revision) +
+                 " has a different payload than another record or the stored row of the same revision";
+      }
+      bool replaced = false;
+      const std::string raw = storable_text(decoded.raw, replaced);
+      line.clear();
+      append_copy_text(line, pipeline_);
+      line += '\t';
+      line += to_string(outcome);
+      line += '\t';
+      bool ignored = false;
+      append_copy_text(line, storable_text(detail, ignored));
+      line += '\t';
+      if (record != nullptr) {
+        append_copy_text(line, record->transaction_id);
+        line += '\t' + std::to_string(record->source_revision);
+      } else {
+        line += "\\N\t\\N";
+      }
+      line += '\t';
+      append_copy_text(line, raw);
+      line += '\t';
+      if (replaced) {
+        line += "\\\\x";
+        for (unsigned char c : decoded.raw) {
+          line += kHex[c >> 4];
+          line += kHex[c & 0xF];
+        }
+      } else {
+        line += "\\N";
+      }
+      line += '\t';
+      append_copy_text(line, origin.format);
+      line += '\t';
+      append_nullable(line, origin.csv_header ? origin.csv_header(decoded.position.file) : std::nullopt);
+      line += '\t';
+      append_copy_text(line, storable_text(decoded.position.describe(), ignored));
+      line += '\t' + std::to_string(run_id);
+      quarantine.write_line(line);
+    }
+    quarantine.complete();
+  }
+
+  if (batch.releases_quarantine_id) {
+    txn.exec_params(sql::statement("run/mark_released.sql"), *batch.releases_quarantine_id, batch.released_by,
+                    std::string(to_string(result.outcomes.at(0))));
+  }
+
+  // 4. Ledger, then the checkpoint, last.
+  const OutcomeCounts& c = result.counts;
+  txn.exec_params(sql::statement("commit/record_batch.sql"), pipeline_, run_id, batch.batch_no, source_,
+                  batch.start_position, batch.end ? batch.end->to_string() : batch.start_position,
+                  c.input(), c[Outcome::kInserted], c[Outcome::kUpdated], c[Outcome::kUnchanged],
+                  c[Outcome::kStale], c[Outcome::kSuperseded], c[Outcome::kDuplicate], c[Outcome::kInvalid],
+                  c[Outcome::kConflict]);
+  if (batch.end) {
+    txn.exec_params(sql::statement("commit/advance_checkpoint.sql"), pipeline_, source_, batch.end->to_string(),
+                    batch.end->file, batch.end->offset, run_id);
+  }
+  failpoint("before_commit");
+  txn.commit();
+  return result;
+}
+
+}  // namespace tidemark::pipeline

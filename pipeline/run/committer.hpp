@@ -1,0 +1,89 @@
+#pragma once
+// The commit step, the only writer during a batch (DESIGN "Shape"): one transaction per
+// batch that stages the planned versions, compares them with the stored rows, upserts,
+// writes outbox rows, quarantine entries, the ledger row and the checkpoint.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+#include "pipeline/db/database.hpp"
+#include "pipeline/plan.hpp"
+#include "pipeline/record.hpp"
+#include "pipeline/source.hpp"
+
+namespace tidemark::pipeline {
+
+// One batch as the commit step needs it: what was read, what the validator and planner
+// made of it, and where it starts and ends in the source.
+struct BatchInput {
+  const std::vector<DecodedRecord>& decoded;
+  const std::vector<Validated>& validated;
+  const BatchPlan& plan;
+  int batch_no = 0;
+  std::string start_position;
+  // The checkpoint to advance to; nullopt for a batch that is not read from the source
+  // (a quarantine release), which leaves the checkpoint alone.
+  std::optional<Checkpoint> end;
+  // A quarantine entry this batch re-drives: marked released, with the outcome, in the
+  // batch's own transaction.
+  std::optional<std::int64_t> releases_quarantine_id;
+  std::string released_by;
+};
+
+struct BatchResult {
+  OutcomeCounts counts;
+  std::vector<Outcome> outcomes;  // per record; empty when recovered by read-back
+  std::uint64_t outbox_rows = 0;
+  bool recovered = false;  // the commit's outcome was unknown and read back from the ledger
+};
+
+// Where quarantined records came from, so that a release can decode them again.
+struct QuarantineOrigin {
+  std::string format;  // "csv" or "jsonl"
+  // The header line of a CSV source file (by SourcePosition::file); unset for JSON Lines.
+  std::function<std::optional<std::string>(const std::string& file)> csv_header;
+};
+
+// Another process holds the pipeline; the message says which.
+struct PipelineBusy : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Committer {
+ public:
+  Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
+            db::RetryPolicy retry = {});
+
+  // Commits one batch, retrying transient failures; each attempt after the first reads
+  // back the ledger first, so a batch whose COMMIT was lost in transit is not redone.
+  BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
+
+  // (Re)connects when needed, taking the pipeline's lock (PipelineBusy when held).
+  pqxx::connection& connection();
+
+ private:
+  BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
+  std::optional<BatchResult> read_back(std::int64_t run_id, int batch_no);
+
+  std::string url_;
+  std::string pipeline_;
+  std::string source_;
+  std::string destinations_literal_;  // '{a,b}' for $2::text[]
+  db::RetryPolicy retry_;
+  std::unique_ptr<pqxx::connection> connection_;
+};
+
+// Appends `value` to a text-format COPY line, escaped (backslash, tab, newline, CR).
+void append_copy_text(std::string& line, std::string_view value);
+
+// Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
+// when anything was replaced.
+std::string storable_text(std::string_view bytes, bool& changed);
+
+}  // namespace tidemark::pipeline

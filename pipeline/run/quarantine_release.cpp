@@ -1,0 +1,78 @@
+#include "pipeline/run/quarantine_release.hpp"
+
+#include <stdexcept>
+
+#include "connectors/file/record_stream.hpp"
+#include "pipeline/plan.hpp"
+#include "pipeline/run/committer.hpp"
+#include "pipeline/run/run_controller.hpp"
+#include "pipeline/validate.hpp"
+
+namespace tidemark::pipeline {
+
+ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
+                                  const std::vector<std::string>& destinations, const std::string& released_by,
+                                  const db::RetryPolicy& retry) {
+  std::string pipeline;
+  std::string raw;
+  std::string format;
+  std::optional<std::string> csv_header;
+  {
+    auto connection = db::connect(database_url);
+    pqxx::nontransaction txn(*connection);
+    const auto rows = txn.exec_params(
+        "SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, csv_header, released_at, "
+        "release_outcome FROM quarantine WHERE id = $1",
+        id);
+    if (rows.empty()) throw std::invalid_argument("quarantine entry " + std::to_string(id) + " does not exist");
+    if (!rows[0][4].is_null()) {
+      throw std::invalid_argument("quarantine entry " + std::to_string(id) + " was released at " +
+                                  rows[0][4].c_str() + " (it became " + rows[0][5].c_str() + ")");
+    }
+    pipeline = rows[0][0].c_str();
+    const pqxx::binarystring bytes(rows[0][1]);
+    raw = bytes.str();
+    format = rows[0][2].c_str();
+    if (!rows[0][3].is_null()) csv_header = rows[0][3].c_str();
+  }
+
+  // Decode exactly as the source did: a CSV record needs its file's header.
+  const std::string file = "quarantine-" + std::to_string(id);
+  const bool csv = format == "csv";
+  std::vector<DecodedRecord> decoded = connectors::file::decode_text(
+      csv ? connectors::file::Format::kCsv : connectors::file::Format::kJsonl,
+      csv ? csv_header.value_or("") + "\n" + raw : raw, file);
+  if (decoded.size() != 1) {
+    DecodedRecord single;
+    single.raw = raw;
+    single.position.file = file;
+    single.decode_error = "quarantined record decodes to " + std::to_string(decoded.size()) + " records, expected 1";
+    decoded.assign(1, std::move(single));
+  }
+  std::vector<Validated> validated{validate(decoded.front())};
+  const BatchPlan plan = plan_batch(validated);
+
+  Committer committer(database_url, pipeline, "quarantine", destinations, retry);
+  RunRequest request;
+  request.pipeline = pipeline;
+  request.reason = "quarantine release " + std::to_string(id);
+  const std::int64_t run_id = start_run(committer.connection(), request);
+  try {
+    BatchInput batch{decoded, validated, plan, 1, "quarantine:" + std::to_string(id), std::nullopt, id, released_by};
+    const BatchResult result = committer.commit(batch, QuarantineOrigin{format, [&](const std::string&) {
+                                                                            return csv_header;
+                                                                          }},
+                                                run_id);
+    finish_run(database_url, run_id, "succeeded", "");
+    Outcome outcome = Outcome::kInvalid;
+    for (Outcome o : kAllOutcomes) {
+      if (result.counts[o] > 0) outcome = o;
+    }
+    return {run_id, outcome};
+  } catch (const std::exception& error) {
+    finish_run(database_url, run_id, "failed", error.what());
+    throw;
+  }
+}
+
+}  // namespace tidemark::pipeline

@@ -1,0 +1,160 @@
+#include "pipeline/run/run_controller.hpp"
+
+#include <chrono>
+#include <fstream>
+#include <map>
+
+#include <spdlog/spdlog.h>
+
+#include "pipeline/failpoint.hpp"
+#include "pipeline/plan.hpp"
+#include "pipeline/run/committer.hpp"
+#include "pipeline/validate.hpp"
+#include "sql/sql_files.hpp"
+
+namespace tidemark::pipeline {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) {
+  pqxx::work txn(connection);
+  std::int64_t run_id = 0;
+  if (request.run_id) {
+    txn.exec_params("UPDATE runs SET status = 'running', started_at = now() WHERE id = $1", *request.run_id);
+    run_id = *request.run_id;
+  } else {
+    run_id = txn.exec_params1(
+                    "INSERT INTO runs (pipeline, trigger, mode, status, request_id, reason, started_at) "
+                    "VALUES ($1, $2, $3, 'running', $4, $5, now()) RETURNING id",
+                    request.pipeline, request.trigger, request.replay ? "replay" : "resume", request.request_id,
+                    request.reason)[0]
+                 .as<std::int64_t>();
+  }
+  txn.commit();
+  return run_id;
+}
+
+void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error) {
+  // On its own connection: the committer's may be the reason the run failed.
+  auto connection = db::connect(url);
+  pqxx::work txn(*connection);
+  txn.exec_params("UPDATE runs SET status = $2, finished_at = now(), error = NULLIF($3, '') WHERE id = $1", run_id,
+                  status, error);
+  txn.commit();
+}
+
+namespace {
+
+std::optional<Checkpoint> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
+                                            const std::string& source) {
+  pqxx::nontransaction txn(connection);
+  const auto rows = txn.exec_params("SELECT position FROM checkpoint WHERE pipeline = $1 AND source = $2", pipeline,
+                                    source);
+  if (rows.empty()) return std::nullopt;
+  return Checkpoint::parse(rows[0][0].c_str());
+}
+
+std::string describe(const OutcomeCounts& counts) {
+  std::string text = "input " + std::to_string(counts.input());
+  for (Outcome outcome : kAllOutcomes) text += " " + std::string(to_string(outcome)) + " " + std::to_string(counts[outcome]);
+  return text;
+}
+
+}  // namespace
+
+std::optional<std::string> read_csv_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+RunSummary run_pipeline(const RunRequest& request) {
+  RunSummary summary;
+  summary.pipeline = request.pipeline;
+  std::unique_ptr<Source> source;
+  std::unique_ptr<Committer> committer;
+  std::int64_t run_id = 0;
+  try {
+    // The committer's first connection takes the pipeline lock; only then is the run
+    // recorded, so a refused second run leaves no trace but its message.
+    source = request.open_source();
+    committer = std::make_unique<Committer>(request.database_url, request.pipeline, source->identity(),
+                                            request.destinations, request.retry);
+    pqxx::connection& connection = committer->connection();
+    run_id = start_run(connection, request);
+    summary.run_id = run_id;
+    std::optional<Checkpoint> resume = stored_checkpoint(connection, request.pipeline, source->identity());
+    if (resume && !request.replay) {
+      source->seek(*resume);
+      spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source->identity(), resume->to_string());
+    } else {
+      spdlog::info("pipeline {}: reading {} from the start{}", request.pipeline, source->identity(),
+                   request.replay ? " (replay)" : "");
+    }
+    summary.checkpoint = resume ? resume->to_string() : "";
+
+    std::map<std::string, std::optional<std::string>> headers;  // per CSV file of the source
+    QuarantineOrigin origin{request.format, nullptr};
+    if (request.format == "csv") {
+      origin.csv_header = [&](const std::string& file) {
+        auto [found, inserted] = headers.try_emplace(file);
+        if (inserted) {
+          const std::string& identity = source->identity();
+          const bool single_file = identity.size() >= file.size() &&
+                                   identity.compare(identity.size() - file.size(), file.size(), file) == 0 &&
+                                   (identity.size() == file.size() || identity[identity.size() - file.size() - 1] == '/');
+          found->second = read_csv_header(single_file ? identity : identity + "/" + file);
+        }
+        return found->second;
+      };
+    }
+
+    const auto started = Clock::now();
+    std::vector<DecodedRecord> decoded;
+    std::vector<Validated> validated;
+    std::string start_position = source->position().to_string();
+    while (!(request.stop_requested && request.stop_requested->load())) {
+      decoded.clear();
+      if (source->read(decoded, request.batch_size) == 0) break;
+      failpoint("after_decode");
+      validated.clear();
+      validated.reserve(decoded.size());
+      for (const auto& record : decoded) validated.push_back(validate(record));
+      const BatchPlan plan = plan_batch(validated);
+      const Checkpoint end = source->position();
+      const BatchInput batch{decoded, validated, plan, static_cast<int>(summary.batches) + 1, start_position, end};
+      const BatchResult result = committer->commit(batch, origin, run_id);
+      failpoint("after_commit");
+      ++summary.batches;
+      summary.counts += result.counts;
+      summary.checkpoint = end.to_string();
+      start_position = summary.checkpoint;
+      const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+      spdlog::info("pipeline {} batch {}: {} | {:.0f} records/s, at {}", request.pipeline, summary.batches,
+                   describe(result.counts), seconds > 0 ? summary.counts.input() / seconds : 0.0, summary.checkpoint);
+    }
+    summary.stopped_early = request.stop_requested && request.stop_requested->load();
+    finish_run(request.database_url, run_id, "succeeded", "");
+    spdlog::info("pipeline {} run {} done: {} batches, {}", request.pipeline, run_id, summary.batches,
+                 describe(summary.counts));
+    return summary;
+  } catch (const std::exception& error) {
+    if (run_id != 0) {
+      try {
+        finish_run(request.database_url, run_id, "failed", error.what());
+      } catch (const std::exception& also) {
+        spdlog::error("could not record run {} as failed: {}", run_id, also.what());
+      }
+    }
+    throw;
+  }
+}
+
+}  // namespace tidemark::pipeline

@@ -1,0 +1,56 @@
+#pragma once
+// The run controller: one active run per pipeline (a PostgreSQL advisory lock), reading the
+// source from its checkpoint to the end, batch by batch: decode -> validate -> plan -> commit.
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "pipeline/db/database.hpp"
+#include "pipeline/run/committer.hpp"
+#include "pipeline/record.hpp"
+#include "pipeline/source.hpp"
+
+namespace tidemark::pipeline {
+
+struct RunRequest {
+  std::string pipeline;
+  std::string database_url;
+  std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
+  std::string format;                                     // "csv" or "jsonl"
+  std::size_t batch_size = 10000;
+  bool replay = false;
+  std::vector<std::string> destinations;
+  std::string trigger = "cli";
+  std::optional<std::int64_t> run_id;  // a run already recorded as queued (serve)
+  std::optional<std::string> request_id;
+  std::optional<std::string> reason;
+  db::RetryPolicy retry;
+  // Checked between batches: when set, the run stops after the batch in hand has committed.
+  const std::atomic<bool>* stop_requested = nullptr;
+};
+
+struct RunSummary {
+  std::string pipeline;
+  std::int64_t run_id = 0;
+  std::uint64_t batches = 0;
+  OutcomeCounts counts;
+  std::string checkpoint;  // the position the run ended at
+  bool stopped_early = false;
+};
+
+RunSummary run_pipeline(const RunRequest& request);
+
+// Records a run as running (inserting it, or updating request.run_id) and returns its id.
+std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
+// Records the end of a run ("succeeded" or "failed"), on a connection of its own.
+void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);
+
+// The first line of a CSV file (without BOM and line terminator): its header.
+std::optional<std::string> read_csv_header(const std::string& path);
+
+}  // namespace tidemark::pipeline

@@ -1,0 +1,10 @@
+-- tidemark outbox list: filters are optional ($1 status, $2 destination; NULL = any).
+SELECT id, destination, status, attempts, idempotency_key,
+       to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+       coalesce(last_error, ''),
+       coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
+FROM outbox
+WHERE ($1::text IS NULL OR status = $1)
+  AND ($2::text IS NULL OR destination = $2)
+ORDER BY id
+LIMIT $3

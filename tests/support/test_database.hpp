@@ -1,0 +1,34 @@
+#pragma once
+// Real PostgreSQL for tests: one throwaway cluster per test binary (initdb under /tmp,
+// loopback, a free port), started on first use and removed at exit; each TestDatabase is
+// a fresh, migrated database of its own, dropped when it goes out of scope.
+#include <memory>
+#include <string>
+
+#include <pqxx/pqxx>
+
+namespace tidemark::testing {
+
+class TestDatabase {
+ public:
+  TestDatabase();
+  ~TestDatabase();
+  TestDatabase(const TestDatabase&) = delete;
+  TestDatabase& operator=(const TestDatabase&) = delete;
+
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return name_; }
+  // A new connection to this database.
+  std::unique_ptr<pqxx::connection> connect() const;
+  // Runs a query and returns the first column of the first row as text ("" for NULL).
+  std::string scalar(const std::string& sql) const;
+  // pg_ctl stop -m immediate / start of the shared cluster (database fault tests).
+  static void crash_cluster();
+  static void restart_cluster();
+
+ private:
+  std::string name_;
+  std::string url_;
+};
+
+}  // namespace tidemark::testing

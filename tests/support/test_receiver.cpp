@@ -1,0 +1,268 @@
+#include "tests/support/test_receiver.hpp"
+
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <ctime>
+#include <deque>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "connectors/http/signature.hpp"
+
+namespace tidemark::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+struct TestReceiver::State {
+  std::string key;
+
+  mutable std::mutex mutex;
+  mutable std::condition_variable changed;
+  bool stopping = false;
+
+  std::deque<Failure> scripted;
+  Failure always = Failure::kNone;
+  double ratio = 0;
+  std::vector<Failure> random_kinds;
+  std::mt19937_64 rng;
+  int retry_after_seconds = 1;
+  std::chrono::milliseconds slow_delay{2000};
+
+  std::vector<ReceivedRequest> requests;
+  std::set<std::string> applied_ids;
+  std::vector<std::string> applied_bodies;
+  std::map<std::string, int> handling;  // webhook-id -> requests being handled now
+  int max_concurrent_per_id = 0;
+
+  Failure choose_failure() {
+    if (!scripted.empty()) {
+      const Failure failure = scripted.front();
+      scripted.pop_front();
+      return failure;
+    }
+    if (always != Failure::kNone) return always;
+    if (ratio > 0 && !random_kinds.empty() && std::uniform_real_distribution<double>(0, 1)(rng) < ratio) {
+      return random_kinds[std::uniform_int_distribution<std::size_t>(0, random_kinds.size() - 1)(rng)];
+    }
+    return Failure::kNone;
+  }
+};
+
+// Accepts on one thread; every connection gets a thread of its own (blocking Beast calls),
+// which keeps slow answers from holding up other connections.
+class TestReceiver::Server {
+ public:
+  explicit Server(std::shared_ptr<State> state)
+      : state_(std::move(state)), acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    port_ = acceptor_.local_endpoint().port();
+    accept_thread_ = std::thread([this] { accept_loop(); });
+  }
+
+  ~Server() {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->stopping = true;
+    }
+    state_->changed.notify_all();
+    beast::error_code ignored;
+    // Wakes the blocking accept and every blocking read.
+    acceptor_.cancel(ignored);
+    ::shutdown(acceptor_.native_handle(), SHUT_RDWR);
+    accept_thread_.join();
+    {
+      std::lock_guard lock(connections_mutex_);
+      for (const auto& socket : sockets_) ::shutdown(socket->native_handle(), SHUT_RDWR);
+    }
+    for (auto& thread : connection_threads_) thread.join();
+  }
+
+  unsigned short port() const { return port_; }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      auto socket = std::make_shared<tcp::socket>(io_);
+      beast::error_code error;
+      acceptor_.accept(*socket, error);
+      {
+        std::lock_guard lock(state_->mutex);
+        if (state_->stopping) return;
+      }
+      if (error) continue;
+      std::lock_guard lock(connections_mutex_);
+      sockets_.push_back(socket);
+      connection_threads_.emplace_back([this, socket] { serve(*socket); });
+    }
+  }
+
+  void serve(tcp::socket& socket) {
+    beast::flat_buffer buffer;
+    for (;;) {
+      bhttp::request<bhttp::string_body> request;
+      beast::error_code error;
+      bhttp::read(socket, buffer, request, error);
+      if (error) return;
+      const auto answer = handle(request);
+      if (!answer) {
+        socket.shutdown(tcp::socket::shutdown_both, error);
+        socket.close(error);
+        return;
+      }
+      bhttp::write(socket, *answer, error);
+      finish(std::string(request["webhook-id"]));
+      if (error || !request.keep_alive()) return;
+    }
+  }
+
+  void finish(const std::string& id) {
+    std::lock_guard lock(state_->mutex);
+    --state_->handling[id];
+  }
+
+  // nullopt: drop the connection without an answer.
+  std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
+    ReceivedRequest received;
+    received.webhook_id = std::string(request["webhook-id"]);
+    received.idempotency_key = std::string(request["Idempotency-Key"]);
+    received.content_type = std::string(request[bhttp::field::content_type]);
+    received.body = request.body();
+    const connectors::http::SignedHeaders headers{request["webhook-id"], request["webhook-timestamp"],
+                                                  request["webhook-signature"]};
+    received.signature_valid = connectors::http::verify(state_->key, headers, request.body(), std::time(nullptr)) ==
+                               connectors::http::Verification::kValid;
+
+    std::unique_lock lock(state_->mutex);
+    const int handling = ++state_->handling[received.webhook_id];
+    state_->max_concurrent_per_id = std::max(state_->max_concurrent_per_id, handling);
+
+    bhttp::response<bhttp::string_body> response{bhttp::status::ok, request.version()};
+    response.keep_alive(request.keep_alive());
+    if (!received.signature_valid) {
+      response.result(bhttp::status::unauthorized);
+      response.body() = "bad signature";
+    } else {
+      received.failure = state_->choose_failure();
+      switch (received.failure) {
+        case Failure::kServerError:
+          response.result(bhttp::status::internal_server_error);
+          response.body() = "injected failure";
+          break;
+        case Failure::kTooManyRequests:
+          response.result(bhttp::status::too_many_requests);
+          response.set(bhttp::field::retry_after, std::to_string(state_->retry_after_seconds));
+          break;
+        case Failure::kBadRequest:
+          response.result(bhttp::status::bad_request);
+          response.body() = "rejected";
+          break;
+        case Failure::kDrop:
+          --state_->handling[received.webhook_id];
+          state_->requests.push_back(std::move(received));
+          state_->changed.notify_all();
+          return std::nullopt;
+        case Failure::kSlow:
+        case Failure::kNone:
+          // Dedup by webhook-id: a repeat is acknowledged but not applied again.
+          if (state_->applied_ids.insert(received.webhook_id).second) {
+            received.applied = true;
+            state_->applied_bodies.push_back(received.body);
+          }
+          break;
+      }
+    }
+    const bool slow = received.failure == Failure::kSlow;
+    const auto delay = state_->slow_delay;
+    state_->requests.push_back(std::move(received));
+    state_->changed.notify_all();
+    if (slow) state_->changed.wait_for(lock, delay, [this] { return state_->stopping; });
+    response.prepare_payload();
+    return response;
+  }
+
+  std::shared_ptr<State> state_;
+  asio::io_context io_;
+  tcp::acceptor acceptor_;
+  unsigned short port_ = 0;
+  std::thread accept_thread_;
+  std::mutex connections_mutex_;
+  std::vector<std::shared_ptr<tcp::socket>> sockets_;
+  std::vector<std::thread> connection_threads_;
+};
+
+TestReceiver::TestReceiver(const std::string& secret) : state_(std::make_shared<State>()) {
+  auto key = connectors::http::decode_secret(secret);
+  if (!key) throw std::invalid_argument("TestReceiver needs a whsec_ secret");
+  state_->key = std::move(*key);
+  server_ = std::make_unique<Server>(state_);
+}
+
+TestReceiver::~TestReceiver() = default;
+
+std::string TestReceiver::url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/events"; }
+
+unsigned short TestReceiver::port() const { return server_->port(); }
+
+void TestReceiver::fail_next(Failure failure, int times) {
+  std::lock_guard lock(state_->mutex);
+  for (int i = 0; i < times; ++i) state_->scripted.push_back(failure);
+}
+
+void TestReceiver::fail_always(Failure failure) {
+  std::lock_guard lock(state_->mutex);
+  state_->always = failure;
+}
+
+void TestReceiver::fail_randomly(double ratio, std::uint64_t seed, std::vector<Failure> kinds) {
+  std::lock_guard lock(state_->mutex);
+  state_->ratio = ratio;
+  state_->rng.seed(seed);
+  state_->random_kinds = std::move(kinds);
+}
+
+void TestReceiver::set_retry_after_seconds(int seconds) {
+  std::lock_guard lock(state_->mutex);
+  state_->retry_after_seconds = seconds;
+}
+
+void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(state_->mutex);
+  state_->slow_delay = delay;
+}
+
+std::vector<ReceivedRequest> TestReceiver::requests() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->requests;
+}
+
+std::vector<std::string> TestReceiver::applied_bodies() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->applied_bodies;
+}
+
+std::size_t TestReceiver::applied_count() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->applied_ids.size();
+}
+
+int TestReceiver::max_concurrent_per_id() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->max_concurrent_per_id;
+}
+
+bool TestReceiver::wait_for_applied(std::size_t count, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  return state_->changed.wait_for(lock, timeout, [&] { return state_->applied_ids.size() >= count; });
+}
+
+}  // namespace tidemark::testing

@@ -1,0 +1,69 @@
+#pragma once
+// A real webhook receiver for tests: an HTTP server on 127.0.0.1 (port 0) on its own threads
+// that verifies Standard Webhooks signatures, records every request, applies each webhook-id
+// once like a well-behaved receiver, and can be told to fail in the ways the world fails.
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace tidemark::testing {
+
+enum class Failure {
+  kNone,
+  kServerError,      // 500
+  kTooManyRequests,  // 429 with Retry-After (retry_after_seconds)
+  kSlow,             // applies the event, then answers only after slow_delay (past the client's timeout)
+  kDrop,             // closes the connection without answering
+  kBadRequest,       // 400
+};
+
+struct ReceivedRequest {
+  std::string webhook_id;
+  std::string idempotency_key;
+  std::string content_type;
+  std::string body;
+  bool signature_valid = false;
+  Failure failure = Failure::kNone;  // how it was answered (kNone: 2xx, or 401 when unsigned)
+  bool applied = false;              // this request applied the event (its first valid arrival)
+};
+
+class TestReceiver {
+ public:
+  // Verifies signatures with `secret` (whsec_…).
+  explicit TestReceiver(const std::string& secret);
+  ~TestReceiver();
+  TestReceiver(const TestReceiver&) = delete;
+  TestReceiver& operator=(const TestReceiver&) = delete;
+
+  std::string url() const;  // http://127.0.0.1:PORT/events
+  unsigned short port() const;
+
+  // Failure choice per request: scripted ones first, in order; then `always`; then random.
+  void fail_next(Failure failure, int times = 1);
+  void fail_always(Failure failure);  // kNone turns it off
+  // A fraction `ratio` of requests fail, picking among `kinds`; the generator is seeded.
+  void fail_randomly(double ratio, std::uint64_t seed, std::vector<Failure> kinds);
+  void set_retry_after_seconds(int seconds);
+  void set_slow_delay(std::chrono::milliseconds delay);
+
+  std::vector<ReceivedRequest> requests() const;
+  // The bodies of applied events, in the order they were applied.
+  std::vector<std::string> applied_bodies() const;
+  std::size_t applied_count() const;
+  // The most requests with one webhook-id that were being handled at the same moment.
+  int max_concurrent_per_id() const;
+  // Waits until `count` events were applied; false on timeout.
+  bool wait_for_applied(std::size_t count, std::chrono::milliseconds timeout) const;
+
+ private:
+  class Server;
+  friend class Server;
+  struct State;
+  std::shared_ptr<State> state_;
+  std::unique_ptr<Server> server_;
+};
+
+}  // namespace tidemark::testing

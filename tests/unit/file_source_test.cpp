@@ -1,0 +1,298 @@
+// FileSource: folder listing and order, batches across files, exact resume from a checkpoint.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "connectors/file/file_source.hpp"
+
+namespace tidemark::connectors::file {
+namespace {
+
+namespace fs = std::filesystem;
+using pipeline::Checkpoint;
+using pipeline::DecodedRecord;
+
+// A fresh folder under the system temp directory, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    path_ = fs::temp_directory_path() /
+            ("tidemark_file_source_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const fs::path& path() const { return path_; }
+  fs::path write(const std::string& name, std::string_view content) const {
+    const fs::path file = path_ / name;
+    std::ofstream(file, std::ios::binary) << content;
+    return file;
+  }
+
+ private:
+  fs::path path_;
+};
+
+constexpr std::string_view kHeader = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+
+std::string csv(std::initializer_list<std::string_view> ids) {
+  std::string text(kHeader);
+  for (std::string_view id : ids) text += std::string(id) + ",1,1.00,,\n";
+  return text;
+}
+
+std::vector<DecodedRecord> read_all(pipeline::Source& source, std::size_t batch = 1000) {
+  std::vector<DecodedRecord> records;
+  while (source.read(records, batch) > 0) {
+  }
+  return records;
+}
+
+std::vector<std::string> ids_of(const std::vector<DecodedRecord>& records) {
+  std::vector<std::string> ids;
+  for (const auto& r : records) ids.push_back(r.transaction_id ? r.transaction_id->text : "<" + r.raw + ">");
+  return ids;
+}
+
+std::string describe_field(const std::optional<pipeline::Field>& field) {
+  return field ? std::to_string(static_cast<int>(field->kind)) + ":" + field->text : "-";
+}
+
+// Everything a record carries, so two reads can be compared exactly.
+std::string describe(const DecodedRecord& r) {
+  return r.position.file + "|" + std::to_string(r.position.line) + "|" + std::to_string(r.position.offset) + "|" +
+         std::to_string(r.position.end_offset) + "|" + r.raw + "|" + r.decode_error.value_or("ok") + "|" +
+         describe_field(r.transaction_id) + "|" + describe_field(r.source_revision) + "|" +
+         describe_field(r.amount) + "|" + describe_field(r.account_id) + "|" + describe_field(r.occurred_at);
+}
+
+std::vector<std::string> describe_all(const std::vector<DecodedRecord>& records) {
+  std::vector<std::string> out;
+  for (const auto& r : records) out.push_back(describe(r));
+  return out;
+}
+
+TEST(FileSource, FolderReadsMatchingFilesInLexicalOrderAndIgnoresOthers) {
+  TempDir dir;
+  dir.write("b.csv", csv({"b1", "b2"}));
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("B.csv", csv({"B1"}));  // 'B' < 'a' in byte order
+  dir.write("c.txt", csv({"ignored"}));
+  dir.write("d.jsonl", "{\"transaction_id\":\"ignored\"}\n");
+  dir.write("e.csv.bak", csv({"ignored"}));
+  fs::create_directory(dir.path() / "sub.csv");
+  FileSource source(dir.path(), Format::kCsv);
+  const auto records = read_all(source);
+  EXPECT_EQ(ids_of(records), (std::vector<std::string>{"B1", "a1", "b1", "b2"}));
+  EXPECT_EQ(records[1].position.file, "a.csv");
+  EXPECT_EQ(records[1].position.line, 2u);
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", fs::file_size(dir.path() / "b.csv")}.to_string()));
+}
+
+TEST(FileSource, JsonlFolderReadsJsonlAndNdjsonFiles) {
+  TempDir dir;
+  dir.write("2.ndjson", "{\"transaction_id\":\"n\"}\n");
+  dir.write("1.jsonl", "{\"transaction_id\":\"j\"}\n");
+  dir.write("0.csv", csv({"ignored"}));
+  dir.write("3.json", "{\"transaction_id\":\"ignored\"}\n");
+  FileSource source(dir.path(), Format::kJsonl);
+  EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"j", "n"}));
+}
+
+TEST(FileSource, BatchesSpanFilesAndPositionFollowsTheLastRecordReturned) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1", "a2"}));
+  dir.write("b.csv", csv({"b1", "b2"}));
+  FileSource source(dir.path(), Format::kCsv);
+  EXPECT_EQ(source.position().to_string(), Checkpoint{}.to_string());
+  std::vector<DecodedRecord> batch;
+  ASSERT_EQ(source.read(batch, 3), 3u);
+  EXPECT_EQ(ids_of(batch), (std::vector<std::string>{"a1", "a2", "b1"}));
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", batch[2].position.end_offset}.to_string()));
+  EXPECT_EQ(batch[2].position.offset, kHeader.size());
+  batch.clear();
+  ASSERT_EQ(source.read(batch, 3), 1u);
+  EXPECT_EQ(source.read(batch, 3), 0u);
+  EXPECT_EQ(source.read(batch, 3), 0u);
+  EXPECT_EQ(ids_of(batch), (std::vector<std::string>{"b2"}));
+}
+
+// Read k records, checkpoint, reopen, seek: the two parts must equal one full read, for
+// every k from 0 to the end, with tiny and default read chunks.
+void expect_exact_resume(const fs::path& path, Format format, std::size_t expected_records) {
+  for (std::size_t chunk : {std::size_t{5}, std::size_t{64}, FileSource::kDefaultChunkBytes}) {
+    FileSource full_source(path, format, chunk);
+    const auto full = describe_all(read_all(full_source, 3));
+    ASSERT_EQ(full.size(), expected_records);
+    for (std::size_t k = 0; k <= full.size(); ++k) {
+      FileSource first(path, format, chunk);
+      std::vector<DecodedRecord> head;
+      while (head.size() < k) ASSERT_GT(first.read(head, k - head.size()), 0u);
+      const Checkpoint checkpoint = first.position();
+      FileSource second(path, format, chunk);
+      second.seek(checkpoint);
+      EXPECT_EQ(second.position().to_string(), checkpoint.to_string());
+      auto parts = describe_all(head);
+      const auto tail = describe_all(read_all(second, 2));
+      parts.insert(parts.end(), tail.begin(), tail.end());
+      EXPECT_EQ(parts, full) << "split after " << k << " records at " << checkpoint.to_string() << ", chunk "
+                             << chunk;
+    }
+  }
+}
+
+TEST(FileSource, CsvFolderResumesExactlyAtEverySplitPoint) {
+  TempDir dir;
+  dir.write("a.csv", "\xEF\xBB\xBF" + std::string(kHeader) + "a1,1,1,,\r\n\"a\n2\",2,2,\"x,y\",\r\n\r\nbad\"q,1,1,,\r\n");
+  dir.write("b.csv", csv({}));  // header only
+  dir.write("c.csv", "amount,transaction_id\n\n5,c1\n6,\"c\"\"2\"\n7,c3");  // no trailing newline
+  dir.write("d.csv", "");
+  dir.write("e.csv", std::string(kHeader) + "e1,1,1,,\n\"unterminated,1,1,,\ne3,1,1,,\n");
+  expect_exact_resume(dir.path(), Format::kCsv, 8);
+}
+
+TEST(FileSource, JsonlFolderResumesExactlyAtEverySplitPoint) {
+  TempDir dir;
+  dir.write("a.jsonl", "{\"transaction_id\":\"a1\",\"amount\":1234567890.12}\r\n\n{\"transaction_id\":\"a2\"}\n");
+  dir.write("b.ndjson", "not json\n{\"transaction_id\":\"b2\",\"amount\":1e3}");
+  dir.write("c.jsonl", "");
+  dir.write("d.jsonl", "\n\n{\"transaction_id\":\"d1\",\"x\":[[{}]]}\n[1]\n");
+  expect_exact_resume(dir.path(), Format::kJsonl, 6);
+}
+
+TEST(FileSource, SingleFileResumesExactlyAndNamesItselfByBasename) {
+  TempDir dir;
+  const fs::path file = dir.write("only.csv", csv({"t1", "t2", "t3"}));
+  FileSource source(file, Format::kCsv);
+  EXPECT_EQ(source.identity(), fs::canonical(file).string());
+  std::vector<DecodedRecord> batch;
+  ASSERT_EQ(source.read(batch, 1), 1u);
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"only.csv", kHeader.size() + 12}.to_string()));
+  expect_exact_resume(file, Format::kCsv, 3);
+}
+
+TEST(FileSource, IdentityIsTheCanonicalAbsolutePathOfTheFolder) {
+  TempDir dir;
+  fs::create_directory(dir.path() / "in");
+  FileSource source(dir.path() / "in" / ".." / "in", Format::kCsv);
+  EXPECT_EQ(source.identity(), fs::canonical(dir.path() / "in").string());
+  EXPECT_TRUE(fs::path(source.identity()).is_absolute());
+}
+
+TEST(FileSource, SeekSkipsEarlierFilesAndResumesInsideTheNamedOne) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("b.csv", csv({"b1", "b2"}));
+  dir.write("c.csv", csv({"c1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  source.seek(Checkpoint{"b.csv", kHeader.size() + 12});
+  const auto records = read_all(source);
+  EXPECT_EQ(ids_of(records), (std::vector<std::string>{"b2", "c1"}));
+  EXPECT_EQ(records[0].position.line, 3u);
+  EXPECT_EQ(records[0].position.offset, kHeader.size() + 12);
+}
+
+TEST(FileSource, SeekToTheEndOfAFileContinuesWithTheNext) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("b.csv", csv({"b1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  source.seek(Checkpoint{"a.csv", fs::file_size(dir.path() / "a.csv")});
+  EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"b1"}));
+}
+
+TEST(FileSource, SeekToAVanishedFileContinuesWithTheNextNameAfterIt) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("c.csv", csv({"c1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  source.seek(Checkpoint{"b.csv", 123});
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", 123}.to_string()));
+  EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"c1"}));
+
+  FileSource past_all(dir.path(), Format::kCsv);
+  past_all.seek(Checkpoint{"z.csv", 0});
+  EXPECT_TRUE(read_all(past_all).empty());
+}
+
+TEST(FileSource, SeekToOffsetZeroOrInsideTheHeaderReadsTheWholeFile) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1", "a2"}));
+  for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{5}}) {
+    FileSource source(dir.path(), Format::kCsv);
+    source.seek(Checkpoint{"a.csv", offset});
+    const auto records = read_all(source);
+    EXPECT_EQ(ids_of(records), (std::vector<std::string>{"a1", "a2"}));
+    EXPECT_EQ(records[0].position.line, 2u);
+  }
+}
+
+TEST(FileSource, FilesLargerThanTheReadChunkStream) {
+  TempDir dir;
+  std::string text(kHeader);
+  for (int i = 0; i < 5000; ++i) text += "t" + std::to_string(i) + ",1,\"1,00\",acc,\n";
+  dir.write("big.csv", text);
+  FileSource source(dir.path() / "big.csv", Format::kCsv, 4096);
+  const auto records = read_all(source, 777);
+  ASSERT_EQ(records.size(), 5000u);
+  EXPECT_EQ(records[4999].transaction_id->text, "t4999");
+  EXPECT_EQ(records[4999].position.line, 5001u);
+  EXPECT_EQ(records[4999].position.end_offset, text.size());
+}
+
+TEST(FileSource, MissingPathThrowsSourceErrorNamingIt) {
+  TempDir dir;
+  const fs::path missing = dir.path() / "nope.csv";
+  try {
+    FileSource source(missing, Format::kCsv);
+    FAIL() << "no exception";
+  } catch (const pipeline::SourceError& error) {
+    EXPECT_NE(std::string(error.what()).find(missing.string()), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(open_file_source(missing, Format::kJsonl), pipeline::SourceError);
+}
+
+TEST(FileSource, FileRemovedBeforeItIsOpenedThrowsSourceError) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  fs::remove(dir.path() / "a.csv");
+  std::vector<DecodedRecord> batch;
+  EXPECT_THROW(source.read(batch, 10), pipeline::SourceError);
+}
+
+TEST(FileSource, EmptyFolderHasNoRecords) {
+  TempDir dir;
+  const auto source = open_file_source(dir.path(), Format::kJsonl);
+  std::vector<DecodedRecord> batch;
+  EXPECT_EQ(source->read(batch, 10), 0u);
+  EXPECT_EQ(source->position().to_string(), Checkpoint{}.to_string());
+}
+
+TEST(FileFormat, ParsesNamesAndExtensions) {
+  EXPECT_EQ(parse_format("csv"), Format::kCsv);
+  EXPECT_EQ(parse_format("jsonl"), Format::kJsonl);
+  EXPECT_EQ(parse_format("json"), std::nullopt);
+  EXPECT_EQ(parse_format("CSV"), std::nullopt);
+  EXPECT_EQ(format_from_extension("in/data.csv"), Format::kCsv);
+  EXPECT_EQ(format_from_extension("data.jsonl"), Format::kJsonl);
+  EXPECT_EQ(format_from_extension("data.ndjson"), Format::kJsonl);
+  EXPECT_EQ(format_from_extension("data.json"), std::nullopt);
+  EXPECT_EQ(format_from_extension("data"), std::nullopt);
+  EXPECT_EQ(format_from_extension("data.csv.gz"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace tidemark::connectors::file

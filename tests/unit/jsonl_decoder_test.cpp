@@ -1,0 +1,167 @@
+// JSON Lines decoding: exact number text, kinds, absent fields and every kind of bad line.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "connectors/file/jsonl_decoder.hpp"
+#include "connectors/file/record_stream.hpp"
+
+namespace tidemark::connectors::file {
+namespace {
+
+using pipeline::DecodedRecord;
+using pipeline::FieldKind;
+
+DecodedRecord decode_line(std::string_view line) { return decode_jsonl_line(line, {"in.jsonl", 1, 0, line.size()}); }
+
+std::string error_of(const DecodedRecord& record) {
+  EXPECT_TRUE(record.decode_error.has_value()) << "line decoded: " << record.raw;
+  return record.decode_error.value_or("");
+}
+
+TEST(JsonlDecoder, NumbersKeepTheirExactSourceText) {
+  const auto record = decode_line(
+      R"({"transaction_id":"t1","source_revision":9223372036854775807,"amount":1234567890.12,"account_id":"a"})");
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  ASSERT_TRUE(record.amount);
+  EXPECT_EQ(record.amount->text, "1234567890.12");
+  EXPECT_EQ(record.amount->kind, FieldKind::kNumber);
+  EXPECT_EQ(record.source_revision->text, "9223372036854775807");
+  EXPECT_EQ(record.source_revision->kind, FieldKind::kNumber);
+
+  for (std::string_view number : {"1e3", "130.0", "-0.10", "0.1000000000000000055511151231257827",
+                                  "184467440737095516160", "1E+2"}) {
+    const auto r = decode_line(R"({"amount":)" + std::string(number) + "}");
+    ASSERT_FALSE(r.decode_error) << *r.decode_error;
+    EXPECT_EQ(r.amount->text, number);
+    EXPECT_EQ(r.amount->kind, FieldKind::kNumber);
+  }
+}
+
+TEST(JsonlDecoder, StringsAreUnescapedUtf8) {
+  const auto record = decode_line(R"({"transaction_id":"t\"1\u00e9\n","amount":"10.50","occurred_at":"2024-05-01T10:00:00Z"})");
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  EXPECT_EQ(record.transaction_id->text, "t\"1\xC3\xA9\n");
+  EXPECT_EQ(record.transaction_id->kind, FieldKind::kString);
+  EXPECT_EQ(record.amount->text, "10.50");
+  EXPECT_EQ(record.amount->kind, FieldKind::kString);
+  EXPECT_EQ(record.occurred_at->text, "2024-05-01T10:00:00Z");
+}
+
+TEST(JsonlDecoder, NullAndMissingFieldsAreAbsent) {
+  const auto record = decode_line(R"({"transaction_id":"t1","account_id":null})");
+  ASSERT_FALSE(record.decode_error);
+  EXPECT_FALSE(record.account_id);
+  EXPECT_FALSE(record.amount);
+  EXPECT_FALSE(record.occurred_at);
+}
+
+TEST(JsonlDecoder, BoolsObjectsAndArraysInContractFieldsAreOther) {
+  const auto record = decode_line(R"({"transaction_id":true,"source_revision":false,"amount":{"v":1},"account_id":[1,2]})");
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  EXPECT_EQ(record.transaction_id->kind, FieldKind::kOther);
+  EXPECT_EQ(record.transaction_id->text, "true");
+  EXPECT_EQ(record.source_revision->text, "false");
+  EXPECT_EQ(record.amount->kind, FieldKind::kOther);
+  EXPECT_EQ(record.amount->text, "object");
+  EXPECT_EQ(record.account_id->kind, FieldKind::kOther);
+  EXPECT_EQ(record.account_id->text, "array");
+}
+
+TEST(JsonlDecoder, OtherFieldsAreIgnoredAtAnyDepthIncludingNestedContractNames) {
+  const auto record = decode_line(
+      R"({"meta":{"amount":"nested","deep":[{"transaction_id":1},[[null]]]},"amount":5,"x":"y","tags":[true]})");
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  EXPECT_EQ(record.amount->text, "5");
+  EXPECT_FALSE(record.transaction_id);
+}
+
+TEST(JsonlDecoder, DuplicatedContractFieldIsADecodeError) {
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1,"amount":2})")), "jsonl: field \"amount\" appears more than once");
+  EXPECT_EQ(error_of(decode_line(R"({"amount":null,"amount":2})")), "jsonl: field \"amount\" appears more than once");
+  EXPECT_FALSE(decode_line(R"({"note":1,"note":2})").decode_error);  // not a contract field
+}
+
+TEST(JsonlDecoder, LinesThatAreNotOneObjectAreDecodeErrors) {
+  EXPECT_EQ(error_of(decode_line("[1,2]")), "jsonl: line is not a JSON object (found: array)");
+  EXPECT_EQ(error_of(decode_line("42")), "jsonl: line is not a JSON object (found: number)");
+  EXPECT_EQ(error_of(decode_line(R"("text")")), "jsonl: line is not a JSON object (found: string)");
+  EXPECT_EQ(error_of(decode_line("null")), "jsonl: line is not a JSON object (found: null)");
+  EXPECT_EQ(error_of(decode_line("true")), "jsonl: line is not a JSON object (found: true)");
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1} {"amount":2})")),
+            "jsonl: unexpected text after the JSON object at column 14");
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1}x)")).rfind("jsonl: ", 0), 0u);
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1,})")).rfind("jsonl: malformed JSON at column", 0), 0u);
+  EXPECT_EQ(error_of(decode_line(R"({"amount":01})")).rfind("jsonl: malformed JSON at column", 0), 0u);
+  EXPECT_EQ(error_of(decode_line("{amount:1}")).rfind("jsonl: malformed JSON at column", 0), 0u);
+  EXPECT_EQ(error_of(decode_line("   ")).rfind("jsonl: malformed JSON at column", 0), 0u);
+  EXPECT_EQ(error_of(decode_line("{\"transaction_id\":\"\xFF\"}")).rfind("jsonl: malformed JSON", 0), 0u);
+}
+
+TEST(JsonlDecoder, TruncatedLineIsADecodeErrorWithItsRawTextAndNoFields) {
+  const auto record = decode_line(R"({"transaction_id":"t1","amount":12)");
+  EXPECT_EQ(error_of(record).rfind("jsonl: malformed JSON at column", 0), 0u);
+  EXPECT_EQ(record.raw, R"({"transaction_id":"t1","amount":12)");
+  EXPECT_FALSE(record.transaction_id);  // an undecodable record carries no fields
+  EXPECT_FALSE(record.amount);
+}
+
+TEST(JsonlDecoder, WhitespaceAroundTheObjectIsAllowed) {
+  const auto record = decode_line(" \t{ \"amount\" : 7 } \t");
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  EXPECT_EQ(record.amount->text, "7");
+}
+
+TEST(JsonlDecoder, DeepNestingIsBoundedAndADecodeError) {
+  const auto nested = [](std::size_t depth) {
+    return R"({"note":)" + std::string(depth - 1, '[') + std::string(depth - 1, ']') + "}";
+  };
+  EXPECT_FALSE(decode_line(nested(kMaxJsonDepth)).decode_error);
+  EXPECT_EQ(error_of(decode_line(nested(kMaxJsonDepth + 1))), "jsonl: nested deeper than 64 levels");
+  EXPECT_EQ(error_of(decode_line(nested(100000))), "jsonl: nested deeper than 64 levels");
+}
+
+TEST(JsonlDecoder, TextDecodingSkipsEmptyLinesAndHandlesCrlf) {
+  const std::string text = "{\"amount\":1}\r\n\r\n\n{\"amount\":\"2\"}\r\nnot json\r\n{\"amount\":3}";
+  const auto records = decode_text(Format::kJsonl, text, "in.jsonl");
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_EQ(records[0].amount->text, "1");
+  EXPECT_EQ(records[0].raw, "{\"amount\":1}");
+  EXPECT_EQ(records[0].position.line, 1u);
+  EXPECT_EQ(records[0].position.end_offset, 14u);
+  EXPECT_EQ(records[1].amount->text, "2");
+  EXPECT_EQ(records[1].position.line, 4u);
+  EXPECT_EQ(records[1].position.offset, 17u);
+  EXPECT_TRUE(records[2].decode_error);
+  EXPECT_EQ(records[2].raw, "not json");
+  EXPECT_EQ(records[2].position.line, 5u);
+  EXPECT_EQ(records[3].amount->text, "3");
+  EXPECT_EQ(records[3].position.line, 6u);
+  EXPECT_EQ(records[3].position.end_offset, text.size());
+}
+
+TEST(JsonlDecoder, TextDecodingSkipsALeadingBom) {
+  const auto records = decode_text(Format::kJsonl, "\xEF\xBB\xBF{\"amount\":1}\n", "in.jsonl");
+  ASSERT_EQ(records.size(), 1u);
+  EXPECT_FALSE(records[0].decode_error);
+  EXPECT_EQ(records[0].position.offset, 3u);
+}
+
+TEST(RecordStream, OverlongJsonLineBecomesAnErrorAndTheNextLineDecodes) {
+  RecordStream stream(Format::kJsonl, 16);
+  stream.start_file("in.jsonl");
+  stream.append(R"({"note":")" + std::string(40, 'x') + "\"}\n{\"amount\":1}\n");
+  const auto first = stream.next(true);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(error_of(*first), "record longer than 16 bytes");
+  EXPECT_EQ(first->position.end_offset, 52u);
+  const auto second = stream.next(true);
+  ASSERT_TRUE(second);
+  EXPECT_FALSE(second->decode_error);
+  EXPECT_EQ(second->position.line, 2u);
+  EXPECT_FALSE(stream.next(true));
+}
+
+}  // namespace
+}  // namespace tidemark::connectors::file
