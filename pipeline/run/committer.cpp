@@ -202,9 +202,9 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
 
   // 3. Quarantine every invalid and conflicting record, as received.
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
-    db::CopyWriter quarantine(txn, "quarantine",
-                              {"pipeline", "reason", "detail", "transaction_id", "source_revision", "raw",
-                               "raw_bytes", "format", "csv_header", "position", "run_id"});
+    db::CopyWriter quarantine(txn, "tidemark_quarantine_stage",
+                              {"pipeline", "source", "reason", "detail", "transaction_id", "source_revision",
+                               "raw", "raw_bytes", "format", "csv_header", "position", "run_id"});
     std::string line;
     for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
       const Outcome outcome = result.outcomes[i];
@@ -220,20 +220,28 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
                  " has a different payload than another record or the stored row of the same revision";
       }
       bool replaced = false;
+      bool ignored = false;
       const std::string raw = storable_text(decoded.raw, replaced);
       line.clear();
       append_copy_text(line, pipeline_);
       line += '\t';
+      append_copy_text(line, source_);
+      line += '\t';
       line += to_string(outcome);
       line += '\t';
-      bool ignored = false;
       append_copy_text(line, storable_text(detail, ignored));
       line += '\t';
       if (record != nullptr) {
         append_copy_text(line, record->transaction_id);
         line += '\t' + std::to_string(record->source_revision);
       } else {
-        line += "\\N\t\\N";
+        // An invalid record still shows the key it claimed, when it had one, for searching.
+        if (decoded.transaction_id && !decoded.transaction_id->text.empty()) {
+          append_copy_text(line, storable_text(decoded.transaction_id->text, ignored));
+        } else {
+          line += "\\N";
+        }
+        line += "\t\\N";
       }
       line += '\t';
       append_copy_text(line, raw);
@@ -257,6 +265,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       quarantine.write_line(line);
     }
     quarantine.complete();
+    txn.exec(sql::statement("commit/quarantine.sql"));
   }
 
   if (batch.releases_quarantine_id) {

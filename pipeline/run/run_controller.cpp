@@ -121,6 +121,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     std::vector<Validated> validated;
     std::string start_position = source->position().to_string();
     while (!(request.stop_requested && request.stop_requested->load())) {
+      const auto batch_started = Clock::now();
       decoded.clear();
       if (source->read(decoded, request.batch_size) == 0) break;
       failpoint("after_decode");
@@ -136,6 +137,10 @@ RunSummary run_pipeline(const RunRequest& request) {
       summary.counts += result.counts;
       summary.checkpoint = end.to_string();
       start_position = summary.checkpoint;
+      if (request.on_batch) {
+        request.on_batch({summary.batches, result.counts,
+                          std::chrono::duration<double>(Clock::now() - batch_started).count(), summary.checkpoint});
+      }
       const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
       spdlog::info("pipeline {} batch {}: {} | {:.0f} records/s, at {}", request.pipeline, summary.batches,
                    describe(result.counts), seconds > 0 ? summary.counts.input() / seconds : 0.0, summary.checkpoint);

@@ -17,6 +17,14 @@
 
 namespace tidemark::pipeline {
 
+// What a committed batch reports to whoever watches the run (metrics, progress).
+struct BatchReport {
+  std::uint64_t batch_no = 0;
+  OutcomeCounts counts;
+  double seconds = 0;      // read + validate + plan + commit of this batch
+  std::string checkpoint;  // the position committed with it
+};
+
 struct RunRequest {
   std::string pipeline;
   std::string database_url;
@@ -32,6 +40,8 @@ struct RunRequest {
   db::RetryPolicy retry;
   // Checked between batches: when set, the run stops after the batch in hand has committed.
   const std::atomic<bool>* stop_requested = nullptr;
+  // Called after each committed batch, on the run's thread.
+  std::function<void(const BatchReport&)> on_batch;
 };
 
 struct RunSummary {

@@ -8,4 +8,11 @@ CREATE TEMP TABLE IF NOT EXISTS tidemark_stage (
   account_id      text,
   occurred_at     timestamptz,
   candidate       boolean NOT NULL   -- the highest revision of its key in the batch
-) ON COMMIT DELETE ROWS
+) ON COMMIT DELETE ROWS;
+
+-- Rejected records are COPYed here first, then inserted once (see commit/quarantine.sql).
+CREATE TEMP TABLE IF NOT EXISTS tidemark_quarantine_stage (
+  ord bigint GENERATED ALWAYS AS IDENTITY,  -- keeps the batch's order
+  pipeline text, source text, reason text, detail text, transaction_id text, source_revision bigint,
+  raw text, raw_bytes bytea, format text, csv_header text, position text, run_id bigint
+) ON COMMIT DELETE ROWS;

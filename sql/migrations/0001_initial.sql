@@ -17,6 +17,7 @@ CREATE TABLE transaction_state (
 CREATE TABLE quarantine (
   id              bigserial PRIMARY KEY,
   pipeline        text NOT NULL,
+  source          text NOT NULL,  -- the checkpoint's source, or 'quarantine' for a release
   reason          text NOT NULL CHECK (reason IN ('invalid', 'conflict')),
   detail          text NOT NULL,
   transaction_id  text,
@@ -35,6 +36,8 @@ CREATE TABLE quarantine (
   release_outcome text
 );
 CREATE INDEX quarantine_pipeline_open ON quarantine (pipeline, id) WHERE released_at IS NULL;
+-- A replayed source does not quarantine the same record twice.
+CREATE UNIQUE INDEX quarantine_once ON quarantine (pipeline, source, position, reason, md5(raw));
 
 -- The per-account sequence that orders delivery (DESIGN rule 12): incremented under this
 -- row's lock in the transaction that writes the outbox rows.
