@@ -2,12 +2,15 @@
 
 #include <chrono>
 #include <fstream>
+#include <exception>
 #include <map>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "pipeline/failpoint.hpp"
 #include "pipeline/plan.hpp"
+#include "pipeline/run/bounded_queue.hpp"
 #include "pipeline/run/committer.hpp"
 #include "pipeline/validate.hpp"
 #include "sql/sql_files.hpp"
@@ -17,6 +20,15 @@ namespace tidemark::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A batch read, validated and planned, waiting for its commit.
+struct PreparedBatch {
+  Clock::time_point started;
+  std::vector<DecodedRecord> decoded;
+  std::vector<Validated> validated;
+  BatchPlan plan;
+  Checkpoint end;
+};
 
 }  // namespace
 
@@ -116,35 +128,61 @@ RunSummary run_pipeline(const RunRequest& request) {
       };
     }
 
+    // Two stages: a reader thread reads, decodes, validates and plans batch N+1 while this
+    // thread commits batch N. Commits stay strictly sequential; the queue holds at most one
+    // prepared batch, so memory stays O(batch size).
+    std::string start_position = source->position().to_string();  // before the reader moves it
+    BoundedQueue<PreparedBatch> prepared(1);
+    std::exception_ptr reader_error;
+    std::thread reader([&] {
+      try {
+        while (true) {
+          PreparedBatch batch;
+          batch.started = Clock::now();
+          if (source->read(batch.decoded, request.batch_size) == 0) break;
+          failpoint("after_decode");
+          batch.validated.reserve(batch.decoded.size());
+          for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));
+          batch.plan = plan_batch(batch.validated);
+          batch.end = source->position();
+          if (!prepared.push(std::move(batch))) return;
+        }
+      } catch (...) {
+        reader_error = std::current_exception();
+      }
+      prepared.close();
+    });
+    // Whatever ends the loop, the reader is told to stop and joined before we leave.
+    struct JoinReader {
+      BoundedQueue<PreparedBatch>& queue;
+      std::thread& thread;
+      ~JoinReader() {
+        queue.close();
+        thread.join();
+      }
+    } join_reader{prepared, reader};
+
     const auto started = Clock::now();
-    std::vector<DecodedRecord> decoded;
-    std::vector<Validated> validated;
-    std::string start_position = source->position().to_string();
     while (!(request.stop_requested && request.stop_requested->load())) {
-      const auto batch_started = Clock::now();
-      decoded.clear();
-      if (source->read(decoded, request.batch_size) == 0) break;
-      failpoint("after_decode");
-      validated.clear();
-      validated.reserve(decoded.size());
-      for (const auto& record : decoded) validated.push_back(validate(record));
-      const BatchPlan plan = plan_batch(validated);
-      const Checkpoint end = source->position();
-      const BatchInput batch{decoded, validated, plan, static_cast<int>(summary.batches) + 1, start_position, end};
+      std::optional<PreparedBatch> next = prepared.pop();
+      if (!next) break;
+      const BatchInput batch{next->decoded, next->validated, next->plan, static_cast<int>(summary.batches) + 1,
+                             start_position, next->end};
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;
       summary.counts += result.counts;
-      summary.checkpoint = end.to_string();
+      summary.checkpoint = next->end.to_string();
       start_position = summary.checkpoint;
       if (request.on_batch) {
         request.on_batch({summary.batches, result.counts,
-                          std::chrono::duration<double>(Clock::now() - batch_started).count(), summary.checkpoint});
+                          std::chrono::duration<double>(Clock::now() - next->started).count(), summary.checkpoint});
       }
       const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
       spdlog::info("pipeline {} batch {}: {} | {:.0f} records/s, at {}", request.pipeline, summary.batches,
                    describe(result.counts), seconds > 0 ? summary.counts.input() / seconds : 0.0, summary.checkpoint);
     }
+    if (reader_error) std::rethrow_exception(reader_error);
     summary.stopped_early = request.stop_requested && request.stop_requested->load();
     finish_run(request.database_url, run_id, "succeeded", "");
     spdlog::info("pipeline {} run {} done: {} batches, {}", request.pipeline, run_id, summary.batches,
