@@ -5,7 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.hpp"
-#include "connectors/file/file_source.hpp"
+#include "app/run_request.hpp"
 #include "connectors/file/format.hpp"
 #include "pipeline/run/run_controller.hpp"
 
@@ -23,18 +23,11 @@ struct RunOptions {
   bool json = false;
 };
 
-std::string format_name(connectors::file::Format format) {
-  return format == connectors::file::Format::kCsv ? "csv" : "jsonl";
-}
-
-// The run request from the options and, when given, the config: options override the
-// config's source path, format and batch size.
+// The pipeline as this run sees it: the config's, when given, with --source, --format and
+// --batch-size overriding it; without a config, the options alone.
 pipeline::RunRequest build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
-  pipeline::RunRequest request;
-  request.pipeline = options.pipeline;
-  std::string path = options.source;
-  std::string format = options.format;
-  request.batch_size = 10000;
+  pipeline::PipelineConfig pipeline;
+  pipeline.name = options.pipeline;
   if (config) {
     const auto found = config->pipelines.find(options.pipeline);
     if (found == config->pipelines.end()) {
@@ -43,25 +36,24 @@ pipeline::RunRequest build_request(const RunOptions& options, const std::optiona
       throw UsageError("--pipeline " + options.pipeline + ": no such pipeline in " + options.database.config_file +
                        " (it defines: " + (known.empty() ? "none" : known) + ")");
     }
-    const pipeline::PipelineConfig& pipeline = found->second;
-    if (path.empty()) path = pipeline.source.path;
-    if (format.empty()) format = pipeline.source.format;
-    request.batch_size = pipeline.batch_size;
-    for (const auto& destination : pipeline.destinations) request.destinations.push_back(destination.name);
-  } else if (path.empty()) {
+    pipeline = found->second;
+  } else if (options.source.empty()) {
     throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
   }
-  if (options.batch_size > 0) request.batch_size = options.batch_size;
-
-  std::optional<connectors::file::Format> parsed =
-      format.empty() ? connectors::file::format_from_extension(path) : connectors::file::parse_format(format);
-  if (!parsed) {
-    throw UsageError(format.empty() ? "cannot tell the format of " + path +
-                                          " from its extension: pass --format csv or --format jsonl"
-                                    : "--format " + format + ": expected csv or jsonl");
+  if (!options.source.empty()) {
+    pipeline.source.path = options.source;
+    // A new path brings its own format when its extension tells one.
+    if (const auto format = connectors::file::format_from_extension(options.source)) {
+      pipeline.source.format = *format == connectors::file::Format::kCsv ? "csv" : "jsonl";
+    }
   }
-  request.format = format_name(*parsed);
-  request.open_source = [path, parsed] { return connectors::file::open_file_source(path, *parsed); };
+  if (!options.format.empty()) pipeline.source.format = options.format;  // CLI11 checked: csv or jsonl
+  if (pipeline.source.format.empty()) {
+    throw UsageError("cannot tell the format of " + pipeline.source.path +
+                     " from its extension: pass --format csv or --format jsonl");
+  }
+  if (options.batch_size > 0) pipeline.batch_size = options.batch_size;
+  pipeline::RunRequest request = request_from_config(pipeline);
   request.replay = options.replay;
   return request;
 }

@@ -39,5 +39,6 @@ void register_db_commands(CLI::App& root, int& exit_code);          // db start|
 void register_run_command(CLI::App& root, int& exit_code);          // run
 void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantine list|show|release
 void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
+void register_serve_command(CLI::App& root, int& exit_code);        // serve
 
 }  // namespace tidemark::app

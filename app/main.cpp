@@ -1,4 +1,5 @@
 // tidemark: loads batches of records into PostgreSQL exactly once in effect.
+#include <algorithm>
 #include <iostream>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -22,10 +23,20 @@ int main(int argc, char** argv) {
   // Every command, in one list.
   tidemark::app::register_run_command(app, exit_code);
   tidemark::app::register_quarantine_commands(app, exit_code);
+  tidemark::app::register_serve_command(app, exit_code);
   tidemark::app::register_relay_commands(app, exit_code);
   tidemark::app::register_db_commands(app, exit_code);
 
   try {
+    // CLI11 would only say "a subcommand is required"; name the word it did not know.
+    const auto commands = app.get_subcommands({});
+    const auto named = [&](const CLI::App* command) { return command->get_name() == argv[1]; };
+    if (argc > 1 && argv[1][0] != '-' && std::none_of(commands.begin(), commands.end(), named)) {
+      std::string known;
+      for (const auto* command : commands) known += (known.empty() ? "" : ", ") + command->get_name();
+      throw tidemark::app::UsageError(std::string("unknown command '") + argv[1] + "' (commands: " + known +
+                                      "); see tidemark --help");
+    }
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& help) {
     return app.exit(help);

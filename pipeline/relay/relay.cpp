@@ -84,12 +84,16 @@ RelayStats Relay::loop(bool once) {
       answers_.clear();
       stopping = stop_requested_;
     }
-    if (!answers.empty()) record(answers);
+    std::vector<long long> delays;
+    settle(answers, delays);
+    const std::size_t capacity =
+        stopping || sinks_.empty() ? 0 : options_.config.max_in_flight - (in_flight_ - answers.size());
+    std::vector<OutboxEvent> claimed;
+    if (!answers.empty() || capacity > 0) claimed = record_and_claim(answers, delays, capacity);
+    account(answers);
+    const bool claimed_any = !claimed.empty();
+    send(std::move(claimed));
 
-    std::size_t claimed = 0;
-    if (!stopping && in_flight_ < options_.config.max_in_flight) {
-      claimed = claim_and_send(options_.config.max_in_flight - in_flight_);
-    }
     if (metrics_ != nullptr && std::chrono::steady_clock::now() >= next_refresh) {
       refresh_pending();
       next_refresh = std::chrono::steady_clock::now() + kPendingRefreshInterval;
@@ -99,7 +103,7 @@ RelayStats Relay::loop(bool once) {
     if (in_flight_ > 0) {
       // Wake for the first answer; the timeout lets newly due rows in while slow ones run.
       answered_.wait_for(lock, options_.poll_interval, [this] { return !answers_.empty(); });
-    } else if (claimed == 0 && answers_.empty()) {
+    } else if (!claimed_any && answers_.empty()) {
       if (once || stop_requested_) break;
       answered_.wait_for(lock, options_.poll_interval, [this] { return stop_requested_; });
     }
@@ -108,25 +112,74 @@ RelayStats Relay::loop(bool once) {
   return stats_;
 }
 
-std::size_t Relay::claim_and_send(std::size_t capacity) {
-  if (sinks_.empty()) return 0;
-  pqxx::result rows;
-  with_database("claim due outbox events", [&](pqxx::connection& connection) {
-    pqxx::work txn(connection);
-    rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
-                             static_cast<long long>(options_.lease.count()));
-    txn.commit();
-  });
-  for (const auto& row : rows) {
-    OutboxEvent event;
-    event.id = row[0].as<std::int64_t>();
-    event.destination = row[1].as<std::string>();
-    event.idempotency_key = row[2].as<std::string>();
-    event.partition_key = row[3].is_null() ? std::string() : row[3].as<std::string>();
-    event.sequence = row[4].is_null() ? 0 : row[4].as<std::int64_t>();
-    event.payload = row[5].as<std::string>();
-    event.attempt = row[6].as<int>();
+void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays) {
+  delays.assign(answers.size(), 0);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    auto& answer = answers[i];
+    switch (answer.result.status) {
+      case DeliveryResult::Status::kDelivered:
+        failpoint("relay_after_send");
+        break;
+      case DeliveryResult::Status::kRetry:
+        // Out of attempts: a retryable failure on the last attempt is final too.
+        if (answer.attempt >= options_.config.max_attempts) {
+          answer.result.status = DeliveryResult::Status::kDead;
+          answer.result.error += " (gave up after " + std::to_string(answer.attempt) + " attempts)";
+        } else {
+          delays[i] = retry_delay(answer).count();
+        }
+        break;
+      case DeliveryResult::Status::kDead:
+        break;
+    }
+  }
+}
 
+std::vector<OutboxEvent> Relay::record_and_claim(const std::vector<Answer>& answers,
+                                                 const std::vector<long long>& delays, std::size_t capacity) {
+  std::string delivered_ids = "{";
+  for (const auto& answer : answers) {
+    if (answer.result.status != DeliveryResult::Status::kDelivered) continue;
+    if (delivered_ids.size() > 1) delivered_ids += ',';
+    delivered_ids += std::to_string(answer.id);
+  }
+  delivered_ids += '}';
+
+  std::vector<OutboxEvent> claimed;
+  // Each statement commits on its own (one round trip each): every mark is idempotent and
+  // fenced, and the claim is one atomic UPDATE whose lease is committed before anything is
+  // sent. Recording first lets the successor of an event delivered just now be claimed.
+  with_database("record delivery results and claim due outbox events", [&](pqxx::connection& connection) {
+    claimed.clear();
+    pqxx::nontransaction txn(connection);
+    if (delivered_ids.size() > 2) txn.exec_prepared("relay_mark_delivered", delivered_ids);
+    for (std::size_t i = 0; i < answers.size(); ++i) {
+      const auto& answer = answers[i];
+      if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
+      const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
+      txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
+    }
+    if (capacity > 0) {
+      const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
+                                          static_cast<long long>(options_.lease.count()));
+      for (const auto& row : rows) {
+        OutboxEvent event;
+        event.id = row[0].as<std::int64_t>();
+        event.destination = row[1].as<std::string>();
+        event.idempotency_key = row[2].as<std::string>();
+        event.partition_key = row[3].is_null() ? std::string() : row[3].as<std::string>();
+        event.sequence = row[4].is_null() ? 0 : row[4].as<std::int64_t>();
+        event.payload = row[5].as<std::string>();
+        event.attempt = row[6].as<int>();
+        claimed.push_back(std::move(event));
+      }
+    }
+  });
+  return claimed;
+}
+
+void Relay::send(std::vector<OutboxEvent> events) {
+  for (auto& event : events) {
     Answer answer;
     answer.id = event.id;
     answer.destination = event.destination;
@@ -145,7 +198,6 @@ std::size_t Relay::claim_and_send(std::size_t capacity) {
           answered_.notify_all();
         });
   }
-  return rows.size();
 }
 
 Duration Relay::retry_delay(const Answer& answer) {
@@ -155,39 +207,7 @@ Duration Relay::retry_delay(const Answer& answer) {
   return backoff_delay(options_.config.base_delay, options_.config.max_delay, answer.attempt, rng_);
 }
 
-void Relay::record(std::vector<Answer>& answers) {
-  std::string delivered_ids = "{";
-  std::size_t delivered = 0;
-  for (auto& answer : answers) {
-    // Out of attempts: a retryable failure on the last attempt is final too.
-    if (answer.result.status == DeliveryResult::Status::kRetry && answer.attempt >= options_.config.max_attempts) {
-      answer.result.status = DeliveryResult::Status::kDead;
-      answer.result.error += " (gave up after " + std::to_string(answer.attempt) + " attempts)";
-    }
-    if (answer.result.status == DeliveryResult::Status::kDelivered) {
-      if (delivered++ > 0) delivered_ids += ',';
-      delivered_ids += std::to_string(answer.id);
-      failpoint("relay_after_send");
-    }
-  }
-  delivered_ids += '}';
-
-  std::vector<long long> delays(answers.size(), 0);
-  for (std::size_t i = 0; i < answers.size(); ++i) {
-    if (answers[i].result.status == DeliveryResult::Status::kRetry) delays[i] = retry_delay(answers[i]).count();
-  }
-  with_database("record delivery results", [&](pqxx::connection& connection) {
-    pqxx::work txn(connection);
-    if (delivered > 0) txn.exec_prepared("relay_mark_delivered", delivered_ids);
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      const auto& answer = answers[i];
-      if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
-      const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
-      txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
-    }
-    txn.commit();
-  });
-
+void Relay::account(const std::vector<Answer>& answers) {
   for (const auto& answer : answers) {
     --in_flight_;
     switch (answer.result.status) {

@@ -76,8 +76,14 @@ class Relay {
   };
 
   RelayStats loop(bool once);
-  std::size_t claim_and_send(std::size_t capacity);
-  void record(std::vector<Answer>& answers);
+  // Settles the answers' final status (out of attempts = dead) and retry delays.
+  void settle(std::vector<Answer>& answers, std::vector<long long>& delays);
+  // Records the answers, then claims up to `capacity` due events; each statement commits.
+  std::vector<OutboxEvent> record_and_claim(const std::vector<Answer>& answers, const std::vector<long long>& delays,
+                                            std::size_t capacity);
+  // After the commit: counts, logs and metrics of the recorded answers.
+  void account(const std::vector<Answer>& answers);
+  void send(std::vector<OutboxEvent> events);
   void refresh_pending();
   void with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work);
   Duration retry_delay(const Answer& answer);

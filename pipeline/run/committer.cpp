@@ -125,6 +125,16 @@ pqxx::connection& Committer::connection() {
   return *connection_;
 }
 
+Committer::~Committer() {
+  if (!connection_ || !connection_->is_open()) return;
+  try {
+    pqxx::nontransaction txn(*connection_);
+    txn.exec_params(sql::statement("run/unlock_pipeline.sql"), pipeline_);
+  } catch (const std::exception&) {
+    // The lock goes with the session anyway; only the next run's wait is at stake.
+  }
+}
+
 BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
   BatchResult result;
   bool first = true;

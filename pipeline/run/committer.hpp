@@ -59,6 +59,9 @@ class Committer {
  public:
   Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
             db::RetryPolicy retry = {});
+  ~Committer();  // releases the pipeline's lock
+  Committer(const Committer&) = delete;
+  Committer& operator=(const Committer&) = delete;
 
   // Commits one batch, retrying transient failures; each attempt after the first reads
   // back the ledger first, so a batch whose COMMIT was lost in transit is not redone.

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <fstream>
 #include <exception>
+#include <filesystem>
 #include <map>
 #include <thread>
 
@@ -119,10 +120,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         auto [found, inserted] = headers.try_emplace(file);
         if (inserted) {
           const std::string& identity = source->identity();
-          const bool single_file = identity.size() >= file.size() &&
-                                   identity.compare(identity.size() - file.size(), file.size(), file) == 0 &&
-                                   (identity.size() == file.size() || identity[identity.size() - file.size() - 1] == '/');
-          found->second = read_csv_header(single_file ? identity : identity + "/" + file);
+          found->second = read_csv_header(std::filesystem::is_directory(identity) ? identity + "/" + file : identity);
         }
         return found->second;
       };

@@ -11,16 +11,18 @@ WITH due AS (
   WHERE o.status = 'pending'
     AND o.next_attempt_at <= now()
     AND o.destination = ANY ($1::text[])
-    -- per-key order: nothing is sent while an earlier event of its key is pending (in
-    -- flight, waiting for a retry, or not yet claimed); dead events do not block
-    AND NOT EXISTS (
-      SELECT 1
+    -- per-key order: only the lowest pending sequence of its (destination, partition_key)
+    -- may go, so nothing is sent while an earlier event of the key is in flight, waiting
+    -- for a retry or not yet claimed; dead events do not block. A scalar subquery, not
+    -- NOT EXISTS: it stays a per-row probe of outbox_partition instead of becoming a hash
+    -- anti-join over every pending row.
+    AND (o.partition_key IS NULL OR o.sequence IS NULL OR o.sequence = (
+      SELECT min(earlier.sequence)
       FROM outbox earlier
       WHERE earlier.status = 'pending'
         AND earlier.destination = o.destination
-        AND earlier.partition_key = o.partition_key
-        AND earlier.sequence < o.sequence)
-  ORDER BY o.next_attempt_at, o.id
+        AND earlier.partition_key = o.partition_key))
+  ORDER BY o.next_attempt_at
   LIMIT $2
   FOR UPDATE OF o SKIP LOCKED
 )

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <list>
 #include <map>
 #include <optional>
 #include <random>
@@ -82,9 +83,11 @@ class TestReceiver::Server {
     accept_thread_.join();
     {
       std::lock_guard lock(connections_mutex_);
-      for (const auto& socket : sockets_) ::shutdown(socket->native_handle(), SHUT_RDWR);
+      for (const auto& connection : connections_) {
+        if (connection->socket->is_open()) ::shutdown(connection->socket->native_handle(), SHUT_RDWR);
+      }
     }
-    for (auto& thread : connection_threads_) thread.join();
+    for (auto& connection : connections_) connection->thread.join();
   }
 
   unsigned short port() const { return port_; }
@@ -101,8 +104,31 @@ class TestReceiver::Server {
       }
       if (error) continue;
       std::lock_guard lock(connections_mutex_);
-      sockets_.push_back(socket);
-      connection_threads_.emplace_back([this, socket] { serve(*socket); });
+      reap_finished();
+      auto connection = std::make_unique<Connection>();
+      connection->socket = socket;
+      auto* done = &connection->done;
+      connection->thread = std::thread([this, socket, done] {
+        serve(*socket);
+        std::lock_guard guard(connections_mutex_);
+        // Closed under the lock so that the destructor never shuts down a reused descriptor.
+        beast::error_code ignored;
+        socket->close(ignored);
+        *done = true;
+      });
+      connections_.push_back(std::move(connection));
+    }
+  }
+
+  // Joins the threads of closed connections, so that a long test does not pile them up.
+  void reap_finished() {
+    for (auto it = connections_.begin(); it != connections_.end();) {
+      if ((*it)->done) {
+        (*it)->thread.join();
+        it = connections_.erase(it);
+      } else {
+        ++it;
+      }
     }
   }
 
@@ -195,9 +221,13 @@ class TestReceiver::Server {
   tcp::acceptor acceptor_;
   unsigned short port_ = 0;
   std::thread accept_thread_;
+  struct Connection {
+    std::shared_ptr<tcp::socket> socket;
+    std::thread thread;
+    bool done = false;  // guarded by connections_mutex_
+  };
   std::mutex connections_mutex_;
-  std::vector<std::shared_ptr<tcp::socket>> sockets_;
-  std::vector<std::thread> connection_threads_;
+  std::list<std::unique_ptr<Connection>> connections_;
 };
 
 TestReceiver::TestReceiver(const std::string& secret) : state_(std::make_shared<State>()) {

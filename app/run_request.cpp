@@ -1,0 +1,19 @@
+#include "app/run_request.hpp"
+
+#include "connectors/file/file_source.hpp"
+#include "connectors/file/format.hpp"
+
+namespace tidemark::app {
+
+pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config) {
+  pipeline::RunRequest request;
+  request.pipeline = config.name;
+  request.format = config.source.format;
+  request.batch_size = config.batch_size;
+  for (const auto& destination : config.destinations) request.destinations.push_back(destination.name);
+  const connectors::file::Format format = connectors::file::parse_format(config.source.format).value();
+  request.open_source = [path = config.source.path, format] { return connectors::file::open_file_source(path, format); };
+  return request;
+}
+
+}  // namespace tidemark::app

@@ -1,0 +1,301 @@
+#include "app/serve/api.hpp"
+
+#include <charconv>
+#include <ctime>
+#include <vector>
+
+#include <openssl/crypto.h>
+
+#include <boost/json.hpp>
+#include <boost/url/parse.hpp>
+#include <spdlog/spdlog.h>
+
+#include "app/serve/schedule.hpp"
+#include "connectors/http/signature.hpp"
+#include "pipeline/db/database.hpp"
+#include "pipeline/run/quarantine_release.hpp"
+#include "sql/sql_files.hpp"
+
+namespace tidemark::app::serve {
+
+namespace {
+
+constexpr std::size_t kMaxReasonBytes = 1000;
+constexpr std::int64_t kDefaultQuarantineLimit = 100;
+constexpr std::int64_t kMaxQuarantineLimit = 1000;
+
+HttpResponse json_response(int status, const boost::json::value& body) {
+  return HttpResponse{status, "application/json", boost::json::serialize(body) + "\n", {}};
+}
+
+HttpResponse error_response(int status, const std::string& message) {
+  return json_response(status, boost::json::object{{"error", message}});
+}
+
+std::optional<std::int64_t> positive_integer(std::string_view text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value <= 0) return std::nullopt;
+  return value;
+}
+
+// The metric label of a failed signature check.
+std::string verification_result(connectors::http::Verification verification) {
+  switch (verification) {
+    case connectors::http::Verification::kMissingHeader: return "missing_headers";
+    case connectors::http::Verification::kBadTimestamp:
+    case connectors::http::Verification::kTimestampTooOld:
+    case connectors::http::Verification::kTimestampTooNew: return "bad_timestamp";
+    default: return "bad_signature";
+  }
+}
+
+bool is_trigger_route(const std::vector<std::string>& path) {
+  return path.size() == 4 && path[0] == "v1" && path[1] == "pipelines" && path[3] == "runs";
+}
+
+std::vector<std::string> path_segments(const boost::urls::url_view& url) {
+  std::vector<std::string> segments;
+  for (auto segment : url.segments()) segments.push_back(segment);
+  return segments;
+}
+
+HttpResponse method_not_allowed(const std::string& allowed) {
+  HttpResponse response = error_response(405, "method not allowed; use " + allowed);
+  response.headers.emplace_back("Allow", allowed);
+  return response;
+}
+
+}  // namespace
+
+const std::string& HttpRequest::header(const std::string& lower_case_name) const {
+  static const std::string kEmpty;
+  const auto found = headers.find(lower_case_name);
+  return found == headers.end() ? kEmpty : found->second;
+}
+
+Api::Api(const pipeline::Config& config, RunQueue& runs, ConnectionPool& pool, metrics::Metrics& metrics,
+         ApiOptions options)
+    : config_(config), runs_(runs), pool_(pool), metrics_(metrics), options_(std::move(options)) {
+  for (const char* result : {"accepted", "repeated", "missing_headers", "bad_timestamp", "bad_signature",
+                             "bad_request", "unknown_pipeline", "too_large", "timeout", "unavailable"}) {
+    metrics_.webhook_requests_total.Add({{"result", result}});
+  }
+}
+
+void Api::count_webhook(const std::string& result) {
+  metrics_.webhook_requests_total.Add({{"result", result}}).Increment();
+}
+
+HttpResponse Api::reject_webhook(const std::string& result, int status, const std::string& message) {
+  count_webhook(result);
+  return error_response(status, message);
+}
+
+void Api::on_timeout(const HttpRequest& request) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  if (url && request.method == "POST" && is_trigger_route(path_segments(*url))) count_webhook("timeout");
+}
+
+bool Api::authorized(const HttpRequest& request) const {
+  if (!options_.api_token) return true;
+  const std::string expected = "Bearer " + *options_.api_token;
+  const std::string& given = request.header("authorization");
+  return given.size() == expected.size() && CRYPTO_memcmp(given.data(), expected.data(), given.size()) == 0;
+}
+
+HttpResponse Api::handle(const HttpRequest& request) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  if (!url) return error_response(400, "malformed request target");
+  const std::vector<std::string> path = path_segments(*url);
+  const bool trigger = is_trigger_route(path);
+  if (request.body_too_large && !trigger) {
+    return error_response(413, "request body over " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  try {
+    if (trigger) return request.method == "POST" ? trigger_run(request, path[2]) : method_not_allowed("POST");
+    if (path.size() == 1 && (path[0] == "healthz" || path[0] == "readyz" || path[0] == "metrics")) {
+      if (request.method != "GET") return method_not_allowed("GET");
+      if (path[0] == "healthz") return json_response(200, boost::json::object{{"status", "ok"}});
+      if (path[0] == "readyz") return ready();
+      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.serialize(), {}};
+    }
+    if (path.empty() || path[0] != "v1") return error_response(404, "no such route: " + std::string(url->path()));
+    const bool release_route = path.size() == 4 && path[1] == "quarantine" && path[3] == "release";
+    const bool read_route = (path.size() == 3 && path[1] == "runs") || (path.size() == 2 && path[1] == "pipelines") ||
+                            (path.size() == 2 && path[1] == "quarantine");
+    if (!release_route && !read_route) return error_response(404, "no such route: " + std::string(url->path()));
+    if (request.method != (release_route ? "POST" : "GET")) return method_not_allowed(release_route ? "POST" : "GET");
+    if (!authorized(request)) {
+      HttpResponse response = error_response(401, "missing or wrong bearer token (TIDEMARK_API_TOKEN)");
+      response.headers.emplace_back("WWW-Authenticate", "Bearer");
+      return response;
+    }
+    if (release_route) return release(path[2]);
+    if (path[1] == "runs") return run_status(path[2]);
+    if (path[1] == "pipelines") return pipelines();
+    return quarantine(request);
+  } catch (const pipeline::db::RetriesExhausted& error) {
+    spdlog::warn("{} {}: {}", request.method, request.target, error.what());
+    if (trigger) count_webhook("unavailable");
+    return error_response(503, "database unavailable; try again later");
+  } catch (const std::exception& error) {
+    spdlog::error("{} {}: {}", request.method, request.target, error.what());
+    if (trigger) count_webhook("unavailable");
+    return error_response(500, "internal error; see the server log");
+  }
+}
+
+HttpResponse Api::trigger_run(const HttpRequest& request, const std::string& pipeline) {
+  if (request.body_too_large) {
+    return reject_webhook("too_large", 413, "request body over " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  if (!options_.webhook_key) {
+    return reject_webhook("bad_signature", 401, "run triggers are disabled: TIDEMARK_WEBHOOK_SECRET is not set");
+  }
+  const connectors::http::SignedHeaders headers{request.header("webhook-id"), request.header("webhook-timestamp"),
+                                                request.header("webhook-signature")};
+  const auto verification = connectors::http::verify(*options_.webhook_key, headers, request.body, std::time(nullptr));
+  if (verification != connectors::http::Verification::kValid) {
+    return reject_webhook(verification_result(verification), 401, std::string(connectors::http::to_string(verification)));
+  }
+
+  boost::system::error_code parse_error;
+  const boost::json::value body = boost::json::parse(request.body, parse_error);
+  if (parse_error || !body.is_object()) {
+    return reject_webhook("bad_request", 400, "the body must be a JSON object: {\"mode\":\"resume\"|\"replay\",\"reason\":\"…\"}");
+  }
+  TriggerRequest trigger{pipeline, "webhook", false, std::nullopt, std::string(headers.id)};
+  for (const auto& [key, value] : body.as_object()) {
+    if (key == "mode" && value.is_string() && (value.as_string() == "resume" || value.as_string() == "replay")) {
+      trigger.replay = value.as_string() == "replay";
+    } else if (key == "reason" && value.is_string() && value.as_string().size() <= kMaxReasonBytes) {
+      trigger.reason = std::string(value.as_string());
+    } else if (key == "mode" || key == "reason") {
+      return reject_webhook("bad_request", 400,
+                            key == "mode" ? "mode must be \"resume\" or \"replay\""
+                                          : "reason must be a string of at most " + std::to_string(kMaxReasonBytes) + " bytes");
+    } else {
+      return reject_webhook("bad_request", 400, "unknown field \"" + std::string(key) + "\" (expected mode, reason)");
+    }
+  }
+  if (!runs_.has_pipeline(pipeline)) {
+    return reject_webhook("unknown_pipeline", 404, "no pipeline named \"" + pipeline + "\" in the config");
+  }
+  const auto result = runs_.trigger(trigger);
+  if (!result) return reject_webhook("unavailable", 503, "tidemark serve is shutting down");
+  count_webhook(result->repeated ? "repeated" : "accepted");
+  HttpResponse response =
+      json_response(202, boost::json::object{{"run_id", result->run_id}, {"status", result->status}});
+  response.headers.emplace_back("Location", "/v1/runs/" + std::to_string(result->run_id));
+  return response;
+}
+
+HttpResponse Api::run_status(const std::string& id) {
+  const auto run_id = positive_integer(id);
+  if (!run_id) return error_response(404, "no run " + id);
+  std::optional<std::string> json;
+  pool_.with_connection("reading a run", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    const auto rows = txn.exec_params(sql::statement("serve/run_status.sql"), *run_id);
+    if (!rows.empty()) json = rows[0][0].c_str();
+  });
+  if (!json) return error_response(404, "no run " + id);
+  return HttpResponse{200, "application/json", *json + "\n", {}};
+}
+
+HttpResponse Api::pipelines() {
+  boost::json::array list;
+  pool_.with_connection("reading pipelines", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    list.clear();
+    for (const auto& [name, pipeline] : config_.pipelines) {
+      boost::json::object entry{{"name", name},
+                                {"source", {{"kind", pipeline.source.kind}, {"path", pipeline.source.path},
+                                            {"format", pipeline.source.format}}},
+                                {"batch_size", pipeline.batch_size}};
+      entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
+                                            : boost::json::value(nullptr);
+      boost::json::array destinations;
+      for (const auto& destination : pipeline.destinations) destinations.emplace_back(destination.name);
+      entry["destinations"] = std::move(destinations);
+      const RunQueue::PipelineState state = runs_.state(name);
+      entry["running"] = state.running;
+      entry["queued_run"] = state.queued_run ? boost::json::value(*state.queued_run) : boost::json::value(nullptr);
+      const auto stored = boost::json::parse(txn.exec_params1(sql::statement("serve/pipeline_status.sql"), name)[0].c_str());
+      for (const auto& [key, value] : stored.as_object()) entry[key] = value;
+      list.push_back(std::move(entry));
+    }
+  });
+  return json_response(200, list);
+}
+
+HttpResponse Api::quarantine(const HttpRequest& request) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  std::string pipeline;
+  std::int64_t limit = kDefaultQuarantineLimit;
+  for (const auto& param : url->params()) {
+    if (param.key == "pipeline") {
+      pipeline = param.value;
+    } else if (param.key == "limit") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed || *parsed > kMaxQuarantineLimit) {
+        return error_response(400, "limit must be an integer from 1 to " + std::to_string(kMaxQuarantineLimit));
+      }
+      limit = *parsed;
+    } else {
+      return error_response(400, "unknown query parameter \"" + param.key + "\" (expected pipeline, limit)");
+    }
+  }
+  std::string json;
+  pool_.with_connection("reading the quarantine", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    json = txn.exec_params1(sql::statement("serve/quarantine_list.sql"), pipeline, limit)[0].c_str();
+  });
+  return HttpResponse{200, "application/json", json + "\n", {}};
+}
+
+HttpResponse Api::release(const std::string& id) {
+  const auto entry_id = positive_integer(id);
+  if (!entry_id) return error_response(404, "no quarantine entry " + id);
+  std::optional<std::string> pipeline;
+  bool released = false;
+  pool_.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    const auto rows = txn.exec_params(sql::statement("serve/quarantine_entry.sql"), *entry_id);
+    if (rows.empty()) return;
+    pipeline = rows[0][0].c_str();
+    released = rows[0][1].as<bool>();
+  });
+  if (!pipeline) return error_response(404, "no quarantine entry " + id);
+  if (released) return error_response(409, "quarantine entry " + id + " was released already");
+  std::vector<std::string> destinations;
+  if (const auto found = config_.pipelines.find(*pipeline); found != config_.pipelines.end()) {
+    for (const auto& destination : found->second.destinations) destinations.push_back(destination.name);
+  }
+  pipeline::ReleaseResult result;
+  try {
+    result = pipeline::release_quarantined(pool_.url(), *entry_id, destinations, "api");
+  } catch (const std::invalid_argument& error) {
+    return error_response(409, error.what());  // released by someone else meanwhile
+  }
+  const std::string outcome(pipeline::to_string(result.outcome));
+  // The release is a one-record batch in the ledger: the exposed counts follow it.
+  metrics_.records_total.Add({{"pipeline", *pipeline}, {"outcome", outcome}}).Increment();
+  metrics_.batches_total.Add({{"pipeline", *pipeline}, {"status", "committed"}}).Increment();
+  return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
+}
+
+HttpResponse Api::ready() {
+  try {
+    pool_.with_connection("checking the database", [](pqxx::connection& connection) {
+      pqxx::nontransaction txn(connection);
+      txn.exec("SELECT 1");
+    });
+  } catch (const std::exception& error) {
+    return error_response(503, std::string("database unreachable: ") + error.what());
+  }
+  return json_response(200, boost::json::object{{"status", "ready"}});
+}
+
+}  // namespace tidemark::app::serve

@@ -1,0 +1,54 @@
+#pragma once
+// The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
+// quarantine, metrics and health. handle() is blocking (database): call it on a worker
+// thread, never on the thread that runs the sockets.
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "app/serve/connection_pool.hpp"
+#include "app/serve/http_message.hpp"
+#include "app/serve/run_queue.hpp"
+#include "metrics/metrics.hpp"
+#include "pipeline/config.hpp"
+
+namespace tidemark::app::serve {
+
+// Larger request bodies get 413 before any signature work.
+inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+
+struct ApiOptions {
+  // The key bytes of TIDEMARK_WEBHOOK_SECRET; without one every run trigger gets 401.
+  std::optional<std::string> webhook_key;
+  // TIDEMARK_API_TOKEN: when set, the /v1 read and release endpoints need "Bearer <token>".
+  std::optional<std::string> api_token;
+};
+
+class Api {
+ public:
+  Api(const pipeline::Config& config, RunQueue& runs, ConnectionPool& pool, metrics::Metrics& metrics,
+      ApiOptions options);
+
+  HttpResponse handle(const HttpRequest& request);
+  // A client stopped sending a request's body before the timeout (counted for run triggers).
+  void on_timeout(const HttpRequest& request);
+
+ private:
+  HttpResponse trigger_run(const HttpRequest& request, const std::string& pipeline);
+  HttpResponse run_status(const std::string& id);
+  HttpResponse pipelines();
+  HttpResponse quarantine(const HttpRequest& request);
+  HttpResponse release(const std::string& id);
+  HttpResponse ready();
+  bool authorized(const HttpRequest& request) const;
+  HttpResponse reject_webhook(const std::string& result, int status, const std::string& message);
+  void count_webhook(const std::string& result);
+
+  const pipeline::Config& config_;
+  RunQueue& runs_;
+  ConnectionPool& pool_;
+  metrics::Metrics& metrics_;
+  ApiOptions options_;
+};
+
+}  // namespace tidemark::app::serve

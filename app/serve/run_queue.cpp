@@ -1,0 +1,237 @@
+#include "app/serve/run_queue.hpp"
+
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "app/run_request.hpp"
+#include "pipeline/run/committer.hpp"
+#include "sql/sql_files.hpp"
+
+namespace tidemark::app::serve {
+
+namespace {
+
+// How often a webhook-requested run looks again for a pipeline another process holds.
+constexpr auto kBusyRetry = std::chrono::seconds(1);
+
+}  // namespace
+
+RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics)
+    : config_(config), pool_(pool), metrics_(metrics) {
+  for (const auto& [name, pipeline] : config_.pipelines) {
+    auto slot = std::make_unique<Slot>();
+    slot->config = &pipeline;
+    slots_.emplace(name, std::move(slot));
+    // Every series exists from the start, so rates and alerts see zeros rather than gaps.
+    for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}});
+    }
+    for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
+    for (const char* trigger : {"schedule", "webhook"}) {
+      for (const char* status : {"succeeded", "failed"}) {
+        metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}});
+      }
+    }
+    metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
+  }
+  // The checkpoint gauge starts at the last advance recorded, not at 0 (which would look stuck).
+  try {
+    pool_.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
+      pqxx::nontransaction txn(connection);
+      for (const auto& [name, slot] : slots_) {
+        const auto row = txn.exec_params1(sql::statement("serve/checkpoint_time.sql"), name);
+        if (!row[0].is_null()) {
+          metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(row[0].as<double>());
+        }
+      }
+    });
+  } catch (const std::exception& error) {
+    spdlog::warn("could not read checkpoint times for the metrics: {}", error.what());
+  }
+}
+
+RunQueue::~RunQueue() {
+  request_stop();
+  for (auto& [name, slot] : slots_) {
+    if (slot->worker.joinable()) slot->worker.join();
+  }
+}
+
+std::optional<TriggerResult> RunQueue::find_request(const std::string& request_id) {
+  std::optional<TriggerResult> found;
+  pool_.with_connection("looking up a webhook-id", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
+    if (!rows.empty()) found = TriggerResult{rows[0][0].as<std::int64_t>(), rows[0][1].c_str(), true};
+  });
+  return found;
+}
+
+std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
+  Slot& slot = *slots_.at(request.pipeline);
+  // One trigger of a pipeline at a time: deciding between "new run" and "join the queued
+  // follow-up" and recording that decision must not interleave.
+  std::unique_lock lock(slot.mutex);
+  if (stopping_) return std::nullopt;
+  if (!request.request_id && slot.queued) return TriggerResult{slot.queued->run_id, "queued", false};
+
+  TriggerResult result;
+  try {
+    pool_.with_connection("recording a run request", [&](pqxx::connection& connection) {
+      result = TriggerResult{};
+      pqxx::work txn(connection);
+      if (request.request_id) {
+        const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), *request.request_id);
+        if (!rows.empty()) {
+          result = TriggerResult{rows[0][0].as<std::int64_t>(), rows[0][1].c_str(), true};
+          return;
+        }
+      }
+      if (slot.queued) {
+        result.run_id = slot.queued->run_id;
+        if (request.replay && !slot.queued->replay) txn.exec_params(sql::statement("serve/upgrade_to_replay.sql"), result.run_id);
+      } else {
+        result.run_id = txn.exec_params1(sql::statement("serve/enqueue_run.sql"), request.pipeline, request.trigger,
+                                         request.replay ? "replay" : "resume", request.request_id, request.reason)[0]
+                            .as<std::int64_t>();
+      }
+      if (request.request_id) txn.exec_params(sql::statement("serve/record_request.sql"), *request.request_id, result.run_id);
+      txn.commit();
+      result.status = "queued";
+      result.repeated = false;
+    });
+  } catch (const pqxx::unique_violation&) {
+    // Another serve process recorded the same webhook-id first: answer with its run.
+    if (auto found = find_request(*request.request_id)) return found;
+    throw;
+  }
+  if (result.repeated) return result;
+
+  if (slot.queued) {
+    slot.queued->replay = slot.queued->replay || request.replay;
+    slot.queued->wait_when_busy = slot.queued->wait_when_busy || request.trigger == "webhook";
+    return result;
+  }
+  QueuedRun run{result.run_id, request.trigger, request.replay, request.trigger == "webhook"};
+  if (slot.active) {
+    slot.queued = run;
+    return result;
+  }
+  slot.active = true;
+  if (slot.worker.joinable()) slot.worker.join();  // the previous drive has left its loop
+  slot.worker = std::thread([this, &slot, run] { drive(slot, run); });
+  return result;
+}
+
+void RunQueue::drive(Slot& slot, QueuedRun run) {
+  for (;;) {
+    const Attempt attempt = execute(slot, run);
+    std::unique_lock lock(slot.mutex);
+    if (attempt == Attempt::kBusy && run.wait_when_busy) {
+      slot.changed.wait_for(lock, kBusyRetry, [this] { return stopping_.load(); });
+      if (!stopping_) continue;
+      fail_queued(run.run_id, "tidemark serve stopped before the run could start");
+    }
+    if (slot.queued && !stopping_) {
+      run = *slot.queued;
+      slot.queued.reset();
+      continue;
+    }
+    if (slot.queued) {
+      fail_queued(slot.queued->run_id, "tidemark serve stopped before the run could start");
+      slot.queued.reset();
+    }
+    slot.active = false;
+    slot.changed.notify_all();
+    return;
+  }
+}
+
+RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
+  const std::string& name = slot.config->name;
+  pipeline::RunRequest request = request_from_config(*slot.config);
+  request.database_url = pool_.url();
+  request.trigger = run.trigger;
+  request.run_id = run.run_id;
+  request.replay = run.replay;
+  request.stop_requested = &stopping_;
+  request.on_batch = [&](const pipeline::BatchReport& report) {
+    for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
+          .Increment(static_cast<double>(report.counts[outcome]));
+    }
+    metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();
+    metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets()).Observe(report.seconds);
+    metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
+  };
+  spdlog::info("pipeline {}: starting {} run {}{}", name, run.trigger, run.run_id, run.replay ? " (replay)" : "");
+  try {
+    pipeline::run_pipeline(request);
+    metrics_.runs_total.Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", "succeeded"}}).Increment();
+    return Attempt::kFinished;
+  } catch (const pipeline::PipelineBusy& busy) {
+    if (run.wait_when_busy) {
+      spdlog::info("pipeline {}: run {} waits: {}", name, run.run_id, busy.what());
+    } else {
+      spdlog::info("pipeline {}: skipping scheduled run: {}", name, busy.what());
+      try {
+        pool_.with_connection("discarding a skipped run", [&](pqxx::connection& connection) {
+          pqxx::work txn(connection);
+          txn.exec_params(sql::statement("serve/discard_skipped_run.sql"), run.run_id);
+          txn.commit();
+        });
+      } catch (const std::exception& error) {
+        spdlog::error("could not discard skipped run {}: {}", run.run_id, error.what());
+      }
+    }
+    return Attempt::kBusy;
+  } catch (const std::exception& error) {
+    spdlog::error("pipeline {}: run {} failed: {}", name, run.run_id, error.what());
+    metrics_.runs_total.Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", "failed"}}).Increment();
+    metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
+    // A run that failed before it started (its source could not be opened) is still queued.
+    fail_queued(run.run_id, error.what());
+    return Attempt::kFinished;
+  }
+}
+
+void RunQueue::fail_queued(std::int64_t run_id, const std::string& error) {
+  try {
+    pool_.with_connection("recording a run as failed", [&](pqxx::connection& connection) {
+      pqxx::work txn(connection);
+      txn.exec_params(sql::statement("serve/fail_queued_run.sql"), run_id, error);
+      txn.commit();
+    });
+  } catch (const std::exception& also) {
+    spdlog::error("could not record run {} as failed: {}", run_id, also.what());
+  }
+}
+
+RunQueue::PipelineState RunQueue::state(const std::string& pipeline) {
+  Slot& slot = *slots_.at(pipeline);
+  std::lock_guard lock(slot.mutex);
+  PipelineState state;
+  state.running = slot.active;
+  if (slot.queued) state.queued_run = slot.queued->run_id;
+  return state;
+}
+
+void RunQueue::request_stop() {
+  stopping_ = true;
+  for (auto& [name, slot] : slots_) {
+    std::lock_guard lock(slot->mutex);
+    slot->changed.notify_all();
+  }
+}
+
+bool RunQueue::wait_idle(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (auto& [name, slot] : slots_) {
+    std::unique_lock lock(slot->mutex);
+    if (!slot->changed.wait_until(lock, deadline, [&] { return !slot->active; })) return false;
+  }
+  return true;
+}
+
+}  // namespace tidemark::app::serve

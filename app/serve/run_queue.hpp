@@ -1,0 +1,92 @@
+#pragma once
+// Runs of the pipelines serve drives: at most one active run per pipeline in this process
+// (the advisory lock of the run controller covers other processes), and triggers that
+// arrive while a pipeline runs coalesce into exactly one queued follow-up run.
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "app/serve/connection_pool.hpp"
+#include "metrics/metrics.hpp"
+#include "pipeline/config.hpp"
+#include "pipeline/run/run_controller.hpp"
+
+namespace tidemark::app::serve {
+
+struct TriggerRequest {
+  std::string pipeline;
+  std::string trigger;  // "schedule" or "webhook"
+  bool replay = false;
+  std::optional<std::string> reason;
+  std::optional<std::string> request_id;  // webhook-id
+};
+
+struct TriggerResult {
+  std::int64_t run_id = 0;
+  std::string status;     // the run's status now
+  bool repeated = false;  // the request_id had asked before: nothing new was started
+};
+
+class RunQueue {
+ public:
+  RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics);
+  ~RunQueue();
+  RunQueue(const RunQueue&) = delete;
+  RunQueue& operator=(const RunQueue&) = delete;
+
+  bool has_pipeline(const std::string& name) const { return slots_.count(name) != 0; }
+  // Records the run (or finds the one it joins) and starts it when the pipeline is idle.
+  // Blocking (database); nullopt once stopping.
+  std::optional<TriggerResult> trigger(const TriggerRequest& request);
+
+  struct PipelineState {
+    bool running = false;
+    std::optional<std::int64_t> queued_run;
+  };
+  PipelineState state(const std::string& pipeline);
+
+  // Graceful stop: active runs stop after the batch in hand commits, queued runs are
+  // recorded as failed and never start. Thread-safe.
+  void request_stop();
+  // After request_stop: true when every run ended within `timeout`.
+  bool wait_idle(std::chrono::milliseconds timeout);
+
+ private:
+  struct QueuedRun {
+    std::int64_t run_id = 0;
+    std::string trigger;
+    bool replay = false;
+    // A webhook asked for it: when another process holds the pipeline it waits for it,
+    // where a scheduled run just skips the tick.
+    bool wait_when_busy = false;
+  };
+  struct Slot {
+    const pipeline::PipelineConfig* config = nullptr;
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool active = false;
+    std::optional<QueuedRun> queued;  // the one follow-up
+    std::thread worker;
+  };
+  enum class Attempt { kFinished, kBusy };
+
+  void drive(Slot& slot, QueuedRun run);
+  Attempt execute(Slot& slot, const QueuedRun& run);
+  void fail_queued(std::int64_t run_id, const std::string& error);
+  std::optional<TriggerResult> find_request(const std::string& request_id);
+
+  pipeline::Config config_;
+  ConnectionPool& pool_;
+  metrics::Metrics& metrics_;
+  std::map<std::string, std::unique_ptr<Slot>> slots_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace tidemark::app::serve

@@ -1,0 +1,49 @@
+#pragma once
+// `tidemark serve`: one process, one io_context running the HTTP API, the scheduler and the
+// signal handling; runs, database requests and the outbox relay on threads of their own.
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "app/serve/api.hpp"
+#include "metrics/metrics.hpp"
+#include "pipeline/config.hpp"
+
+namespace tidemark::app::serve {
+
+struct ServeOptions {
+  pipeline::Config config;
+  std::string database_url;  // migrated already
+  std::string listen;        // HOST:PORT; port 0 picks a free one
+  ApiOptions api;
+  std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};  // per read/write of a connection
+  // How long a graceful stop waits for the batches in hand before giving up (exit 1).
+  std::chrono::milliseconds shutdown_timeout{std::chrono::minutes(2)};
+  bool handle_signals = false;  // SIGTERM/SIGINT: graceful stop; a second one exits at once
+  bool run_relay = true;        // deliver the outbox to the config's http destinations
+  std::size_t worker_threads = 4;
+};
+
+class Service {
+ public:
+  // Everything that can be wrong with the configuration throws here (ConfigError), before
+  // anything starts; so does an address that cannot be bound (std::runtime_error).
+  explicit Service(ServeOptions options);
+  ~Service();
+  Service(const Service&) = delete;
+  Service& operator=(const Service&) = delete;
+
+  unsigned short port() const;
+  // Serves until stopped; returns the exit code (0 after a graceful stop).
+  int run();
+  // Thread-safe: a graceful stop, as for the first SIGTERM.
+  void request_stop();
+  metrics::Metrics& metrics();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tidemark::app::serve

@@ -1,0 +1,115 @@
+// Relay throughput: events/s from a pre-filled outbox to a loopback receiver that answers
+// at once, next to the receiver's own ceiling measured with the same client (the webhook
+// sink, signing on) at the same concurrency but without the database.
+//   relay_bench [events=20000] [accounts=1000] [max_in_flight=16]
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "connectors/http/signature.hpp"
+#include "connectors/http/webhook_sink.hpp"
+#include "pipeline/relay/relay.hpp"
+#include "tests/support/test_database.hpp"
+#include "tests/support/test_receiver.hpp"
+
+namespace {
+
+using namespace tidemark;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kSecret[] = "whsec_dGlkZW1hcmstYmVuY2gtc2VjcmV0";
+
+connectors::http::WebhookOptions webhook_options(const std::string& url, std::size_t in_flight) {
+  connectors::http::WebhookOptions options;
+  options.url = url;
+  options.max_idle_connections = in_flight;
+  options.signing_key = *connectors::http::decode_secret(kSecret);
+  return options;
+}
+
+std::string payload(const std::string& key, int i, int account, int sequence) {
+  return R"({"event_id":")" + key + R"(","transaction_id":"tx-)" + std::to_string(i) +
+         R"(","source_revision":1,"amount":"12.34","previous_amount":null,"account_id":"acct-)" +
+         std::to_string(account) + R"(","sequence":)" + std::to_string(sequence) + R"(,"occurred_at":null})";
+}
+
+// The same client load without the database: `events` signed POSTs, `in_flight` at a time.
+double ceiling(const std::string& url, int events, std::size_t in_flight) {
+  connectors::http::WebhookSink sink(webhook_options(url, in_flight));
+  std::mutex mutex;
+  std::condition_variable done;
+  std::size_t running = 0;
+  int failed = 0;
+  const auto start = Clock::now();
+  for (int i = 0; i < events; ++i) {
+    std::unique_lock lock(mutex);
+    done.wait(lock, [&] { return running < in_flight; });
+    ++running;
+    lock.unlock();
+    pipeline::relay::OutboxEvent event;
+    event.idempotency_key = "ceiling:tx-" + std::to_string(i) + ":1";
+    event.payload = payload(event.idempotency_key, i, i % 1000, i / 1000 + 1);
+    sink.deliver(std::move(event), [&](pipeline::relay::DeliveryResult result) {
+      std::lock_guard guard(mutex);
+      if (result.status != pipeline::relay::DeliveryResult::Status::kDelivered) ++failed;
+      --running;
+      done.notify_all();
+    });
+  }
+  std::unique_lock lock(mutex);
+  done.wait(lock, [&] { return running == 0; });
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (failed > 0) std::fprintf(stderr, "ceiling: %d requests failed\n", failed);
+  return events / seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int events = argc > 1 ? std::atoi(argv[1]) : 20000;
+  const int accounts = argc > 2 ? std::atoi(argv[2]) : 1000;
+  const std::size_t in_flight = argc > 3 ? static_cast<std::size_t>(std::atoi(argv[3])) : 16;
+
+  testing::TestReceiver receiver(kSecret);
+  const double receiver_ceiling = ceiling(receiver.url(), events, in_flight);
+
+  testing::TestDatabase db;
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    std::vector<int> sequence(static_cast<std::size_t>(accounts), 0);
+    for (int i = 0; i < events; ++i) {
+      const int account = i % accounts;
+      const std::string key = "ledger:tx-" + std::to_string(i) + ":1";
+      txn.exec_params(
+          "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
+          "VALUES ('ledger', $1, $2, $3, $4::jsonb)",
+          key, "acct-" + std::to_string(account), ++sequence[static_cast<std::size_t>(account)],
+          payload(key, i, account, sequence[static_cast<std::size_t>(account)]));
+    }
+    txn.commit();
+    pqxx::nontransaction analyze(*connection);
+    analyze.exec("ANALYZE outbox");
+  }
+
+  pipeline::relay::RelayOptions options;
+  options.config.max_in_flight = in_flight;
+  options.poll_interval = std::chrono::milliseconds(20);
+  pipeline::relay::Sinks sinks;
+  sinks.emplace("ledger", std::make_unique<connectors::http::WebhookSink>(webhook_options(receiver.url(), in_flight)));
+  pipeline::relay::Relay relay(db.url(), std::move(sinks), options);
+  const auto start = Clock::now();
+  const auto stats = relay.drain();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  const double relay_rate = stats.delivered / seconds;
+
+  std::printf("events %d, accounts %d, max_in_flight %zu\n", events, accounts, in_flight);
+  std::printf("receiver ceiling (sink only, signed): %.0f requests/s\n", receiver_ceiling);
+  std::printf("relay (outbox -> receiver):           %.0f events/s (%llu delivered in %.2f s)\n", relay_rate,
+              static_cast<unsigned long long>(stats.delivered), seconds);
+  std::printf("ratio: %.2f\n", relay_rate / receiver_ceiling);
+  return stats.delivered == static_cast<std::uint64_t>(events) ? 0 : 1;
+}

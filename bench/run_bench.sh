@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# Tidemark throughput benchmark (issue 6): the hand-written psql baseline (B) against
+# `tidemark run` (P), each on a fresh database cloned from one migrated template, in the
+# order B P P B, then a sweep of batch sizes and, optionally, peak RSS on a large input.
+# See docs/performance.md. Usage (from anywhere; env variables override the defaults):
+#
+#   bench/run_bench.sh                                  # quick: 200k rows, batch 10k
+#   ROWS=1000000 RSS_ROWS=10000000 bench/run_bench.sh   # the documented full run
+#
+# ROWS (200000)        rows of the main dataset
+# BATCH (10000)        batch size of the B P P B runs
+# SEED (42)            dataset seed (same seed, same rows)
+# CONFLICTS (0)        per 100 stale rows, how many become same-revision conflicts
+# SWEEP ("1000 10000 50000")  batch sizes of the sweep (one B and one P each); "" skips it
+# REPLAY (1)           after each P, time `tidemark run --replay` of the same rows
+# RSS_ROWS (0)         when > 0, also run P once on this many rows (batch BATCH) for peak RSS
+# RUN_TIMEOUT (1800)   seconds allowed to any single timed run
+# WORK (/tmp/tidemark-bench)  cluster, datasets and logs
+# TIDEMARK (build-bench/tidemark)  the binary (build: cmake -B build-bench -DCMAKE_BUILD_TYPE=Release
+#                      && ninja -C build-bench tidemark)
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+ROWS="${ROWS:-200000}"
+BATCH="${BATCH:-10000}"
+SEED="${SEED:-42}"
+CONFLICTS="${CONFLICTS:-0}"
+SWEEP="${SWEEP-1000 10000 50000}"
+REPLAY="${REPLAY:-1}"
+RSS_ROWS="${RSS_ROWS:-0}"
+RUN_TIMEOUT="${RUN_TIMEOUT:-1800}"
+WORK="${WORK:-/tmp/tidemark-bench}"
+TIDEMARK="${TIDEMARK:-$repo/build-bench/tidemark}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+PIPELINE=bench
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[[ -x "$TIDEMARK" ]] || die "$TIDEMARK not found: build it with cmake -S $repo -B $repo/build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C $repo/build-bench tidemark"
+[[ -x "$PGBIN/initdb" ]] || die "PostgreSQL 15 server binaries not found in $PGBIN (set PGBIN)"
+
+mkdir -p "$WORK/data" "$WORK/logs"
+chmod 755 "$WORK"
+stamp="$(date +%Y%m%d-%H%M%S)"
+results="$WORK/logs/results-$stamp.tsv"
+printf 'kind\tbatch\trows\tseconds\trows_per_s\tpeak_rss_kib\tcpu_s\tfingerprint\n' >"$results"
+
+# --- PostgreSQL: a private cluster, loopback only, fsync on, the same for B and P --------
+as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+pgdata="$WORK/pg"
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
+if [[ ! -f "$pgdata/PG_VERSION" ]]; then
+  log "initdb $pgdata"
+  mkdir -p "$pgdata"
+  [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$pgdata"
+  as_pg "$PGBIN/initdb" -D "$pgdata" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/logs/initdb.log"
+fi
+as_pg "$PGBIN/pg_ctl" -D "$pgdata" -l "$pgdata/server.log" -w \
+  -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB" \
+  start >/dev/null
+stop_cluster() { as_pg "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null 2>&1 || true; }
+trap stop_cluster EXIT
+base_url="postgresql://postgres@127.0.0.1:$port"
+psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$base_url/${1}" -c "$2"; }
+
+log "template database (tidemark migrate)"
+psql_q postgres "DROP DATABASE IF EXISTS bench_template" >/dev/null
+psql_q postgres "CREATE DATABASE bench_template" >/dev/null
+"$TIDEMARK" migrate --database "$base_url/bench_template" >"$WORK/logs/migrate.log" 2>&1
+
+# --- datasets (generated once per rows/seed/conflicts, outside the timing) ----------------
+dataset() {  # rows -> path of the CSV
+  local rows="$1" file="$WORK/data/rows-$1-seed-$SEED-c$CONFLICTS.csv"
+  if [[ ! -s "$file" ]]; then
+    log "generating $rows rows (seed $SEED) into $file"
+    python3 "$here/generate.py" --rows "$rows" --seed "$SEED" --conflicts "$CONFLICTS" --output "$file.tmp"
+    mv "$file.tmp" "$file"
+  fi
+  echo "$file"
+}
+
+# The baseline's psql script for one dataset and batch size: per batch a \copy of that
+# batch's file into the session's staging table and bench/baseline.sql, in one transaction.
+baseline_script() {  # csv batch -> path of the script
+  local csv="$1" batch="$2" dir="${1%.csv}-batches-$2"
+  local script="$dir/baseline.psql"
+  if [[ ! -s "$script" ]]; then
+    rm -rf "$dir" && mkdir -p "$dir"
+    tail -n +2 "$csv" | split -l "$batch" -d -a 6 --additional-suffix=.csv - "$dir/batch_"
+    local header offset size k=0 start
+    header="$(head -1 "$csv")"
+    offset=$(( ${#header} + 1 ))
+    {
+      echo '\set ON_ERROR_STOP on'
+      echo "\\set pipeline $PIPELINE"
+      echo "\\set source '$csv'"
+      echo "\\set csv_header '$header'"
+      echo 'CREATE TEMP TABLE bench_stage (ord bigint GENERATED ALWAYS AS IDENTITY, transaction_id text NOT NULL,'
+      echo '  source_revision bigint NOT NULL, amount numeric(12,2) NOT NULL, account_id text, occurred_at timestamptz)'
+      echo '  ON COMMIT DELETE ROWS;'
+      echo "SELECT pg_advisory_lock(hashtext('$PIPELINE'));"
+      echo "INSERT INTO runs (pipeline, trigger, mode, status, started_at) VALUES (:'pipeline', 'cli', 'resume', 'running', now()) RETURNING id AS run_id \\gset"
+      for part in "$dir"/batch_*.csv; do
+        k=$((k + 1))
+        size=$(stat -c %s "$part")
+        start="$(basename "$csv"):$offset"
+        offset=$((offset + size))
+        echo "\\set batch_no $k"
+        echo "\\set start_position '$start'"
+        echo "\\set end_position '$(basename "$csv"):$offset'"
+        echo "\\set end_file '$(basename "$csv")'"
+        echo "\\set end_offset $offset"
+        echo 'BEGIN;'
+        echo "\\copy bench_stage (transaction_id, source_revision, amount, account_id, occurred_at) FROM '$part' WITH (FORMAT csv)"
+        echo "\\i $here/baseline.sql"
+        echo 'COMMIT;'
+      done
+      echo "UPDATE runs SET status = 'succeeded', finished_at = now() WHERE id = :run_id;"
+    } >"$script.tmp"
+    mv "$script.tmp" "$script"
+  fi
+  echo "$script"
+}
+
+# What both B and P must leave behind; equal fingerprints mean equal effects.
+fingerprint() {  # database
+  psql_q "$1" "SELECT concat_ws(' ',
+      'state', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision || ':' || amount
+                || ':' || COALESCE(account_id, '') || ':' || COALESCE(occurred_at::text, ''))::bigint), 0) FROM transaction_state),
+      'outbox', (SELECT count(*) || '/' || COALESCE(sum(hashtext(idempotency_key || ':' || partition_key || ':' || sequence
+                || ':' || payload::text)::bigint), 0) FROM outbox),
+      'quarantine', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision)::bigint), 0) FROM quarantine),
+      'sequences', (SELECT COALESCE(sum(last_sequence), 0) FROM account_sequence),
+      'ledger', (SELECT concat_ws(',', sum(input), sum(inserted), sum(updated), sum(unchanged), sum(stale),
+                sum(superseded), sum(duplicate), sum(invalid), sum(conflict)) FROM batch_ledger))"
+}
+
+run_seq=0
+fresh_db() {  # sets db to a new database cloned from the template
+  run_seq=$((run_seq + 1))
+  db="bench_${stamp//-/_}_$run_seq"
+  # Flush the previous run's dirty pages now, not during the next timed run.
+  psql_q postgres "CHECKPOINT" >/dev/null
+  psql_q postgres "CREATE DATABASE $db TEMPLATE bench_template" >/dev/null
+}
+drop_db() { psql_q postgres "DROP DATABASE IF EXISTS $1" >/dev/null; }
+
+now() { date +%s.%N; }
+record() {  # kind batch rows seconds rss cpu fingerprint
+  local rate
+  rate=$(python3 -c "print(round($3 / $4))")
+  printf '%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$rate" "$5" "$6" "$7" >>"$results"
+  log "$1 batch $2: $3 rows in $(printf %.2f "$4") s = $rate rows/s${5:+, peak RSS $5 KiB, tidemark CPU $6 s}"
+}
+
+config="$WORK/bench.yaml"
+cat >"$config" <<EOF
+pipelines:
+  $PIPELINE:
+    source: {kind: file, path: $WORK/data, format: csv}
+    batch_size: 10000
+    destinations:
+      - {name: ledger, kind: http, url: http://127.0.0.1:9/events, secret_env: BENCH_LEDGER_SECRET}
+EOF
+export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
+
+run_b() {  # csv batch rows [keep]
+  local script t0 t1 fp
+  script="$(baseline_script "$1" "$2")"
+  fresh_db
+  t0=$(now)
+  timeout "$RUN_TIMEOUT" psql -X -q -A -t -d "$base_url/$db" -f "$script" >"$WORK/logs/$db-B.out" 2>"$WORK/logs/$db-B.err" ||
+    die "baseline run failed, see $WORK/logs/$db-B.err"
+  t1=$(now)
+  fp="$(fingerprint "$db")"
+  record B "$2" "$3" "$(python3 -c "print($t1 - $t0)")" "" "" "$fp"
+  drop_db "$db"
+}
+
+run_tidemark() {  # kind db csv batch rows [--replay]
+  local kind="$1" db="$2" csv="$3" batch="$4" rows="$5" t0 t1 rss cpu fp
+  shift 5
+  t0=$(now)
+  timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/logs/$db-$kind.time" \
+    "$TIDEMARK" run --pipeline "$PIPELINE" --config "$config" --database "$base_url/$db" --source "$csv" \
+    --batch-size "$batch" --json "$@" >"$WORK/logs/$db-$kind.out" 2>"$WORK/logs/$db-$kind.err" ||
+    die "tidemark run failed, see $WORK/logs/$db-$kind.err"
+  t1=$(now)
+  rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/logs/$db-$kind.time")
+  cpu=$(awk -F': ' '/User time|System time/ {sum += $2} END {print sum}' "$WORK/logs/$db-$kind.time")
+  fp="$(fingerprint "$db")"
+  record "$kind" "$batch" "$rows" "$(python3 -c "print($t1 - $t0)")" "$rss" "$cpu" "$fp"
+}
+
+run_p() {  # csv batch rows
+  fresh_db
+  run_tidemark P "$db" "$1" "$2" "$3"
+  if [[ "$REPLAY" == 1 ]]; then
+    psql_q postgres "CHECKPOINT" >/dev/null
+    run_tidemark R "$db" "$1" "$2" "$3" --replay
+  fi
+  drop_db "$db"
+}
+
+csv="$(dataset "$ROWS")"
+log "dataset $csv; baseline scripts"
+baseline_script "$csv" "$BATCH" >/dev/null
+for b in $SWEEP; do baseline_script "$csv" "$b" >/dev/null; done
+
+log "B P P B at batch $BATCH on $ROWS rows"
+run_b "$csv" "$BATCH" "$ROWS"
+run_p "$csv" "$BATCH" "$ROWS"
+run_p "$csv" "$BATCH" "$ROWS"
+run_b "$csv" "$BATCH" "$ROWS"
+
+for b in $SWEEP; do
+  [[ "$b" == "$BATCH" ]] && continue  # measured above
+  log "sweep: batch $b"
+  REPLAY=0 run_p "$csv" "$b" "$ROWS"
+  run_b "$csv" "$b" "$ROWS"
+done
+
+if (( RSS_ROWS > 0 )); then
+  big="$(dataset "$RSS_ROWS")"
+  log "peak RSS: P on $RSS_ROWS rows at batch $BATCH"
+  REPLAY=0 run_p "$big" "$BATCH" "$RSS_ROWS"
+fi
+
+python3 "$here/summarize.py" "$results" "$BATCH"
+log "results: $results"

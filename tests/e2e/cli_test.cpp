@@ -1,0 +1,337 @@
+// The tidemark command line as users and cron see it (INTERFACE "CLI"): help texts, exit
+// codes 0/1/2 with messages that name the thing at fault, the --json summary, one active
+// run per pipeline, and the embedded database commands.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <pqxx/pqxx>
+
+#include "pipeline/db/cluster.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ProcessOptions;
+using testing::ProcessResult;
+using testing::TestDatabase;
+using testing::run_tidemark;
+using testing::start_tidemark;
+using ::testing::HasSubstr;
+
+// A private temporary folder per test, removed afterwards.
+class TempFolder {
+ public:
+  TempFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "tidemark-cli-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path write(const std::string& name, const std::string& text) const {
+    std::ofstream(path_ / name, std::ios::binary) << text;
+    return path_ / name;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+std::string last_line(const std::string& text) {
+  std::string trimmed = text;
+  while (!trimmed.empty() && trimmed.back() == '\n') trimmed.pop_back();
+  const auto newline = trimmed.rfind('\n');
+  return newline == std::string::npos ? trimmed : trimmed.substr(newline + 1);
+}
+
+// --- help -----------------------------------------------------------------------------
+
+struct HelpCase {
+  std::vector<std::string> args;
+  std::vector<std::string> mentions;  // what the help must say about the command
+};
+
+class HelpText : public ::testing::TestWithParam<HelpCase> {};
+
+TEST_P(HelpText, ExitsZeroAndDescribesTheCommand) {
+  const HelpCase& help = GetParam();
+  std::vector<std::string> args = help.args;
+  args.push_back("--help");
+  const ProcessResult result = run_tidemark(args);
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("Usage"));
+  for (const auto& mention : help.mentions) EXPECT_THAT(result.out, HasSubstr(mention));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Commands, HelpText,
+    ::testing::Values(
+        HelpCase{{}, {"exactly once", "run", "migrate", "quarantine", "relay", "outbox", "db"}},
+        HelpCase{{"run"},
+                 {"checkpoint", "--pipeline", "--config", "--database", "--source", "--format", "--batch-size",
+                  "--replay", "--json", "Exit 0"}},
+        HelpCase{{"migrate"}, {"migrations", "--database", "--config"}},
+        HelpCase{{"quarantine"}, {"quarantined", "list", "show", "release"}},
+        HelpCase{{"quarantine", "list"}, {"List quarantined", "--pipeline", "--limit", "--all"}},
+        HelpCase{{"quarantine", "show"}, {"raw", "ID"}},
+        HelpCase{{"quarantine", "release"}, {"Validate a quarantined record again", "ID", "--config"}},
+        HelpCase{{"relay"}, {"Deliver outbox events", "--once", "--config"}},
+        HelpCase{{"outbox"}, {"outbox events", "list", "retry"}},
+        HelpCase{{"outbox", "list"}, {"--status", "--destination"}},
+        HelpCase{{"outbox", "retry"}, {"--all-dead", "ID"}},
+        HelpCase{{"db"}, {"embedded PostgreSQL", "start", "stop", "status", "url"}},
+        HelpCase{{"db", "start"}, {"start"}},
+        HelpCase{{"db", "stop"}, {"Stop"}},
+        HelpCase{{"db", "status"}, {"exit 0 running"}},
+        HelpCase{{"db", "url"}, {"URL"}}),
+    [](const auto& info) {
+      std::string name;
+      for (const auto& word : info.param.args) name += word + "_";
+      return name.empty() ? std::string("tidemark") : name.substr(0, name.size() - 1);
+    });
+
+// --- usage and configuration errors: exit 2 -------------------------------------------
+
+TEST(CliUsage, NoCommandExitsTwo) {
+  const ProcessResult result = run_tidemark({});
+  EXPECT_EQ(result.exit_code, 2);
+}
+
+TEST(CliUsage, UnknownOptionExitsTwoNamingIt) {
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "p", "--source", "x.csv", "--frobnicate"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.out + result.err, HasSubstr("--frobnicate"));
+}
+
+// INTERFACE: every error message names the thing at fault.
+TEST(CliUsage, UnknownCommandExitsTwoNamingIt) {
+  const ProcessResult result = run_tidemark({"frobnicate"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.out + result.err, HasSubstr("frobnicate"));
+}
+
+TEST(CliUsage, RunWithoutSourceOrConfigExitsTwoNamingSource) {
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "p"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("--source"));
+}
+
+TEST(CliUsage, BatchSizeZeroExitsTwoNamingTheOption) {
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "p", "--source", "x.csv", "--batch-size", "0"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.out + result.err, HasSubstr("--batch-size"));
+}
+
+TEST(CliUsage, ConfigWithUnknownKeyExitsTwoNamingFileLineAndKey) {
+  TempFolder folder;
+  const auto config = folder.write("tidemark.yaml",
+                                   "pipelines:\n"
+                                   "  p:\n"
+                                   "    source: {kind: file, path: in.csv, format: csv}\n"
+                                   "    batch_sise: 100\n");
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "p", "--config", config.string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr(config.string() + ":4"));
+  EXPECT_THAT(result.err, HasSubstr("batch_sise"));
+}
+
+TEST(CliUsage, PipelineMissingFromConfigExitsTwoNamingIt) {
+  TempFolder folder;
+  const auto config = folder.write("tidemark.yaml",
+                                   "pipelines:\n"
+                                   "  p:\n"
+                                   "    source: {kind: file, path: in.csv, format: csv}\n");
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "elsewhere", "--config", config.string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.err, HasSubstr("elsewhere"));
+}
+
+// --- run failures: exit 1 -------------------------------------------------------------
+
+TEST(CliRun, MissingSourceFileExitsOneNamingThePath) {
+  TestDatabase db;
+  TempFolder folder;
+  const std::string missing = (folder.path() / "missing.csv").string();
+  const ProcessResult result = run_tidemark({"run", "--pipeline", "p", "--source", missing, "--database", db.url()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr(missing));
+}
+
+TEST(CliRun, UnreachableDatabaseExitsOneAfterBoundedRetries) {
+  TempFolder folder;
+  const auto source = folder.write("in.csv", "transaction_id,source_revision,amount\na,1,1.00\n");
+  const auto started = std::chrono::steady_clock::now();
+  const ProcessResult result = run_tidemark(
+      {"run", "--pipeline", "p", "--source", source.string(), "--database", "postgresql://nobody@127.0.0.1:1/none"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("database"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 60s);
+}
+
+// --- the --json summary ---------------------------------------------------------------
+
+TEST(CliRun, JsonSummaryIsTheLastStdoutLineAndReconciles) {
+  TestDatabase db;
+  TempFolder folder;
+  const auto source = folder.write("in.csv",
+                                   "transaction_id,source_revision,amount,account_id,occurred_at\n"
+                                   "a,1,10.00,x,\n"
+                                   "a,2,11.00,x,2024-05-01T10:00:00Z\n"  // a,1 superseded; a,2 inserted
+                                   "b,1,5.0,,\n"                          // inserted
+                                   "b,1,5.00,,\n"                         // duplicate (130.0 = 130.00)
+                                   "c,1,NaN,,\n"                          // invalid
+                                   "d,1,1.00,,\n"
+                                   "d,1,2.00,,\n");                       // both conflict
+  const ProcessResult result =
+      run_tidemark({"run", "--pipeline", "p", "--source", source.string(), "--database", db.url(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const boost::json::object summary = boost::json::parse(last_line(result.out)).as_object();
+
+  std::set<std::string> keys;
+  for (const auto& field : summary) keys.insert(std::string(field.key()));
+  EXPECT_EQ(keys, (std::set<std::string>{"pipeline", "run_id", "batches", "input", "inserted", "updated", "unchanged",
+                                         "stale", "superseded", "duplicate", "invalid", "conflict", "checkpoint"}));
+  std::int64_t sum = 0;
+  for (const char* outcome :
+       {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid", "conflict"}) {
+    sum += summary.at(outcome).to_number<std::int64_t>();
+  }
+  EXPECT_EQ(summary.at("input").to_number<std::int64_t>(), sum);
+  EXPECT_EQ(summary.at("input").to_number<std::int64_t>(), 7);
+  EXPECT_EQ(summary.at("inserted").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(summary.at("superseded").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(summary.at("duplicate").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(summary.at("invalid").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(summary.at("conflict").to_number<std::int64_t>(), 2);
+  EXPECT_EQ(summary.at("pipeline").as_string(), "p");
+  EXPECT_EQ(summary.at("batches").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(summary.at("checkpoint").as_string(), "in.csv:" + std::to_string(std::filesystem::file_size(source)));
+  EXPECT_EQ(std::to_string(summary.at("run_id").to_number<std::int64_t>()),
+            db.scalar("SELECT max(run_id) FROM batch_ledger"));
+  EXPECT_EQ(db.scalar("SELECT sum(input) FROM batch_ledger"), "7");
+}
+
+// --- one active run per pipeline ------------------------------------------------------
+
+std::string pipeline_lock_sql(const std::string& function, const std::string& pipeline) {
+  return "SELECT " + function + "(hashtextextended('tidemark pipeline ' || '" + pipeline + "', 0))";
+}
+
+TEST(CliRun, PipelineLockedByAnotherSessionExitsOneSayingWhoHoldsIt) {
+  TestDatabase db;
+  TempFolder folder;
+  const auto source = folder.write("in.csv", "transaction_id,source_revision,amount\na,1,1.00\n");
+  auto holder = db.connect();
+  std::string holder_pid;
+  {
+    pqxx::nontransaction txn(*holder);
+    txn.exec(pipeline_lock_sql("pg_advisory_lock", "p"));
+    holder_pid = txn.exec("SELECT pg_backend_pid()")[0][0].c_str();
+  }
+  const std::vector<std::string> args = {"run", "--pipeline", "p", "--source", source.string(), "--database", db.url()};
+  const ProcessResult refused = run_tidemark(args);
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("already running"));
+  EXPECT_THAT(refused.err, HasSubstr("backend pid " + holder_pid));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM batch_ledger"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), "0");
+
+  {
+    pqxx::nontransaction txn(*holder);
+    txn.exec(pipeline_lock_sql("pg_advisory_unlock", "p"));
+  }
+  const ProcessResult after = run_tidemark(args);
+  EXPECT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), "1");
+}
+
+// Two real processes: the first holds the pipeline while it waits for its source (a FIFO
+// nobody writes to yet); the second is refused and names the first; the first then
+// completes normally once the source arrives.
+TEST(CliRun, SecondConcurrentRunOfThePipelineExitsOneNamingTheFirstProcess) {
+  TestDatabase db;
+  TempFolder folder;
+  const auto fifo = folder.path() / "in.csv";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::vector<std::string> args = {"run", "--pipeline", "p", "--source", fifo.string(), "--database", db.url()};
+  auto first = start_tidemark(args);
+
+  bool locked = false;
+  for (int i = 0; i < 600 && !locked && first->running(); ++i) {
+    locked = db.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted") != "0";
+    if (!locked) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(locked) << "the first run never took the pipeline lock";
+
+  const ProcessResult second = run_tidemark(args);
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_THAT(second.err, HasSubstr("already running"));
+  EXPECT_THAT(second.err, HasSubstr("tidemark pid " + std::to_string(first->pid())));
+
+  std::ofstream(fifo) << "transaction_id,source_revision,amount\na,1,1.00\nb,1,2.00\n";
+  const ProcessResult completed = first->wait();
+  EXPECT_EQ(completed.exit_code, 0) << completed.err;
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), "2");
+  EXPECT_EQ(db.scalar("SELECT sum(input) FROM batch_ledger"), "2");
+}
+
+// --- the embedded database ------------------------------------------------------------
+
+TEST(CliDb, StartStatusUrlStopManageTheClusterUnderTidemarkHome) {
+  TempFolder home;
+  // Removes the cluster (data folder included, wherever it was placed) even when a check fails.
+  struct Cleanup {
+    std::filesystem::path home;
+    ~Cleanup() {
+      try {
+        pipeline::db::Cluster(home).destroy();
+      } catch (const std::exception&) {
+      }
+    }
+  } cleanup{home.path()};
+  ProcessOptions options;
+  options.env["TIDEMARK_HOME"] = home.path().string();
+
+  EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 1) << "no cluster yet";
+  const ProcessResult start = run_tidemark({"db", "start"}, options);
+  ASSERT_EQ(start.exit_code, 0) << start.err;
+  const ProcessResult status = run_tidemark({"db", "status"}, options);
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+
+  const ProcessResult url = run_tidemark({"db", "url"}, options);
+  ASSERT_EQ(url.exit_code, 0) << url.err;
+  const std::string address = last_line(url.out);
+  EXPECT_THAT(address, ::testing::StartsWith("postgresql://"));
+  {
+    pqxx::connection connection(address);
+    pqxx::nontransaction txn(connection);
+    EXPECT_EQ(txn.exec("SELECT 1 + 1")[0][0].as<int>(), 2);
+    EXPECT_EQ(std::string(txn.exec("SELECT host(inet_server_addr())")[0][0].c_str()), "127.0.0.1")
+        << "the embedded cluster listens on loopback only";
+  }
+
+  const ProcessResult stop = run_tidemark({"db", "stop"}, options);
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 1);
+}
+
+}  // namespace
+}  // namespace tidemark

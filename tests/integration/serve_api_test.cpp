@@ -1,0 +1,412 @@
+// tidemark serve's HTTP API in-process against a real PostgreSQL, over real HTTP on
+// 127.0.0.1 (issue 4): signed run triggers and every way to get them wrong, idempotency by
+// webhook-id, coalescing of triggers during a run, the read endpoints, the quarantine and
+// the metrics, which must agree with the ledger.
+#include <gtest/gtest.h>
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "app/serve/service.hpp"
+#include "connectors/http/signature.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::app::serve {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HttpAnswer;
+using testing::http_request;
+using testing::TestDatabase;
+
+constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-test-secret"
+constexpr char kPipeline[] = "transactions";
+
+std::string key() { return *connectors::http::decode_secret(kSecret); }
+
+// A CSV source of `count` valid records, plus one invalid and one conflicting record.
+void write_source(const std::filesystem::path& path, int count) {
+  std::ofstream out(path);
+  out << "transaction_id,source_revision,amount,account_id\n";
+  for (int i = 0; i < count; ++i) out << "tx-" << i << ",1," << (i % 500) << ".25,acct-" << i % 7 << "\n";
+  out << "tx-bad,1,not-a-number,acct-1\n";
+  out << "tx-0,1,999.99,acct-0\n";  // same key and revision as tx-0, other payload: conflict
+}
+
+std::map<std::string, std::string> signed_headers(const std::string& id, const std::string& body,
+                                                  std::int64_t timestamp = std::time(nullptr)) {
+  return {{"webhook-id", id},
+          {"webhook-timestamp", std::to_string(timestamp)},
+          {"webhook-signature", connectors::http::sign(key(), id, timestamp, body)}};
+}
+
+boost::json::object parse_object(const std::string& text) { return boost::json::parse(text).as_object(); }
+
+class ServeApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    directory_ = std::filesystem::temp_directory_path() /
+                 ("tidemark-serve-api-" + std::to_string(::getpid()) + "-" + db_.name());
+    std::filesystem::create_directories(directory_);
+  }
+
+  void TearDown() override {
+    stop();
+    std::filesystem::remove_all(directory_);
+  }
+
+  // Starts serve with one pipeline over a source of `records` valid records.
+  void start(int records, std::size_t batch_size = 1000, std::optional<std::string> api_token = std::nullopt,
+             const std::string& schedule = "", std::chrono::milliseconds request_timeout = 5s) {
+    write_source(directory_ / "in.csv", records);
+    std::string yaml = "pipelines:\n  transactions:\n    source: {path: " + (directory_ / "in.csv").string() +
+                       "}\n    batch_size: " + std::to_string(batch_size) + "\n";
+    if (!schedule.empty()) yaml += "    schedule: " + schedule + "\n";
+    ServeOptions options;
+    options.config = pipeline::parse_config(yaml, "serve-test.yaml");
+    options.database_url = db_.url();
+    options.listen = "127.0.0.1:0";
+    options.api.webhook_key = key();
+    options.api.api_token = std::move(api_token);
+    options.request_timeout = request_timeout;
+    service_ = std::make_unique<Service>(std::move(options));
+    port_ = service_->port();
+    thread_ = std::thread([this] { exit_code_ = service_->run(); });
+  }
+
+  void stop() {
+    if (!service_) return;
+    service_->request_stop();
+    thread_.join();
+    service_.reset();
+  }
+
+  HttpAnswer trigger(const std::string& id, const std::string& body = R"({"mode":"resume","reason":"test"})",
+                     const std::string& pipeline = kPipeline) {
+    return http_request(port_, "POST", "/v1/pipelines/" + pipeline + "/runs", signed_headers(id, body), body);
+  }
+
+  // Waits until the run has finished; returns its status document.
+  boost::json::object wait_for_run(std::int64_t run_id, std::chrono::milliseconds timeout = 60s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      const HttpAnswer answer = http_request(port_, "GET", "/v1/runs/" + std::to_string(run_id));
+      EXPECT_EQ(answer.status, 200) << answer.body;
+      auto run = parse_object(answer.body);
+      const auto& status = run["status"].as_string();
+      if (status == "succeeded" || status == "failed") return run;
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "run " << run_id << " did not finish: " << answer.body;
+        return run;
+      }
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  void wait_until_idle() {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline &&
+           db_.scalar("SELECT count(*) FROM runs WHERE status IN ('queued', 'running')") != "0") {
+      std::this_thread::sleep_for(20ms);
+    }
+  }
+
+  std::string runs() const { return db_.scalar("SELECT count(*) FROM runs"); }
+
+  // The value of one series in the /metrics text (0 when absent).
+  double metric(const std::string& series) {
+    const HttpAnswer answer = http_request(port_, "GET", "/metrics");
+    EXPECT_EQ(answer.status, 200);
+    std::istringstream lines(answer.body);
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+    }
+    return 0;
+  }
+
+  TestDatabase db_;
+  std::filesystem::path directory_;
+  std::unique_ptr<Service> service_;
+  std::thread thread_;
+  unsigned short port_ = 0;
+  int exit_code_ = -1;
+};
+
+TEST_F(ServeApiTest, ValidSignedTriggerAnswers202WithLocationAndTheRunCompletesTheSource) {
+  start(2000);
+  const HttpAnswer answer = trigger("msg-valid-1");
+  ASSERT_EQ(answer.status, 202) << answer.body;
+  auto body = parse_object(answer.body);
+  const std::int64_t run_id = body["run_id"].as_int64();
+  EXPECT_TRUE(body["status"] == "queued" || body["status"] == "running") << answer.body;
+  EXPECT_EQ(answer.headers.at("location"), "/v1/runs/" + std::to_string(run_id));
+
+  auto run = wait_for_run(run_id);
+  EXPECT_EQ(run["status"], "succeeded");
+  EXPECT_EQ(run["trigger"], "webhook");
+  EXPECT_EQ(run["mode"], "resume");
+  EXPECT_EQ(run["reason"], "test");
+  EXPECT_EQ(run["request_id"], "msg-valid-1");
+  EXPECT_EQ(run["input"].as_int64(), 2002);
+  EXPECT_EQ(run["inserted"].as_int64(), 2000);
+  EXPECT_EQ(run["invalid"].as_int64(), 1);
+  EXPECT_EQ(run["conflict"].as_int64(), 1);  // tx-0's twin, two batches after tx-0 was stored
+  EXPECT_EQ(run["batches"].as_int64(), 3);
+  EXPECT_FALSE(run["started_at"].is_null());
+  EXPECT_FALSE(run["finished_at"].is_null());
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 1);
+}
+
+TEST_F(ServeApiTest, RejectedTriggersAnswerTheRightStatusAndStartNoRun) {
+  start(10);
+  const std::string body = R"({"mode":"resume"})";
+  const std::string target = std::string("/v1/pipelines/") + kPipeline + "/runs";
+
+  auto headers = signed_headers("msg-bad-signature", body);
+  headers["webhook-signature"] = connectors::http::sign("another key", "msg-bad-signature", std::time(nullptr), body);
+  EXPECT_EQ(http_request(port_, "POST", target, headers, body).status, 401);
+
+  EXPECT_EQ(http_request(port_, "POST", target, {}, body).status, 401);  // no headers at all
+  headers = signed_headers("msg-no-signature", body);
+  headers.erase("webhook-signature");
+  EXPECT_EQ(http_request(port_, "POST", target, headers, body).status, 401);
+
+  EXPECT_EQ(http_request(port_, "POST", target, signed_headers("msg-old", body, std::time(nullptr) - 6 * 60), body).status,
+            401);
+
+  const std::string huge = R"({"mode":"resume","reason":")" + std::string(70 * 1024, 'x') + "\"}";
+  const HttpAnswer too_large = http_request(port_, "POST", target, signed_headers("msg-huge", huge), huge);
+  EXPECT_EQ(too_large.status, 413) << too_large.body;
+
+  for (const std::string& malformed : {std::string("{\"mode\":"), std::string("[1,2]"), std::string(R"({"mode":"sideways"})"),
+                                      std::string(R"({"mode":"resume","extra":1})")}) {
+    EXPECT_EQ(http_request(port_, "POST", target, signed_headers("msg-malformed", malformed), malformed).status, 400)
+        << malformed;
+  }
+  EXPECT_EQ(trigger("msg-unknown", body, "no-such-pipeline").status, 404);
+
+  EXPECT_EQ(runs(), "0");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM run_requests"), "0");
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_signature\"}"), 1);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"missing_headers\"}"), 2);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_timestamp\"}"), 1);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"too_large\"}"), 1);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_request\"}"), 4);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"unknown_pipeline\"}"), 1);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 0);
+}
+
+TEST_F(ServeApiTest, ReplayedWebhookIdReturnsTheSameRunAndStartsNothing) {
+  start(100);
+  const HttpAnswer first = trigger("msg-once");
+  ASSERT_EQ(first.status, 202);
+  const std::int64_t run_id = parse_object(first.body)["run_id"].as_int64();
+  wait_for_run(run_id);
+
+  const HttpAnswer again = trigger("msg-once");
+  ASSERT_EQ(again.status, 202) << again.body;
+  auto body = parse_object(again.body);
+  EXPECT_EQ(body["run_id"].as_int64(), run_id);
+  EXPECT_EQ(body["status"], "succeeded");
+  EXPECT_EQ(runs(), "1");
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"repeated\"}"), 1);
+}
+
+TEST_F(ServeApiTest, TriggersDuringARunCoalesceIntoExactlyOneFollowUp) {
+  start(30000, 100);  // 300 batches: long enough to trigger during it
+  const std::int64_t first = parse_object(trigger("msg-first").body)["run_id"].as_int64();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first)) != "running" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  std::set<std::int64_t> follow_ups;
+  for (int i = 0; i < 5; ++i) {
+    const HttpAnswer answer = trigger("msg-during-" + std::to_string(i));
+    ASSERT_EQ(answer.status, 202);
+    follow_ups.insert(parse_object(answer.body)["run_id"].as_int64());
+  }
+  ASSERT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first)), "running")
+      << "the first run ended before the other triggers: make the source larger";
+  ASSERT_EQ(follow_ups.size(), 1u);
+  EXPECT_NE(*follow_ups.begin(), first);
+  wait_until_idle();
+  EXPECT_EQ(runs(), "2");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM run_requests WHERE run_id = " + std::to_string(*follow_ups.begin())), "5");
+  // The follow-up resumed where the first run ended: nothing left to read.
+  EXPECT_EQ(db_.scalar("SELECT COALESCE(sum(input), 0) FROM batch_ledger WHERE run_id = " +
+                       std::to_string(*follow_ups.begin())),
+            "0");
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(*follow_ups.begin())), "succeeded");
+}
+
+TEST_F(ServeApiTest, ThousandSignedRequestsOverConcurrentConnectionsStartExactlyTheRunsTheyWereAnswered) {
+  start(3000, 500);
+  constexpr int kThreads = 8;
+  constexpr int kRequests = 1000;
+  constexpr int kDistinctIds = 500;  // every id is sent twice
+  const unsigned seed = 20240501;
+  std::cout << "seed " << seed << std::endl;
+  std::vector<int> order(kRequests);
+  for (int i = 0; i < kRequests; ++i) order[i] = i % kDistinctIds;
+  std::shuffle(order.begin(), order.end(), std::mt19937(seed));
+
+  std::mutex mutex;
+  std::map<std::string, std::set<std::int64_t>> answers;  // webhook-id -> run ids answered
+  int not_accepted = 0;
+  std::atomic<int> next{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = next++; i < kRequests; i = next++) {
+        const std::string id = "msg-load-" + std::to_string(order[i]);
+        const HttpAnswer answer = trigger(id);
+        std::lock_guard lock(mutex);
+        if (answer.status != 202) {
+          ++not_accepted;
+          continue;
+        }
+        answers[id].insert(parse_object(answer.body)["run_id"].as_int64());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(not_accepted, 0);
+  ASSERT_EQ(answers.size(), static_cast<std::size_t>(kDistinctIds));
+  std::set<std::int64_t> run_ids;
+  for (const auto& [id, ids] : answers) {
+    EXPECT_EQ(ids.size(), 1u) << id << " was answered with different runs";
+    run_ids.insert(ids.begin(), ids.end());
+  }
+  wait_until_idle();
+  EXPECT_EQ(runs(), std::to_string(run_ids.size()));
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM run_requests"), std::to_string(kDistinctIds));
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM runs WHERE status <> 'succeeded'"), "0");
+  // Runs of the pipeline never overlapped.
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM runs a JOIN runs b ON a.id < b.id "
+                       "WHERE a.started_at < b.finished_at AND b.started_at < a.finished_at"),
+            "0");
+  EXPECT_EQ(db_.scalar("SELECT sum(input) FROM batch_ledger"), "3002");
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}") +
+                metric("tidemark_webhook_requests_total{result=\"repeated\"}"),
+            kRequests);
+}
+
+TEST_F(ServeApiTest, ReadEndpointsNeedTheBearerTokenWhenOneIsSetButProbesDoNot) {
+  start(10, 1000, "s3cret");
+  EXPECT_EQ(http_request(port_, "GET", "/v1/pipelines").status, 401);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/pipelines", {{"Authorization", "Bearer wrong!"}}).status, 401);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/runs/1").status, 401);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine").status, 401);
+  EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/1/release").status, 401);
+  const HttpAnswer pipelines = http_request(port_, "GET", "/v1/pipelines", {{"Authorization", "Bearer s3cret"}});
+  ASSERT_EQ(pipelines.status, 200) << pipelines.body;
+  const auto list = boost::json::parse(pipelines.body).as_array();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0].as_object().at("name"), kPipeline);
+  EXPECT_EQ(list[0].as_object().at("running"), false);
+  EXPECT_EQ(http_request(port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(http_request(port_, "GET", "/readyz").status, 200);
+  EXPECT_EQ(http_request(port_, "GET", "/metrics").status, 200);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/runs/999", {{"Authorization", "Bearer s3cret"}}).status, 404);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/nothing", {{"Authorization", "Bearer s3cret"}}).status, 404);
+  EXPECT_EQ(http_request(port_, "DELETE", "/v1/pipelines", {{"Authorization", "Bearer s3cret"}}).status, 405);
+}
+
+TEST_F(ServeApiTest, QuarantineListsRejectedRecordsAndReleaseRedrivesOneOnce) {
+  start(10);
+  wait_for_run(parse_object(trigger("msg-q").body)["run_id"].as_int64());
+  const HttpAnswer list = http_request(port_, "GET", std::string("/v1/quarantine?pipeline=") + kPipeline + "&limit=2");
+  ASSERT_EQ(list.status, 200) << list.body;
+  const auto entries = boost::json::parse(list.body).as_array();
+  ASSERT_EQ(entries.size(), 2u);  // of three: the limit holds
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?limit=0").status, 400);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?pipeline=other").body, "[]\n");
+
+  // tx-0 and its twin shared a batch, so both were quarantined and no row is stored:
+  // releasing one of them now inserts it.
+  const std::int64_t id = std::stoll(db_.scalar(
+      "SELECT id FROM quarantine WHERE reason = 'conflict' AND raw LIKE '%999.99%'"));
+  const HttpAnswer released = http_request(port_, "POST", "/v1/quarantine/" + std::to_string(id) + "/release");
+  ASSERT_EQ(released.status, 200) << released.body;
+  EXPECT_EQ(parse_object(released.body)["outcome"], "inserted");
+  EXPECT_EQ(db_.scalar("SELECT amount FROM transaction_state WHERE transaction_id = 'tx-0'"), "999.99");
+  EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/" + std::to_string(id) + "/release").status, 409);
+  EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/123456/release").status, 404);
+  EXPECT_EQ(metric(std::string("tidemark_records_total{outcome=\"inserted\",pipeline=\"") + kPipeline + "\"}"),
+            std::stod(db_.scalar("SELECT sum(inserted) FROM batch_ledger")));
+}
+
+TEST_F(ServeApiTest, ExposedRecordCountsEqualTheLedgerAfterSeveralRuns) {
+  start(1500, 400);
+  wait_for_run(parse_object(trigger("msg-m1").body)["run_id"].as_int64());
+  wait_for_run(parse_object(trigger("msg-m2", R"({"mode":"replay"})").body)["run_id"].as_int64());
+  wait_for_run(parse_object(trigger("msg-m3").body)["run_id"].as_int64());
+  for (const char* outcome : {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid",
+                              "conflict"}) {
+    const std::string series =
+        std::string("tidemark_records_total{outcome=\"") + outcome + "\",pipeline=\"" + kPipeline + "\"}";
+    EXPECT_EQ(metric(series), std::stod(db_.scalar(std::string("SELECT sum(") + outcome + ") FROM batch_ledger")))
+        << outcome;
+  }
+  EXPECT_GT(metric(std::string("tidemark_records_total{outcome=\"unchanged\",pipeline=\"") + kPipeline + "\"}"), 0);
+  EXPECT_EQ(metric(std::string("tidemark_runs_total{pipeline=\"") + kPipeline +
+                   "\",status=\"succeeded\",trigger=\"webhook\"}"),
+            3);
+  EXPECT_EQ(metric(std::string("tidemark_batches_total{pipeline=\"") + kPipeline + "\",status=\"committed\"}"),
+            std::stod(db_.scalar("SELECT count(*) FROM batch_ledger")));
+}
+
+TEST_F(ServeApiTest, AClientThatStallsAfterItsHeaderIsCutOffAndCounted) {
+  start(10, 1000, std::nullopt, "", 300ms);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port_);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  const std::string head = std::string("POST /v1/pipelines/") + kPipeline +
+                           "/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"mode\":";
+  ASSERT_EQ(::send(fd, head.data(), head.size(), 0), static_cast<ssize_t>(head.size()));
+  char byte = 0;
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);  // the server closes the connection
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  ::close(fd);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"timeout\"}"), 1);
+  EXPECT_EQ(runs(), "0");
+}
+
+TEST_F(ServeApiTest, ShortEveryScheduleRunsRepeatedlyWithoutOverlap) {
+  start(3000, 500, std::nullopt, "{every: 100ms}");
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::stoi(db_.scalar("SELECT count(*) FROM runs WHERE status = 'succeeded'")) < 4 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  stop();
+  EXPECT_EQ(exit_code_, 0);
+  EXPECT_GE(std::stoi(db_.scalar("SELECT count(*) FROM runs WHERE trigger = 'schedule' AND status = 'succeeded'")), 4);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM runs WHERE status IN ('running', 'queued')"), "0");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM runs a JOIN runs b ON a.id < b.id "
+                       "WHERE a.started_at < b.finished_at AND b.started_at < a.finished_at"),
+            "0");
+  EXPECT_EQ(db_.scalar("SELECT sum(input) FROM batch_ledger"), "3002");  // read once, then resumed at the end
+}
+
+}  // namespace
+}  // namespace tidemark::app::serve

@@ -1,0 +1,64 @@
+#include "tests/support/http_client.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace tidemark::testing {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+using tcp = asio::ip::tcp;
+
+HttpAnswer http_request(unsigned short port, const std::string& method, const std::string& target,
+                        const std::map<std::string, std::string>& headers, const std::string& body,
+                        std::chrono::milliseconds timeout) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  HttpAnswer answer;
+  bhttp::request<bhttp::string_body> request{bhttp::string_to_verb(method), target, 11};
+  request.set(bhttp::field::host, "127.0.0.1");
+  request.set(bhttp::field::content_type, "application/json");
+  for (const auto& [name, value] : headers) request.set(name, value);
+  request.body() = body;
+  request.prepare_payload();
+  request.keep_alive(false);
+
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(64 * 1024 * 1024);
+  beast::flat_buffer buffer;
+  stream.expires_after(timeout);
+  stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [&](beast::error_code error) {
+    if (error) return;
+    bhttp::async_write(stream, request, [&](beast::error_code error, std::size_t) {
+      // The server may answer (413) without reading the body: read the answer either way.
+      (void)error;
+      bhttp::async_read(stream, buffer, parser, [&](beast::error_code error, std::size_t) {
+        if (error) return;
+        const auto& response = parser.get();
+        answer.status = static_cast<int>(response.result_int());
+        for (const auto& field : response) {
+          std::string name(field.name_string());
+          std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+          answer.headers[name] = std::string(field.value());
+        }
+        answer.body = response.body();
+      });
+    });
+  });
+  io.run();
+  return answer;
+}
+
+unsigned short free_port() {
+  asio::io_context io;
+  tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+  return acceptor.local_endpoint().port();
+}
+
+}  // namespace tidemark::testing

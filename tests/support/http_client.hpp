@@ -1,0 +1,23 @@
+#pragma once
+// A minimal blocking HTTP/1.1 client for tests of `tidemark serve`: one request per
+// connection to 127.0.0.1, with a timeout.
+#include <chrono>
+#include <map>
+#include <string>
+
+namespace tidemark::testing {
+
+struct HttpAnswer {
+  int status = 0;  // 0 when the connection failed or timed out
+  std::map<std::string, std::string> headers;  // names in lower case
+  std::string body;
+};
+
+HttpAnswer http_request(unsigned short port, const std::string& method, const std::string& target,
+                        const std::map<std::string, std::string>& headers = {}, const std::string& body = "",
+                        std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// A port that was free a moment ago (for child processes that take --listen).
+unsigned short free_port();
+
+}  // namespace tidemark::testing
