@@ -1,6 +1,7 @@
 #include "pipeline/record.hpp"
 
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 
 #include "pipeline/source.hpp"
@@ -21,9 +22,11 @@ std::string Amount::to_string() const {
   const bool negative = cents < 0;
   const std::uint64_t magnitude =
       negative ? std::uint64_t{0} - static_cast<std::uint64_t>(cents) : static_cast<std::uint64_t>(cents);
-  std::string fraction = std::to_string(magnitude % 100);
-  if (fraction.size() < 2) fraction.insert(0, "0");
-  return (negative ? "-" : "") + std::to_string(magnitude / 100) + "." + fraction;
+  char text[32];
+  const int length = std::snprintf(text, sizeof text, "%s%llu.%02llu", negative ? "-" : "",
+                                   static_cast<unsigned long long>(magnitude / 100),
+                                   static_cast<unsigned long long>(magnitude % 100));
+  return std::string(text, static_cast<std::size_t>(length));
 }
 
 std::string_view to_string(Outcome outcome) { return kOutcomeNames[static_cast<std::size_t>(outcome)]; }

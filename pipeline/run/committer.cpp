@@ -195,9 +195,6 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       stage.write_line(line);
     }
     stage.complete();
-    // Fresh statistics let the planner probe transaction_state by its primary key for a
-    // batch instead of hashing the whole table: per-batch cost stays flat as the table grows.
-    txn.exec("ANALYZE tidemark_stage");
   }
 
   // 2. Compare, upsert, sequence and outbox in one statement.

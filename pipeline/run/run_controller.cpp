@@ -35,6 +35,7 @@ struct PreparedBatch {
 
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) {
   pqxx::work txn(connection);
+  txn.exec_params(sql::statement("run/fail_abandoned_runs.sql"), request.pipeline, request.run_id);
   std::int64_t run_id = 0;
   if (request.run_id) {
     txn.exec_params("UPDATE runs SET status = 'running', started_at = now() WHERE id = $1", *request.run_id);

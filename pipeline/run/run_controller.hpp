@@ -56,6 +56,8 @@ struct RunSummary {
 RunSummary run_pipeline(const RunRequest& request);
 
 // Records a run as running (inserting it, or updating request.run_id) and returns its id.
+// Called with the pipeline's lock held, it first marks runs left 'running' by a dead
+// process as failed.
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
 // Records the end of a run ("succeeded" or "failed"), on a connection of its own.
 void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);

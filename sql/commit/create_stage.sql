@@ -1,4 +1,9 @@
--- Per connection: the staging table the commit step COPYs each batch's versions into.
+-- Per connection. Index probes are cheap here (the hot part of transaction_state is cached):
+-- with PostgreSQL's default random_page_cost the planner hashes the whole table for every
+-- batch, and a batch's cost grows with the table; measured in docs/performance.md.
+SET random_page_cost = 1.1;
+
+-- The staging table the commit step COPYs each batch's versions into.
 -- ON COMMIT DELETE ROWS empties it at the end of every batch transaction.
 CREATE TEMP TABLE IF NOT EXISTS tidemark_stage (
   ord             int NOT NULL,      -- the version's index in the batch plan

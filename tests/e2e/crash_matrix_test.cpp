@@ -47,6 +47,29 @@ TEST(CrashMatrix, CleanRunOfWorkloadsCoveringEveryOutcomeMatchesTheOracle) {
   std::cout << std::endl;
 }
 
+// The comparison itself must see a lost correction, a lost effect and a lost quarantine
+// entry, or every green run above would prove nothing.
+TEST(CrashMatrix, ComparisonReportsATamperedDatabase) {
+  CrashHarness harness(1, workload_size());
+  std::string error;
+  harness.run_until_done("", 0, error);
+  ASSERT_EQ(error, "");
+  harness.relay_until_delivered("", 0, error);
+  ASSERT_EQ(error, "");
+  ASSERT_EQ(harness.verify(), "");
+  const auto& db = harness.database();
+  db.scalar("UPDATE transaction_state SET source_revision = source_revision - 1 "
+            "WHERE transaction_id = (SELECT min(transaction_id) FROM transaction_state WHERE source_revision > 0)");
+  db.scalar("DELETE FROM outbox WHERE id = (SELECT min(id) FROM outbox)");
+  db.scalar("DELETE FROM quarantine WHERE id = (SELECT min(id) FROM quarantine)");
+
+  const std::string diff = harness.verify();
+  EXPECT_NE(diff.find("state "), std::string::npos) << diff;
+  EXPECT_NE(diff.find("outbox "), std::string::npos) << diff;
+  EXPECT_NE(diff.find("quarantine missing"), std::string::npos) << diff;
+  EXPECT_EQ(harness.tally().lost_corrections, 1u);
+}
+
 struct Point {
   const char* name;
   bool relay;  // the point is in the relay, not in the run

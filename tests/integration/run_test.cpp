@@ -241,5 +241,23 @@ TEST_F(RunTest, RunRightAfterAnotherOfTheSamePipelineIsNotRefused) {
   }
 }
 
+// A run left 'running' by a process that died cannot still be running once the next run
+// holds the pipeline's lock: the next run records it as failed, and no other pipeline's run.
+TEST_F(RunTest, RunLeftRunningByADeadProcessIsMarkedFailedByTheNextRun) {
+  const std::string abandoned = db_.scalar(
+      "INSERT INTO runs (pipeline, trigger, mode, status, started_at) "
+      "VALUES ('p', 'cli', 'resume', 'running', now()) RETURNING id");
+  const std::string other = db_.scalar(
+      "INSERT INTO runs (pipeline, trigger, mode, status, started_at) "
+      "VALUES ('q', 'cli', 'resume', 'running', now()) RETURNING id");
+  const auto summary = run_pipeline(file_request(db_, "p", dir_.write("in.csv", std::string(kHeader) + "tx-1,1,1.00,\n")));
+
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + abandoned), "failed");
+  EXPECT_NE(db_.scalar("SELECT error FROM runs WHERE id = " + abandoned).find("ended before the run finished"),
+            std::string::npos);
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + other), "running");
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(summary.run_id)), "succeeded");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline

@@ -50,6 +50,7 @@ class CrashHarness {
   // totals expected are then the oracle's plus the replay's own summary) but nothing else.
   std::string replay_and_verify();
   oracle::Tally tally() const;
+  const TestDatabase& database() const { return db_; }
 
  private:
   std::vector<std::string> run_args() const;

@@ -1,0 +1,287 @@
+#include "pipeline/views/views.hpp"
+
+#include <algorithm>
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "sql/sql_files.hpp"
+
+namespace tidemark::pipeline::views {
+
+namespace {
+
+constexpr std::size_t kReplayBatch = 1000;  // events per transaction when replaying the outbox
+
+// A sql/views/ statement for one version's table. Table names cannot be parameters; they
+// are built from a known view name and an integer only.
+std::string statement(const std::string& file, const std::string& table) {
+  std::string text = sql::statement("views/" + file);
+  const std::string placeholder = "{table}";
+  for (auto at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + table.size())) {
+    text.replace(at, placeholder.size(), table);
+  }
+  return text;
+}
+
+std::optional<std::string> optional_string(const boost::json::object& object, const char* key) {
+  const auto* value = object.if_contains(key);
+  if (value == nullptr || value->is_null()) return std::nullopt;
+  if (const auto* text = value->if_string()) return std::string(*text);
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> optional_integer(const boost::json::object& object, const char* key) {
+  const auto* value = object.if_contains(key);
+  if (value == nullptr) return std::nullopt;
+  if (value->is_int64()) return value->as_int64();
+  if (value->is_uint64()) return static_cast<std::int64_t>(value->as_uint64());
+  return std::nullopt;
+}
+
+ApplyOutcome apply_account_balance(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event) {
+  const std::string previous_partition = event.previous_account_id.value_or(event.transaction_id);
+  // A revision that moved the transaction to another account adds its whole amount here and
+  // takes the previous amount off the old account.
+  const bool moved = event.previous_amount && previous_partition != event.partition_key;
+  const std::string offset = moved ? "0" : event.previous_amount.value_or("0");
+  const auto applied = txn.exec_params(
+      statement(event.sequence == 1 ? "account_balance_apply.sql" : "account_balance_apply_next.sql", table),
+      event.partition_key, event.sequence, event.amount, offset);
+  if (!applied.empty()) {
+    if (moved) txn.exec_params(statement("account_balance_move_out.sql", table), previous_partition, *event.previous_amount);
+    return ApplyOutcome::kApplied;
+  }
+  const auto current = txn.exec_params(statement("account_balance_version.sql", table), event.partition_key);
+  if (!current.empty() && current[0][0].as<std::int64_t>() >= event.sequence) return ApplyOutcome::kAlreadyApplied;
+  return ApplyOutcome::kGap;
+}
+
+ApplyOutcome apply_daily_totals(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event) {
+  const auto applied = txn.exec_params(
+      statement("daily_totals_apply.sql", table), table, event.event_id, event.outbox_id, event.destination,
+      event.transaction_id, event.source_revision, event.amount,
+      event.occurred_at ? event.occurred_at->c_str() : nullptr,
+      event.previous_amount ? event.previous_amount->c_str() : nullptr,
+      event.previous_occurred_at ? event.previous_occurred_at->c_str() : nullptr,
+      event.previous_account_id.value_or(event.transaction_id));
+  return applied.empty() ? ApplyOutcome::kAlreadyApplied : ApplyOutcome::kApplied;
+}
+
+bool version_exists(pqxx::transaction_base& txn, const std::string& view, int version) {
+  return !txn.exec_params("SELECT 1 FROM views WHERE name = $1 AND version = $2", view, version).empty();
+}
+
+// Replays outbox rows (id, idempotency_key, partition_key, sequence, payload) into one
+// version, kReplayBatch per transaction. Returns how many were applied.
+std::int64_t replay(pqxx::connection& connection, const std::string& view, int version, const std::string& query) {
+  std::vector<ViewEvent> events;
+  {
+    pqxx::read_transaction txn(connection);
+    for (const auto& row : txn.exec_params(query, view)) {
+      relay::OutboxEvent outbox;
+      outbox.id = row[0].as<std::int64_t>();
+      outbox.destination = view;
+      outbox.idempotency_key = row[1].as<std::string>();
+      outbox.partition_key = row[2].is_null() ? std::string() : row[2].as<std::string>();
+      outbox.sequence = row[3].is_null() ? 0 : row[3].as<std::int64_t>();
+      outbox.payload = row[4].as<std::string>();
+      if (auto event = parse_view_event(outbox)) events.push_back(std::move(*event));
+    }
+  }
+  std::int64_t applied = 0;
+  for (std::size_t start = 0; start < events.size(); start += kReplayBatch) {
+    pqxx::work txn(connection);
+    for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
+      // A gap here means the event is dead or not yet committed: the relay delivers it.
+      if (apply_event(txn, view, version, events[i]) == ApplyOutcome::kApplied) ++applied;
+    }
+    txn.commit();
+  }
+  return applied;
+}
+
+}  // namespace
+
+bool is_known_view(const std::string& name) { return name == kAccountBalance || name == kDailyTotals; }
+
+std::string table_name(const std::string& view, int version) { return view + "_v" + std::to_string(version); }
+
+std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event) {
+  boost::system::error_code error;
+  const auto json = boost::json::parse(event.payload, error);
+  if (error || !json.is_object()) return std::nullopt;
+  const auto& object = json.as_object();
+  ViewEvent view_event;
+  view_event.outbox_id = event.id;
+  view_event.destination = event.destination;
+  view_event.event_id = event.idempotency_key;
+  view_event.partition_key = event.partition_key;
+  view_event.sequence = event.sequence;
+  auto transaction_id = optional_string(object, "transaction_id");
+  auto amount = optional_string(object, "amount");
+  auto revision = optional_integer(object, "source_revision");
+  if (!transaction_id || !amount || !revision || event.partition_key.empty() || event.sequence <= 0) {
+    return std::nullopt;
+  }
+  view_event.transaction_id = std::move(*transaction_id);
+  view_event.amount = std::move(*amount);
+  view_event.source_revision = *revision;
+  view_event.previous_amount = optional_string(object, "previous_amount");
+  view_event.previous_account_id = optional_string(object, "previous_account_id");
+  view_event.occurred_at = optional_string(object, "occurred_at");
+  view_event.previous_occurred_at = optional_string(object, "previous_occurred_at");
+  return view_event;
+}
+
+ApplyOutcome apply_event(pqxx::transaction_base& txn, const std::string& view, int version, const ViewEvent& event) {
+  const std::string table = table_name(view, version);
+  return view == kAccountBalance ? apply_account_balance(txn, table, event) : apply_daily_totals(txn, table, event);
+}
+
+std::vector<int> receiving_versions(pqxx::transaction_base& txn, const std::string& view) {
+  std::vector<int> versions;
+  for (const auto& row : txn.exec_params(
+           "SELECT version FROM views WHERE name = $1 AND status <> 'retired' ORDER BY version FOR SHARE", view)) {
+    versions.push_back(row[0].as<int>());
+  }
+  return versions;
+}
+
+void ensure_first_versions(pqxx::connection& connection, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    pqxx::work txn(connection);
+    // Serializes two processes starting at once; the second sees the first's version.
+    txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", name);
+    if (!txn.exec_params("SELECT 1 FROM views WHERE name = $1", name).empty()) continue;
+    txn.exec(statement(name + "_create.sql", table_name(name, 1)));
+    txn.exec_params(
+        "INSERT INTO views (name, version, status, position, live_at) VALUES ($1, 1, 'live', 'full history', now())",
+        name);
+    txn.commit();
+    spdlog::info("created view {} (empty; it receives every event from now on)", table_name(name, 1));
+  }
+}
+
+std::vector<ViewVersion> list_views(pqxx::connection& connection) {
+  pqxx::read_transaction txn(connection);
+  std::vector<ViewVersion> versions;
+  for (const auto& row : txn.exec(sql::statement("views/list.sql"))) {
+    ViewVersion version;
+    version.name = row[0].as<std::string>();
+    version.version = row[1].as<int>();
+    version.status = row[2].as<std::string>();
+    version.position = row[3].as<std::string>();
+    version.created_at = row[4].as<std::string>();
+    version.lag_seconds = row[5].as<double>();
+    version.pending = row[6].as<std::int64_t>();
+    versions.push_back(std::move(version));
+  }
+  return versions;
+}
+
+std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version) {
+  if (!is_known_view(view)) {
+    throw ViewError("unknown view '" + view + "': tidemark ships account_balance and daily_totals");
+  }
+  if (version < 1) throw ViewError("--version must be 1 or more");
+  const std::string table = table_name(view, version);
+  pqxx::connection connection(database_url);
+  {
+    // Registering the version makes the relay feed it from now on. For account_balance the
+    // same transaction fills it from one snapshot, whose position it records.
+    pqxx::transaction<pqxx::isolation_level::repeatable_read> txn(connection);
+    txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", view);
+    if (version_exists(txn, view, version)) {
+      throw ViewError("view " + table + " already exists (versions are never reused); see `tidemark views list`");
+    }
+    txn.exec(statement(view + "_create.sql", table));
+    std::string position = "full history";
+    if (view == kAccountBalance) {
+      position = txn.exec("SELECT pg_current_snapshot()::text")[0][0].as<std::string>();
+      txn.exec(statement("account_balance_snapshot.sql", table));
+    }
+    txn.exec_params("INSERT INTO views (name, version, status, position) VALUES ($1, $2, 'building', $3)", view,
+                    version, position);
+    txn.commit();
+  }
+  // Events delivered to the older versions before this one was visible are still in the
+  // outbox: account_balance replays those after the snapshot (the version filter drops the
+  // rest); daily_totals replays all of them through its own inbox, which also dedups
+  // against the relay feeding it meanwhile.
+  const std::int64_t replayed =
+      view == kAccountBalance ? replay(connection, view, version, statement("account_balance_catch_up.sql", table))
+                              : replay(connection, view, version, sql::statement("views/history.sql"));
+  pqxx::work txn(connection);
+  txn.exec_params("UPDATE views SET status = 'live', live_at = now() WHERE name = $1 AND version = $2", view,
+                  version);
+  const auto rows = txn.exec("SELECT count(*) FROM " + table)[0][0].as<std::int64_t>();
+  txn.commit();
+  spdlog::info("view {} is live: {} rows, {} events replayed from the outbox", table, rows, replayed);
+  return rows;
+}
+
+void drop_view(pqxx::connection& connection, const std::string& view, int version) {
+  pqxx::work txn(connection);
+  txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", view);
+  const auto status = txn.exec_params("SELECT status FROM views WHERE name = $1 AND version = $2", view, version);
+  const std::string table = table_name(view, version);
+  if (status.empty() || status[0][0].as<std::string>() == "retired") {
+    throw ViewError("view " + table + " does not exist or is already retired; see `tidemark views list`");
+  }
+  const auto others = txn.exec_params(
+      "SELECT count(*) FROM views WHERE name = $1 AND version <> $2 AND status = 'live'", view, version);
+  if (others[0][0].as<std::int64_t>() == 0) {
+    throw ViewError("view " + table + " is the only live version of " + view +
+                    "; rebuild another version first (`tidemark views rebuild " + view + " --version N`)");
+  }
+  // The UPDATE waits for sinks holding the row FOR SHARE, so no event is applied to the
+  // table after it is gone.
+  txn.exec_params("UPDATE views SET status = 'retired', retired_at = now() WHERE name = $1 AND version = $2", view,
+                  version);
+  txn.exec("DROP TABLE " + table);
+  txn.exec_params("DELETE FROM inbox WHERE consumer = $1", table);
+  txn.commit();
+}
+
+Duration redelivery_horizon(const RelayConfig& config, Duration lease) {
+  Duration horizon = lease * config.max_attempts;
+  for (int attempt = 1; attempt < config.max_attempts; ++attempt) {
+    const int doublings = std::min(attempt - 1, 30);
+    horizon += std::min(config.max_delay, Duration(config.base_delay.count() << doublings));
+  }
+  return horizon;
+}
+
+std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const RelayConfig& config,
+                           Duration lease) {
+  const Duration horizon = redelivery_horizon(config, lease);
+  if (retention <= horizon) {
+    throw ViewError("inbox retention " + std::to_string(retention.count()) +
+                    " ms is not longer than the relay's longest redelivery window (" +
+                    std::to_string(horizon.count()) +
+                    " ms: every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
+                    "a redelivered event would be applied twice. Use a longer --retention");
+  }
+  pqxx::work txn(connection);
+  const auto deleted = txn.exec_params(sql::statement("views/cleanup_inbox.sql"), static_cast<long long>(retention.count()));
+  txn.commit();
+  return deleted.affected_rows();
+}
+
+std::map<std::string, double> view_lag_seconds(pqxx::connection& connection, const std::vector<std::string>& names) {
+  std::string array = "{";
+  for (const auto& name : names) {
+    if (array.size() > 1) array += ',';
+    array += '"' + name + '"';
+  }
+  array += '}';
+  pqxx::read_transaction txn(connection);
+  std::map<std::string, double> lag;
+  for (const auto& row : txn.exec_params(sql::statement("views/lag.sql"), array)) {
+    lag[row[0].as<std::string>()] = row[1].as<double>();
+  }
+  return lag;
+}
+
+}  // namespace tidemark::pipeline::views

@@ -1,0 +1,8 @@
+-- The events of destination $1 that a new version's snapshot does not reflect, in
+-- per-account order: whatever was delivered to the older versions between the snapshot
+-- and the moment the new version became visible to the relay.
+SELECT o.id, o.idempotency_key, o.partition_key, o.sequence, o.payload::text
+  FROM outbox o
+  LEFT JOIN {table} v ON v.account_id = o.partition_key
+ WHERE o.destination = $1 AND o.sequence > COALESCE(v.version, 0)
+ ORDER BY o.partition_key, o.sequence

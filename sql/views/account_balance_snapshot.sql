@@ -1,0 +1,9 @@
+-- Fills a new version from the current state, run in the REPEATABLE READ transaction that
+-- created it: balances from transaction_state and versions from account_sequence, read in
+-- one snapshot, so each account's version is exactly the last event its balance reflects.
+-- Accounts whose transactions all moved away keep a zero balance and their version.
+INSERT INTO {table} (account_id, balance, version)
+SELECT s.partition_key, COALESCE(sum(t.amount), 0), s.last_sequence
+  FROM account_sequence s
+  LEFT JOIN transaction_state t ON COALESCE(t.account_id, t.transaction_id) = s.partition_key
+ GROUP BY s.partition_key, s.last_sequence
