@@ -1,0 +1,332 @@
+// Materialized views fed by the outbox (issue 7) against a real PostgreSQL: batches loaded
+// by run_pipeline, events delivered by the real Relay through the view sinks.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "pipeline/relay/relay.hpp"
+#include "pipeline/views/view_sink.hpp"
+#include "pipeline/views/views.hpp"
+#include "tests/support/run_helpers.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::pipeline::views {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::query_rows;
+using testing::Rows;
+using testing::TempDir;
+using testing::TestDatabase;
+
+constexpr char kPipeline[] = "views";
+
+Config view_config() {
+  Config config;
+  PipelineConfig pipeline;
+  pipeline.name = kPipeline;
+  pipeline.destinations = {{kAccountBalance, "view", "", ""}, {kDailyTotals, "view", "", ""}};
+  config.pipelines[kPipeline] = pipeline;
+  return config;
+}
+
+relay::RelayOptions fast_options() {
+  relay::RelayOptions options;
+  options.config.max_attempts = 1000;
+  options.config.base_delay = 1ms;
+  options.config.max_delay = 10ms;
+  options.config.max_in_flight = 8;
+  options.lease = 5s;
+  options.poll_interval = 10ms;
+  options.seed = 7;
+  return options;
+}
+
+// Delivers every event twice to the view sink: the first answer is discarded, as if the
+// relay had died before marking it delivered.
+class TwiceSink : public relay::Sink {
+ public:
+  explicit TwiceSink(std::unique_ptr<relay::Sink> inner) : inner_(std::move(inner)) {}
+  void deliver(relay::OutboxEvent event, Completion done) override {
+    inner_->deliver(event, [](relay::DeliveryResult) {});
+    inner_->deliver(std::move(event), std::move(done));
+  }
+
+ private:
+  std::unique_ptr<relay::Sink> inner_;
+};
+
+relay::Sinks view_sinks(const TestDatabase& db, bool twice) {
+  auto sinks = make_view_sinks(view_config(), db.url());
+  if (twice) {
+    for (auto& [name, sink] : sinks) sink = std::make_unique<TwiceSink>(std::move(sink));
+  }
+  return sinks;
+}
+
+// Batches of revisions over a small pool of transactions and accounts: revisions move
+// transactions between accounts (or to none) and between days, and some have no occurred_at.
+class Workload {
+ public:
+  explicit Workload(std::uint64_t seed) : rng_(seed) {}
+
+  std::string batch(int records) {
+    std::ostringstream csv;
+    csv << "transaction_id,source_revision,amount,account_id,occurred_at\n";
+    std::uniform_int_distribution<int> key(0, 59), account(0, 8), cents(-50000, 50000), day(1, 4), hour(0, 23);
+    for (int i = 0; i < records; ++i) {
+      const std::string id = "tx-" + std::to_string(key(rng_));
+      const int revision = ++revisions_[id];
+      const int value = cents(rng_);
+      csv << id << ',' << revision << ',' << (value < 0 ? "-" : "") << std::abs(value) / 100 << '.'
+          << (std::abs(value) % 100 < 10 ? "0" : "") << std::abs(value) % 100 << ',';
+      const int which = account(rng_);
+      if (which < 8) csv << "acct-" << which;  // 8: no account (the transaction orders itself)
+      csv << ',';
+      if (hour(rng_) % 6 != 0) {
+        const int h = hour(rng_);
+        csv << "2024-01-0" << day(rng_) << 'T' << (h < 10 ? "0" : "") << h << ":30:00"
+            << (h % 2 == 0 ? "+05:00" : "-03:00");
+      }
+      csv << '\n';
+    }
+    return csv.str();
+  }
+
+ private:
+  std::mt19937_64 rng_;
+  std::map<std::string, int> revisions_;
+};
+
+// Loads one more file into the folder source and runs the pipeline to its end.
+void load(const TestDatabase& db, const TempDir& dir, int round, const std::string& csv) {
+  dir.write("round_" + std::string(round < 10 ? "0" : "") + std::to_string(round) + ".csv", csv);
+  auto request = testing::file_request(db, kPipeline, dir.path(), 50);
+  request.destinations = {kAccountBalance, kDailyTotals};
+  pipeline::run_pipeline(request);
+}
+
+// Pending events due in a random order across accounts; the relay still sends only the
+// lowest pending sequence of each account, so each account stays in order.
+void shuffle_pending(const TestDatabase& db, double seed) {
+  auto connection = db.connect();
+  pqxx::nontransaction txn(*connection);
+  txn.exec("SELECT setseed(" + std::to_string(seed) + ")");
+  txn.exec("UPDATE outbox SET next_attempt_at = now() - random() * interval '1 hour' WHERE status = 'pending'");
+}
+
+void drain(const TestDatabase& db, bool twice) {
+  relay::Relay relay(db.url(), view_sinks(db, twice), fast_options());
+  const auto stats = relay.drain();
+  EXPECT_EQ(stats.dead, 0u);
+}
+
+// The answers computed directly from transaction_state (and account_sequence for versions).
+Rows expected_balances(const TestDatabase& db) {
+  return query_rows(db,
+                    "SELECT COALESCE(account_id, transaction_id), sum(amount)::numeric(20,2)::text "
+                    "FROM transaction_state GROUP BY 1 HAVING sum(amount) <> 0 ORDER BY 1");
+}
+Rows expected_versions(const TestDatabase& db) {
+  return query_rows(db, "SELECT partition_key, last_sequence FROM account_sequence ORDER BY 1");
+}
+Rows expected_days(const TestDatabase& db) {
+  return query_rows(db,
+                    "SELECT (COALESCE(occurred_at, updated_at) AT TIME ZONE 'UTC')::date, "
+                    "sum(amount)::numeric(20,2)::text, count(*) FROM transaction_state GROUP BY 1 ORDER BY 1");
+}
+Rows balances(const TestDatabase& db, int version) {
+  return query_rows(db, "SELECT account_id, balance::numeric(20,2)::text FROM account_balance_v" +
+                            std::to_string(version) + " WHERE balance <> 0 ORDER BY 1");
+}
+Rows versions(const TestDatabase& db, int version) {
+  return query_rows(db, "SELECT account_id, version FROM account_balance_v" + std::to_string(version) +
+                            " WHERE version > 0 ORDER BY 1");
+}
+Rows days(const TestDatabase& db, int version) {
+  return query_rows(db, "SELECT day, total::numeric(20,2)::text, events FROM daily_totals_v" +
+                            std::to_string(version) + " WHERE total <> 0 OR events <> 0 ORDER BY 1");
+}
+
+void expect_views_match_state(const TestDatabase& db, int version) {
+  SCOPED_TRACE("version " + std::to_string(version));
+  EXPECT_FALSE(expected_balances(db).empty());
+  EXPECT_EQ(balances(db, version), expected_balances(db));
+  EXPECT_EQ(versions(db, version), expected_versions(db));
+  EXPECT_EQ(days(db, version), expected_days(db));
+}
+
+TEST(ViewsTest, EveryEventDeliveredTwiceInRandomAccountInterleavingMatchesState) {
+  const std::uint64_t seed = 20240611;
+  std::cout << "seed " << seed << '\n';
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(seed);
+  for (int round = 0; round < 6; ++round) {
+    load(db, dir, round, workload.batch(80));
+    shuffle_pending(db, 0.1 * round);
+    drain(db, true);
+  }
+  ASSERT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status <> 'delivered'"), "0");
+  expect_views_match_state(db, 1);
+  // Every event once more, in another random order: nothing changes.
+  db.scalar("UPDATE outbox SET status = 'pending', attempts = 0 RETURNING 1");
+  shuffle_pending(db, 0.9);
+  drain(db, true);
+  expect_views_match_state(db, 1);
+}
+
+TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
+  TestDatabase db;
+  TempDir dir;
+  const std::string rows[] = {"t1,1,10.00,acct-gap,2024-01-01T10:00:00Z\n", "t2,1,20.00,acct-gap,2024-01-01T11:00:00Z\n",
+                              "t1,2,15.00,acct-gap,2024-01-02T10:00:00Z\n"};
+  for (int round = 0; round < 3; ++round) {
+    load(db, dir, round, "transaction_id,source_revision,amount,account_id,occurred_at\n" + rows[round]);
+  }
+  auto events = query_rows(db,
+                           "SELECT id, idempotency_key, partition_key, sequence, payload::text FROM outbox "
+                           "WHERE destination = 'account_balance' ORDER BY sequence");
+  ASSERT_EQ(events.size(), 3u);
+  auto sinks = make_view_sinks(view_config(), db.url());
+  auto& sink = *sinks.at(kAccountBalance);
+  auto deliver = [&](int index) {
+    relay::OutboxEvent event;
+    event.id = std::stoll(events[index][0]);
+    event.destination = kAccountBalance;
+    event.idempotency_key = events[index][1];
+    event.partition_key = events[index][2];
+    event.sequence = std::stoll(events[index][3]);
+    event.payload = events[index][4];
+    event.attempt = 1;
+    relay::DeliveryResult result;
+    sink.deliver(event, [&](relay::DeliveryResult answer) { result = std::move(answer); });
+    return result.status;
+  };
+  const auto balance = [&] {
+    return query_rows(db, "SELECT balance::numeric(20,2)::text, version FROM account_balance_v1");
+  };
+  EXPECT_EQ(deliver(0), relay::DeliveryResult::Status::kDelivered);
+  // Sequence 3 before 2: applying its delta now would be wrong later, dropping it would lose it.
+  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kRetry);
+  EXPECT_EQ(balance(), (Rows{{"10.00", "1"}}));
+  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
+  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);  // a redelivery is dropped
+  EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
+}
+
+TEST(ViewsTest, NewVersionAfterTheOldProcessedEverythingIsComplete) {
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(99);
+  for (int round = 0; round < 3; ++round) load(db, dir, round, workload.batch(80));
+  drain(db, false);
+  expect_views_match_state(db, 1);
+  // v1's inbox records (consumer daily_totals_v1) do not mark anything done for v2.
+  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2), 0);
+  EXPECT_GT(rebuild_view(db.url(), kAccountBalance, 2), 0);
+  expect_views_match_state(db, 2);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1'"),
+            db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v2'"));
+  EXPECT_THROW(rebuild_view(db.url(), kDailyTotals, 2), ViewError);
+
+  // Cut over: retire v1; the last live version cannot be retired.
+  auto connection = db.connect();
+  drop_view(*connection, kDailyTotals, 1);
+  EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v1') IS NULL"), "t");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1'"), "0");
+  EXPECT_THROW(drop_view(*connection, kDailyTotals, 2), ViewError);
+  load(db, dir, 3, workload.batch(80));
+  drain(db, false);
+  EXPECT_EQ(days(db, 2), expected_days(db));
+}
+
+TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) {
+  const std::uint64_t seed = 4242;
+  std::cout << "seed " << seed << '\n';
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(seed);
+  load(db, dir, 0, workload.batch(80));
+  relay::Relay relay(db.url(), view_sinks(db, false), fast_options());
+  std::thread relaying([&] { relay.run(); });
+  std::atomic<int> loaded{1};
+  std::atomic<bool> rebuilt{false};
+  // Loads until the rebuilds are done and three batches more, which reach v2 only live.
+  std::thread loading([&] {
+    for (int round = 1, after = 0; after < 3; ++round) {
+      load(db, dir, round, workload.batch(60));
+      loaded = round + 1;
+      if (rebuilt) ++after;
+    }
+  });
+  while (loaded < 3) std::this_thread::sleep_for(5ms);
+  const int loaded_at_start = loaded;
+  rebuild_view(db.url(), kAccountBalance, 2);
+  rebuild_view(db.url(), kDailyTotals, 2);
+  const int loaded_at_end = loaded;
+  rebuilt = true;
+  loading.join();
+  relay.stop();
+  relaying.join();
+  drain(db, false);
+  std::cout << "rebuilt between batches " << loaded_at_start << " and " << loaded_at_end << " of " << loaded << '\n';
+  EXPECT_GE(loaded - loaded_at_end, 3);
+  ASSERT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status <> 'delivered'"), "0");
+  expect_views_match_state(db, 1);
+  expect_views_match_state(db, 2);
+  EXPECT_EQ(db.scalar("SELECT string_agg(status, ',' ORDER BY name, version) FROM views"), "live,live,live,live");
+}
+
+TEST(ViewsTest, CleanupRefusesAnUnsafeRetentionAndDeletesOnlyOlderRecords) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    txn.exec("INSERT INTO inbox (consumer, event_id, processed_at) VALUES "
+             "('daily_totals_v1', 'old', now() - interval '8 days'), "
+             "('daily_totals_v1', 'recent', now() - interval '6 days'), "
+             "('daily_totals_v1', 'new', now())");
+    txn.commit();
+  }
+  const RelayConfig config;  // 10 attempts, 1 s base, 5 min cap
+  const Duration lease = relay::relay_options(config).lease;
+  const Duration horizon = redelivery_horizon(config, lease);
+  EXPECT_EQ(horizon, Duration(511'000) + 10 * lease);  // 1+2+…+256 s of backoff, one lease per attempt
+  EXPECT_THROW(cleanup_inbox(*connection, horizon, config, lease), ViewError);
+  EXPECT_THROW(cleanup_inbox(*connection, std::chrono::minutes(10), config, lease), ViewError);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox"), "3");
+  EXPECT_EQ(cleanup_inbox(*connection, std::chrono::hours(168), config, lease), 1);
+  EXPECT_EQ(query_rows(db, "SELECT event_id FROM inbox ORDER BY event_id"), (Rows{{"new"}, {"recent"}}));
+}
+
+TEST(ViewsTest, LagIsTheAgeOfTheOldestEventNotYetApplied) {
+  TestDatabase db;
+  TempDir dir;
+  load(db, dir, 0, "transaction_id,source_revision,amount,account_id,occurred_at\nt1,1,1.00,a,\n");
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    txn.exec("UPDATE outbox SET created_at = now() - interval '90 seconds'");
+    txn.commit();
+  }
+  auto lag = view_lag_seconds(*connection, {kAccountBalance, kDailyTotals});
+  EXPECT_GE(lag[kAccountBalance], 90.0);
+  EXPECT_GE(lag[kDailyTotals], 90.0);
+  drain(db, false);
+  lag = view_lag_seconds(*connection, {kAccountBalance, kDailyTotals});
+  EXPECT_EQ(lag[kAccountBalance], 0.0);
+  EXPECT_EQ(lag[kDailyTotals], 0.0);
+  EXPECT_EQ(days(db, 1).size(), 1u);  // no occurred_at: the day the event was created
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline::views
