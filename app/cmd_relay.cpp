@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.hpp"
-#include "connectors/http/webhook_sink.hpp"
+#include "app/sinks.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/relay/outbox.hpp"
 #include "pipeline/relay/relay.hpp"
@@ -94,9 +94,9 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     const std::string url = options->database.connect_url(config);
     // Before the sinks start their threads, so that only the watcher receives the signals.
     if (!options->once) StopOnSignal::block();
-    auto sinks = connectors::http::make_webhook_sinks(*config);
+    auto sinks = make_sinks(*config, url);
     if (sinks.empty()) {
-      spdlog::warn("the config has no http destinations; nothing to deliver");
+      spdlog::warn("the config has no http or view destinations; nothing to deliver");
       exit_code = kExitOk;
       return;
     }

@@ -11,8 +11,6 @@
 
 namespace tidemark::app {
 
-// Until the lead declares it in app/commands.hpp (beside register_relay_commands).
-void register_views_command(CLI::App& root, int& exit_code);
 
 namespace {
 

@@ -40,5 +40,6 @@ void register_run_command(CLI::App& root, int& exit_code);          // run
 void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantine list|show|release
 void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
 void register_serve_command(CLI::App& root, int& exit_code);        // serve
+void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
 
 }  // namespace tidemark::app

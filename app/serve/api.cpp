@@ -1,5 +1,8 @@
 #include "app/serve/api.hpp"
 
+#include "app/sinks.hpp"
+#include "pipeline/views/views.hpp"
+
 #include <charconv>
 #include <ctime>
 #include <vector>
@@ -118,6 +121,7 @@ HttpResponse Api::handle(const HttpRequest& request) {
       if (request.method != "GET") return method_not_allowed("GET");
       if (path[0] == "healthz") return json_response(200, boost::json::object{{"status", "ok"}});
       if (path[0] == "readyz") return ready();
+      export_view_lag();
       return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.serialize(), {}};
     }
     if (path.empty() || path[0] != "v1") return error_response(404, "no such route: " + std::string(url->path()));
@@ -284,6 +288,21 @@ HttpResponse Api::release(const std::string& id) {
   metrics_.records_total.Add({{"pipeline", *pipeline}, {"outcome", outcome}}).Increment();
   metrics_.batches_total.Add({{"pipeline", *pipeline}, {"status", "committed"}}).Increment();
   return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
+}
+
+void Api::export_view_lag() {
+  const std::vector<std::string> views = view_names(config_);
+  if (views.empty()) return;
+  try {
+    pool_.with_connection("measuring view lag", [&](pqxx::connection& connection) {
+      for (const auto& [view, seconds] : pipeline::views::view_lag_seconds(connection, views)) {
+        metrics_.view_lag_seconds.Add({{"view", view}}).Set(seconds);
+      }
+    });
+  } catch (const std::exception& error) {
+    // A scrape still answers with everything else; the gauge keeps its last value.
+    spdlog::warn("could not measure view lag: {}", error.what());
+  }
 }
 
 HttpResponse Api::ready() {

@@ -40,6 +40,8 @@ class Api {
   HttpResponse quarantine(const HttpRequest& request);
   HttpResponse release(const std::string& id);
   HttpResponse ready();
+  // Refreshes tidemark_view_lag_seconds for the config's views just before a scrape.
+  void export_view_lag();
   bool authorized(const HttpRequest& request) const;
   HttpResponse reject_webhook(const std::string& result, int status, const std::string& message);
   void count_webhook(const std::string& result);

@@ -1,5 +1,7 @@
 #include "app/serve/service.hpp"
 
+#include "app/sinks.hpp"
+
 #include <csignal>
 #include <cstdlib>
 #include <list>
@@ -21,7 +23,6 @@
 #include "app/serve/http_server.hpp"
 #include "app/serve/run_queue.hpp"
 #include "app/serve/schedule.hpp"
-#include "connectors/http/webhook_sink.hpp"
 #include "pipeline/relay/relay.hpp"
 
 namespace tidemark::app::serve {
@@ -44,7 +45,7 @@ struct Service::Impl {
   explicit Impl(ServeOptions serve_options)
       : options(std::move(serve_options)),
         schedules(schedules_of(options.config)),
-        sinks(options.run_relay ? connectors::http::make_webhook_sinks(options.config) : pipeline::relay::Sinks{}),
+        sinks(options.run_relay ? make_sinks(options.config, options.database_url) : pipeline::relay::Sinks{}),
         pool(options.database_url),
         runs(options.config, pool, metrics),
         api(options.config, runs, pool, metrics, options.api),

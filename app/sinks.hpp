@@ -1,0 +1,16 @@
+#pragma once
+// Every destination of a config as a relay sink: webhooks over HTTP, views in-process.
+// `relay` and `serve` both deliver through this one list.
+#include <string>
+
+#include "pipeline/config.hpp"
+#include "pipeline/relay/relay.hpp"
+
+namespace tidemark::app {
+
+pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url);
+
+// The names of the config's view destinations (for tidemark_view_lag_seconds).
+std::vector<std::string> view_names(const pipeline::Config& config);
+
+}  // namespace tidemark::app
