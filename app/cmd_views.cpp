@@ -14,7 +14,7 @@ namespace tidemark::app {
 
 namespace {
 
-constexpr char kDefaultRetention[] = "168h";
+const std::string kDefaultRetention = std::to_string(pipeline::views::kDefaultInboxRetention.count()) + "h";
 
 struct ViewsCommandOptions {
   DatabaseOptions database;
@@ -99,7 +99,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
       "time the relay config allows between a first delivery and a redelivery");
   options->database.add_to(*cleanup);
   cleanup->add_option("--retention", options->retention,
-                      std::string("Keep inbox records this long, e.g. 168h (default ") + kDefaultRetention + ")");
+                      "Keep inbox records this long, e.g. 72h (default " + kDefaultRetention + ")");
   cleanup->callback([&, options] {
     const auto retention = pipeline::parse_duration(options->retention);
     if (!retention) {

@@ -1,10 +1,9 @@
 #include "app/serve/api.hpp"
 
-#include "app/sinks.hpp"
-#include "pipeline/views/views.hpp"
-
 #include <charconv>
+#include <chrono>
 #include <ctime>
+#include <thread>
 #include <vector>
 
 #include <openssl/crypto.h>
@@ -14,9 +13,11 @@
 #include <spdlog/spdlog.h>
 
 #include "app/serve/schedule.hpp"
+#include "app/sinks.hpp"
 #include "connectors/http/signature.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/views/views.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::app::serve {
@@ -26,6 +27,9 @@ namespace {
 constexpr std::size_t kMaxReasonBytes = 1000;
 constexpr std::int64_t kDefaultQuarantineLimit = 100;
 constexpr std::int64_t kMaxQuarantineLimit = 1000;
+constexpr std::int64_t kDefaultViewWaitMs = 5000;
+constexpr std::int64_t kMaxViewWaitMs = 30000;
+constexpr auto kViewPollInterval = std::chrono::milliseconds(50);
 
 HttpResponse json_response(int status, const boost::json::value& body) {
   return HttpResponse{status, "application/json", boost::json::serialize(body) + "\n", {}};
@@ -126,8 +130,9 @@ HttpResponse Api::handle(const HttpRequest& request) {
     }
     if (path.empty() || path[0] != "v1") return error_response(404, "no such route: " + std::string(url->path()));
     const bool release_route = path.size() == 4 && path[1] == "quarantine" && path[3] == "release";
+    const bool view_route = path.size() == 5 && path[1] == "views" && path[3] == "accounts";
     const bool read_route = (path.size() == 3 && path[1] == "runs") || (path.size() == 2 && path[1] == "pipelines") ||
-                            (path.size() == 2 && path[1] == "quarantine");
+                            (path.size() == 2 && path[1] == "quarantine") || view_route;
     if (!release_route && !read_route) return error_response(404, "no such route: " + std::string(url->path()));
     if (request.method != (release_route ? "POST" : "GET")) return method_not_allowed(release_route ? "POST" : "GET");
     if (!authorized(request)) {
@@ -138,6 +143,7 @@ HttpResponse Api::handle(const HttpRequest& request) {
     if (release_route) return release(path[2]);
     if (path[1] == "runs") return run_status(path[2]);
     if (path[1] == "pipelines") return pipelines();
+    if (view_route) return account_view(request, path[2], path[4]);
     return quarantine(request);
   } catch (const pipeline::db::RetriesExhausted& error) {
     spdlog::warn("{} {}: {}", request.method, request.target, error.what());
@@ -288,6 +294,49 @@ HttpResponse Api::release(const std::string& id) {
   metrics_.records_total.Add({{"pipeline", *pipeline}, {"outcome", outcome}}).Increment();
   metrics_.batches_total.Add({{"pipeline", *pipeline}, {"status", "committed"}}).Increment();
   return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
+}
+
+HttpResponse Api::account_view(const HttpRequest& request, const std::string& view, const std::string& account) {
+  if (view != pipeline::views::kAccountBalance) {
+    return error_response(404, "no per-account view \"" + view + "\" (accounts are in account_balance)");
+  }
+  const auto url = boost::urls::parse_origin_form(request.target);
+  std::int64_t min_sequence = 0;
+  std::int64_t timeout_ms = kDefaultViewWaitMs;
+  for (const auto& param : url->params()) {
+    const auto parsed = positive_integer(param.value);
+    if (param.key == "min_sequence" && parsed) {
+      min_sequence = *parsed;
+    } else if (param.key == "timeout_ms" && parsed && *parsed <= kMaxViewWaitMs) {
+      timeout_ms = *parsed;
+    } else {
+      return error_response(400, "query parameters: min_sequence (a positive integer) and timeout_ms (1 to " +
+                                     std::to_string(kMaxViewWaitMs) + "); got \"" + param.key + "\"");
+    }
+  }
+  // Read-your-writes: wait until the view has applied the account's sequence S, polling
+  // briefly (the view is fed by the relay, in another transaction).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (true) {
+    std::optional<pipeline::views::AccountBalance> reading;
+    pool_.with_connection("reading account_balance", [&](pqxx::connection& connection) {
+      reading = pipeline::views::read_account_balance(connection, account);
+    });
+    if (!reading) return error_response(404, "account_balance has no live version; see `tidemark views list`");
+    if (reading->sequence >= min_sequence) {
+      return json_response(200, boost::json::object{{"view", pipeline::views::table_name(view, reading->view_version)},
+                                                    {"account_id", account},
+                                                    {"balance", reading->balance},
+                                                    {"sequence", reading->sequence},
+                                                    {"updated_at", reading->updated_at}});
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return error_response(409, "account_balance has applied sequence " + std::to_string(reading->sequence) +
+                                     " of account " + account + ", not yet " + std::to_string(min_sequence) +
+                                     " (waited " + std::to_string(timeout_ms) + " ms)");
+    }
+    std::this_thread::sleep_for(kViewPollInterval);
+  }
 }
 
 void Api::export_view_lag() {

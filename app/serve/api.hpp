@@ -40,6 +40,8 @@ class Api {
   HttpResponse quarantine(const HttpRequest& request);
   HttpResponse release(const std::string& id);
   HttpResponse ready();
+  // GET /v1/views/account_balance/accounts/{id}?min_sequence=S: 200 once applied, else 409.
+  HttpResponse account_view(const HttpRequest& request, const std::string& view, const std::string& account);
   // Refreshes tidemark_view_lag_seconds for the config's views just before a scrape.
   void export_view_lag();
   bool authorized(const HttpRequest& request) const;

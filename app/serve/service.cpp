@@ -24,6 +24,7 @@
 #include "app/serve/run_queue.hpp"
 #include "app/serve/schedule.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "pipeline/views/views.hpp"
 
 namespace tidemark::app::serve {
 
@@ -99,6 +100,29 @@ struct Service::Impl {
       const auto next = schedule.next(tick, std::chrono::system_clock::now());
       if (!next) co_return;
       tick = *next;
+    }
+  }
+
+  // DESIGN rule 16: inbox records outlive every redelivery, then go (hourly).
+  asio::awaitable<void> inbox_cleanup_loop(asio::system_timer& timer) {
+    for (;;) {
+      timer.expires_after(std::chrono::hours(1));
+      boost::system::error_code error;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
+      if (stopping) co_return;
+      asio::post(workers, [this] {
+        try {
+          pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
+            const auto deleted = pipeline::views::cleanup_inbox(
+                connection, pipeline::views::kDefaultInboxRetention, options.config.relay,
+                pipeline::relay::relay_options(options.config.relay).lease);
+            spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
+                         pipeline::views::kDefaultInboxRetention.count());
+          });
+        } catch (const std::exception& failure) {
+          spdlog::error("inbox cleanup: {}", failure.what());
+        }
+      });
     }
   }
 
@@ -184,6 +208,10 @@ int Service::run() {
     self.timers.emplace_back(self.io);
     asio::co_spawn(self.io, self.schedule_loop(name, schedule, self.timers.back()), asio::detached);
     spdlog::info("pipeline {}: runs {}", name, schedule.describe());
+  }
+  if (!view_names(self.options.config).empty()) {
+    self.timers.emplace_back(self.io);
+    asio::co_spawn(self.io, self.inbox_cleanup_loop(self.timers.back()), asio::detached);
   }
   if (self.options.handle_signals) self.wait_for_signal();
   if (self.relay) {

@@ -180,6 +180,24 @@ std::vector<ViewVersion> list_views(pqxx::connection& connection) {
   return versions;
 }
 
+std::optional<AccountBalance> read_account_balance(pqxx::connection& connection, const std::string& account_id) {
+  pqxx::read_transaction txn(connection);
+  const auto live = txn.exec_params(
+      "SELECT max(version) FROM views WHERE name = $1 AND status = 'live'", std::string(kAccountBalance));
+  if (live.empty() || live[0][0].is_null()) return std::nullopt;
+  AccountBalance reading;
+  reading.view_version = live[0][0].as<int>();
+  std::string statement = sql::statement("views/read_account_balance.sql");
+  statement.replace(statement.find("%TABLE%"), 7, txn.quote_name(table_name(kAccountBalance, reading.view_version)));
+  const auto rows = txn.exec_params(statement, account_id);
+  if (!rows.empty()) {
+    reading.balance = rows[0][0].c_str();
+    reading.sequence = rows[0][1].as<std::int64_t>();
+    reading.updated_at = rows[0][2].c_str();
+  }
+  return reading;
+}
+
 std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version) {
   if (!is_known_view(view)) {
     throw ViewError("unknown view '" + view + "': tidemark ships account_balance and daily_totals");

@@ -6,6 +6,7 @@
 //   daily_totals     per-day deltas, deduplicated through the inbox (consumer = table name).
 // Every version that is not retired receives the live events.
 #include <cstdint>
+#include <chrono>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -96,10 +97,24 @@ void drop_view(pqxx::connection& connection, const std::string& view, int versio
 // every retry delay at its cap, plus one lease per attempt (a relay that died mid-attempt).
 Duration redelivery_horizon(const RelayConfig& config, Duration lease);
 
+// How long inbox rows are kept unless told otherwise (serve's hourly cleanup, `views cleanup`).
+inline constexpr std::chrono::hours kDefaultInboxRetention{168};
+
 // Deletes inbox rows older than `retention`; ViewError when `retention` does not exceed
 // redelivery_horizon(config, lease) (DESIGN rule 16). Returns how many were deleted.
 std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const RelayConfig& config,
                            Duration lease);
+
+// An account's row in the newest live version of account_balance.
+struct AccountBalance {
+  int view_version = 0;
+  std::string balance = "0";  // numeric as text; "0" before the account's first event
+  std::int64_t sequence = 0;  // the account's last applied sequence (0 before its first)
+  std::string updated_at;     // empty before the account's first event
+};
+
+// nullopt when account_balance has no live version.
+std::optional<AccountBalance> read_account_balance(pqxx::connection& connection, const std::string& account_id);
 
 // tidemark_view_lag_seconds: per view in `names`, the age in seconds of its oldest event
 // not yet applied (0 when none waits).

@@ -71,11 +71,13 @@ class ServeApiTest : public ::testing::Test {
 
   // Starts serve with one pipeline over a source of `records` valid records.
   void start(int records, std::size_t batch_size = 1000, std::optional<std::string> api_token = std::nullopt,
-             const std::string& schedule = "", std::chrono::milliseconds request_timeout = 5s) {
+             const std::string& schedule = "", std::chrono::milliseconds request_timeout = 5s,
+             const std::string& destinations = "") {
     write_source(directory_ / "in.csv", records);
     std::string yaml = "pipelines:\n  transactions:\n    source: {path: " + (directory_ / "in.csv").string() +
                        "}\n    batch_size: " + std::to_string(batch_size) + "\n";
     if (!schedule.empty()) yaml += "    schedule: " + schedule + "\n";
+    if (!destinations.empty()) yaml += "    destinations: " + destinations + "\n";
     ServeOptions options;
     options.config = pipeline::parse_config(yaml, "serve-test.yaml");
     options.database_url = db_.url();
@@ -406,6 +408,31 @@ TEST_F(ServeApiTest, ShortEveryScheduleRunsRepeatedlyWithoutOverlap) {
                        "WHERE a.started_at < b.finished_at AND b.started_at < a.finished_at"),
             "0");
   EXPECT_EQ(db_.scalar("SELECT sum(input) FROM batch_ledger"), "3002");  // read once, then resumed at the end
+}
+
+// Read-your-writes: a user who just loaded a batch asks for an account as of the sequence
+// their load gave it; the answer waits for the view (fed by serve's relay) or says 409.
+TEST_F(ServeApiTest, AccountViewAnswersOnceTheViewHasAppliedTheSequenceAndOtherwise409) {
+  start(70, 1000, std::nullopt, "", 5s, "[{name: account_balance, kind: view}]");
+  const std::string account = "/v1/views/account_balance/accounts/acct-3";
+  const HttpAnswer before = http_request(port_, "GET", account + "?min_sequence=1&timeout_ms=100");
+  EXPECT_EQ(before.status, 409) << before.body;
+
+  const HttpAnswer answer = trigger("msg-view-1");
+  ASSERT_EQ(answer.status, 202) << answer.body;
+  EXPECT_EQ(wait_for_run(parse_object(answer.body)["run_id"].as_int64())["status"], "succeeded");
+
+  // acct-3 holds tx-3, tx-10, … tx-66: ten transactions of (i + 0.25), sequences 1 to 10.
+  const HttpAnswer after = http_request(port_, "GET", account + "?min_sequence=10&timeout_ms=10000");
+  ASSERT_EQ(after.status, 200) << after.body;
+  auto body = parse_object(after.body);
+  EXPECT_EQ(body["view"], "account_balance_v1");
+  EXPECT_EQ(body["sequence"].as_int64(), 10);
+  EXPECT_EQ(body["balance"], "347.50");
+
+  EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=11&timeout_ms=100").status, 409);
+  EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=-1").status, 400);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/views/daily_totals/accounts/acct-3").status, 404);
 }
 
 }  // namespace
