@@ -162,9 +162,13 @@ RunSummary run_pipeline(const RunRequest& request) {
     } join_reader{prepared, reader};
 
     const auto started = Clock::now();
+    bool source_done = false;
     while (!(request.stop_requested && request.stop_requested->load())) {
       std::optional<PreparedBatch> next = prepared.pop();
-      if (!next) break;
+      if (!next) {
+        source_done = true;
+        break;
+      }
       const BatchInput batch{next->decoded, next->validated, next->plan, static_cast<int>(summary.batches) + 1,
                              start_position, next->end};
       const BatchResult result = committer->commit(batch, origin, run_id);
@@ -181,7 +185,8 @@ RunSummary run_pipeline(const RunRequest& request) {
       spdlog::info("pipeline {} batch {}: {} | {:.0f} records/s, at {}", request.pipeline, summary.batches,
                    describe(result.counts), seconds > 0 ? summary.counts.input() / seconds : 0.0, summary.checkpoint);
     }
-    if (reader_error) std::rethrow_exception(reader_error);
+    // Read only once the reader has closed the queue (it sets the error first).
+    if (source_done && reader_error) std::rethrow_exception(reader_error);
     summary.stopped_early = request.stop_requested && request.stop_requested->load();
     finish_run(request.database_url, run_id, "succeeded", "");
     spdlog::info("pipeline {} run {} done: {} batches, {}", request.pipeline, run_id, summary.batches,
