@@ -37,7 +37,6 @@ std::string text_array(const Sinks& sinks) {
 
 void prepare(pqxx::connection& connection) {
   connection.prepare("relay_claim", sql::statement("relay/claim.sql"));
-  connection.prepare("relay_mark_delivered", sql::statement("relay/mark_delivered.sql"));
   connection.prepare("relay_mark_failed", sql::statement("relay/mark_failed.sql"));
 }
 
@@ -146,22 +145,23 @@ std::vector<OutboxEvent> Relay::record_and_claim(const std::vector<Answer>& answ
   delivered_ids += '}';
 
   std::vector<OutboxEvent> claimed;
-  // Each statement commits on its own (one round trip each): every mark is idempotent and
-  // fenced, and the claim is one atomic UPDATE whose lease is committed before anything is
-  // sent. Recording first lets the successor of an event delivered just now be claimed.
+  // Each statement commits on its own: every mark is idempotent and fenced, and the claim
+  // is one atomic UPDATE whose lease is committed before anything is sent. Failures (rare)
+  // are recorded first, one statement each; the deliveries are recorded by the claim itself,
+  // so the usual loop costs one round trip. The successor of an event delivered just now is
+  // claimable in that same statement (claim.sql).
   with_database("record delivery results and claim due outbox events", [&](pqxx::connection& connection) {
     claimed.clear();
     pqxx::nontransaction txn(connection);
-    if (delivered_ids.size() > 2) txn.exec_prepared("relay_mark_delivered", delivered_ids);
     for (std::size_t i = 0; i < answers.size(); ++i) {
       const auto& answer = answers[i];
       if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
       const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
       txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
     }
-    if (capacity > 0) {
+    if (capacity > 0 || delivered_ids.size() > 2) {
       const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
-                                          static_cast<long long>(options_.lease.count()));
+                                          static_cast<long long>(options_.lease.count()), delivered_ids);
       for (const auto& row : rows) {
         OutboxEvent event;
         event.id = row[0].as<std::int64_t>();
