@@ -95,8 +95,13 @@ int free_loopback_port() {
   return ntohs(address.sin_port);
 }
 
+// Whether a server could listen on `port` now. SO_REUSEADDR as PostgreSQL's own listener
+// has: after a stop, connections in TIME_WAIT must not make the cluster's port look taken
+// (it would then restart on another port, and every URL handed out would go stale).
 bool port_free(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const int reuse = 1;
+  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);

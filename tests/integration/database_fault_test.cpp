@@ -63,17 +63,27 @@ TEST_F(DatabaseFaultTest, RunRidesOutAnImmediateDatabaseStopAndEndsAsACleanRunDo
   request.retry = {.max_attempts = 40, .base_delay = std::chrono::milliseconds(50),
                    .max_delay = std::chrono::milliseconds(500)};
   std::thread restarter;
+  // Joined however the run ends, so that a failing run fails the test instead of aborting it.
+  struct JoinRestarter {
+    std::thread& thread;
+    ~JoinRestarter() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_restarter{restarter};
   request.on_batch = [&](const BatchReport& report) {
     if (report.batch_no != 3) return;
     TestDatabase::crash_cluster();
     // The database is gone for a while; the run's next commit must wait for it.
     restarter = std::thread([] {
       std::this_thread::sleep_for(std::chrono::seconds(1));
-      TestDatabase::restart_cluster();
+      try {
+        TestDatabase::restart_cluster();
+      } catch (const std::exception& error) {
+        ADD_FAILURE() << "the cluster did not restart: " << error.what();
+      }
     });
   };
   const RunSummary faulted = run_pipeline(request);
-  restarter.join();
 
   EXPECT_EQ(faulted.batches, clean.batches);
   EXPECT_EQ(counts_text(faulted.counts), counts_text(clean.counts));
