@@ -80,35 +80,24 @@ bool reachable_by_postgres(const fs::path& folder) {
   return run_program({"/usr/bin/test", "-x", folder.string()}, "/dev/null") == 0;
 }
 
-int free_loopback_port() {
+// Binds a throwaway socket to 127.0.0.1:`port` (0: any free port) and returns the port it
+// got, or 0 when the port is taken. SO_REUSEADDR as PostgreSQL's own listener has: after a
+// stop, connections in TIME_WAIT must not make the cluster's port look taken (it would then
+// restart on another port, and every URL handed out would go stale).
+int bind_loopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) close(fd);
-    throw std::runtime_error("cannot find a free port on 127.0.0.1");
-  }
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-// Whether a server could listen on `port` now. SO_REUSEADDR as PostgreSQL's own listener
-// has: after a stop, connections in TIME_WAIT must not make the cluster's port look taken
-// (it would then restart on another port, and every URL handed out would go stale).
-bool port_free(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
   const int reuse = 1;
-  if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof(reuse));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   address.sin_port = htons(static_cast<std::uint16_t>(port));
-  const bool free = fd >= 0 && bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0;
-  if (fd >= 0) close(fd);
-  return free;
+  socklen_t length = sizeof(address);
+  const bool bound = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+                     getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  return bound ? ntohs(address.sin_port) : 0;
 }
 
 // Serializes start/stop of one home across processes (two commands starting at once).
@@ -190,7 +179,8 @@ void Cluster::start(const std::string& database) {
     save_state();
   }
   if (!running()) {
-    if (port_ == 0 || !port_free(port_)) port_ = free_loopback_port();
+    if (port_ == 0 || bind_loopback(port_) == 0) port_ = bind_loopback(0);
+    if (port_ == 0) throw std::runtime_error("cannot find a free port on 127.0.0.1");
     const fs::path settings = data_dir_ / "tidemark.conf";
     {
       std::ofstream out(settings, std::ios::trunc);
