@@ -14,9 +14,18 @@ namespace {
 // All records of one (transaction_id, source_revision) in the batch.
 struct RevisionGroup {
   std::size_t first_index = 0;
-  std::size_t key = 0;  // index into the per-key maximum revisions
+  std::size_t key = 0;  // index into the per-key candidates
+  std::int64_t revision = 0;
   bool conflict = false;  // two records of the group carry different payloads
   std::optional<std::size_t> version;
+};
+
+// Per key: the group of its highest revision that is neither invalid nor an in-batch
+// conflict (the candidate), and the next one below it (the candidate instead when the
+// first conflicts with the stored row).
+struct KeyCandidates {
+  std::optional<std::size_t> highest;
+  std::optional<std::size_t> next;
 };
 
 struct RevisionGroupKey {
@@ -49,28 +58,24 @@ BatchPlan plan_batch(const std::vector<Validated>& records) {
   std::unordered_map<RevisionGroupKey, std::size_t, RevisionGroupKeyHash> group_index;
   key_index.reserve(n);
   group_index.reserve(n);
-  std::vector<std::int64_t> key_max_revision;
+  std::vector<KeyCandidates> keys;
   std::vector<RevisionGroup> groups;
   std::vector<std::size_t> group_of(n);
 
   // Pass 1: group by key and revision; a group is a conflict as soon as one record's
-  // payload differs from the group's first, and each key's highest revision is known.
+  // payload differs from the group's first.
   for (std::size_t i = 0; i < n; ++i) {
     const Record* record = std::get_if<Record>(&records[i]);
     if (record == nullptr) {
       plan.decided[i] = Outcome::kInvalid;
       continue;
     }
-    const auto [key_it, new_key] = key_index.try_emplace(record->transaction_id, key_max_revision.size());
-    if (new_key) {
-      key_max_revision.push_back(record->source_revision);
-    } else if (record->source_revision > key_max_revision[key_it->second]) {
-      key_max_revision[key_it->second] = record->source_revision;
-    }
+    const auto [key_it, new_key] = key_index.try_emplace(record->transaction_id, keys.size());
+    if (new_key) keys.emplace_back();
     const auto [group_it, new_group] =
         group_index.try_emplace(RevisionGroupKey{key_it->second, record->source_revision}, groups.size());
     if (new_group) {
-      groups.push_back(RevisionGroup{i, key_it->second, false, std::nullopt});
+      groups.push_back(RevisionGroup{i, key_it->second, record->source_revision, false, std::nullopt});
     } else {
       RevisionGroup& group = groups[group_it->second];
       if (!group.conflict && !record->same_payload(std::get<Record>(records[group.first_index]))) {
@@ -80,23 +85,40 @@ BatchPlan plan_batch(const std::vector<Validated>& records) {
     group_of[i] = group_it->second;
   }
 
-  // Pass 2, in batch order so versions appear in order of first appearance. A lower
-  // revision is superseded even when the key's highest revision is itself a conflict.
+  // Each key's two highest revisions that are not in conflict: a rejected revision never
+  // hides a valid one (INTERFACE "Outcomes").
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (groups[g].conflict) continue;
+    KeyCandidates& key = keys[groups[g].key];
+    const auto above = [&](const std::optional<std::size_t>& other) {
+      return !other || groups[g].revision > groups[*other].revision;
+    };
+    if (above(key.highest)) {
+      key.next = key.highest;
+      key.highest = g;
+    } else if (above(key.next)) {
+      key.next = g;
+    }
+  }
+
+  // Pass 2, in batch order so versions appear in order of first appearance.
   for (std::size_t i = 0; i < n; ++i) {
     if (plan.decided[i]) continue;  // invalid
-    const Record& record = std::get<Record>(records[i]);
     RevisionGroup& group = groups[group_of[i]];
     if (group.conflict) {
       plan.decided[i] = Outcome::kConflict;
       continue;
     }
-    const bool highest = record.source_revision == key_max_revision[group.key];
+    const bool highest = keys[group.key].highest == group_of[i];
     if (!group.version) {
       group.version = plan.versions.size();
       plan.versions.push_back(Version{group.first_index, highest});
     }
     plan.version_of[i] = group.version;
     if (!highest) plan.decided[i] = Outcome::kSuperseded;
+  }
+  for (const KeyCandidates& key : keys) {
+    if (key.highest && key.next) plan.versions[*groups[*key.highest].version].next = groups[*key.next].version;
   }
   return plan;
 }
@@ -118,6 +140,15 @@ std::vector<Outcome> resolve_outcomes(const BatchPlan& plan, const std::vector<S
     }
   }
 
+  // A candidate in conflict with the stored row hands its key to the next revision below
+  // it, which trails the stored revision (equal to the candidate's): that one is stale.
+  std::vector<bool> stale_instead(plan.versions.size(), false);
+  for (std::size_t v = 0; v < stored.size(); ++v) {
+    if (plan.versions[v].candidate && stored[v] == Outcome::kConflict && plan.versions[v].next) {
+      stale_instead[*plan.versions[v].next] = true;
+    }
+  }
+
   std::vector<Outcome> outcomes(plan.decided.size());
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     const std::optional<std::size_t> version = plan.version_of[i];
@@ -129,6 +160,8 @@ std::vector<Outcome> resolve_outcomes(const BatchPlan& plan, const std::vector<S
       outcomes[i] = Outcome::kConflict;  // conflict wins over duplicate and superseded
     } else if (plan.versions[*version].first_index != i) {
       outcomes[i] = Outcome::kDuplicate;  // duplicate wins over superseded
+    } else if (stale_instead[*version]) {
+      outcomes[i] = Outcome::kStale;
     } else if (plan.decided[i]) {
       outcomes[i] = *plan.decided[i];
     } else {

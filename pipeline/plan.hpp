@@ -16,7 +16,12 @@ namespace tidemark::pipeline {
 // stored row is found for every record, not only for the one that would be upserted.
 struct Version {
   std::size_t first_index = 0;  // index in the batch of the first record of this version
-  bool candidate = false;  // the highest revision of its key in the batch: the one to upsert
+  // The highest revision of its key in the batch that is not an in-batch conflict: the one
+  // to upsert.
+  bool candidate = false;
+  // Candidates only: the key's next version below, which becomes its candidate when this
+  // one conflicts with the stored row (a rejected revision never hides a valid one).
+  std::optional<std::size_t> next;
 };
 
 struct BatchPlan {
@@ -25,8 +30,7 @@ struct BatchPlan {
   std::vector<std::optional<Outcome>> decided;
   // Per record: index into `versions`, or nullopt for invalid and in-batch conflicts.
   std::vector<std::optional<std::size_t>> version_of;
-  // In order of first appearance; at most one candidate per transaction_id, and none for a
-  // key whose highest revision is an in-batch conflict.
+  // In order of first appearance; one candidate per transaction_id that has a version.
   std::vector<Version> versions;
 };
 

@@ -349,7 +349,9 @@ Outcome expect(std::vector<SourceFile> files, std::size_t batch_size, const std:
       }
       if (conflict) verdict[i - begin] = kConflict;
     }
-    // Then duplicates of an earlier record, then revisions that a higher valid one supersedes.
+    // Then duplicates of an earlier record, then revisions that a higher one supersedes: a
+    // valid record not in conflict (a rejected one never hides a valid one).
+    const std::vector<std::optional<Index>> rejected = verdict;
     for (std::size_t i = begin; i < end; ++i) {
       if (verdict[i - begin]) continue;
       const Valid& record = *input[i].valid;
@@ -359,7 +361,9 @@ Outcome expect(std::vector<SourceFile> files, std::size_t batch_size, const std:
       }
       for (std::size_t j = begin; j < end && !verdict[i - begin]; ++j) {
         const auto& other = input[j].valid;
-        if (other && other->key == record.key && other->revision > record.revision) verdict[i - begin] = kSuperseded;
+        if (other && !rejected[j - begin] && other->key == record.key && other->revision > record.revision) {
+          verdict[i - begin] = kSuperseded;
+        }
       }
     }
     // What is left is at most one version per key, compared with the row stored before the batch.

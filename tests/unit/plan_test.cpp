@@ -53,8 +53,24 @@ std::vector<Outcome> outcomes_of(const std::vector<Validated>& records, const St
   return resolve_outcomes(plan, compare_with_stored(plan, records, stored));
 }
 
-// Straight from INTERFACE "Outcomes": the first rule that applies, in precedence order.
+// Straight from INTERFACE "Outcomes": the first rule that applies, in precedence order; a
+// revision is superseded only by a higher one that is itself neither invalid nor in conflict.
 std::vector<Outcome> reference_outcomes(const std::vector<Validated>& records, const Stored& stored) {
+  const auto in_conflict = [&](const Record& record) {
+    const auto row = stored.find(record.transaction_id);
+    if (row != stored.end() && row->second.source_revision == record.source_revision &&
+        !row->second.same_payload(record)) {
+      return true;
+    }
+    for (const Validated& validated : records) {
+      const Record* other = std::get_if<Record>(&validated);
+      if (other != nullptr && other->transaction_id == record.transaction_id &&
+          other->source_revision == record.source_revision && !other->same_payload(record)) {
+        return true;
+      }
+    }
+    return false;
+  };
   std::vector<Outcome> outcomes;
   for (std::size_t i = 0; i < records.size(); ++i) {
     const Record* record = std::get_if<Record>(&records[i]);
@@ -62,24 +78,18 @@ std::vector<Outcome> reference_outcomes(const std::vector<Validated>& records, c
       outcomes.push_back(Outcome::kInvalid);
       continue;
     }
-    bool conflict = false;
     bool duplicate = false;
     bool superseded = false;
     for (std::size_t j = 0; j < records.size(); ++j) {
       const Record* other = std::get_if<Record>(&records[j]);
       if (other == nullptr || other->transaction_id != record->transaction_id) continue;
-      if (other->source_revision == record->source_revision) {
-        if (!other->same_payload(*record)) conflict = true;
-        if (j < i && other->same_payload(*record)) duplicate = true;
+      if (j < i && other->source_revision == record->source_revision && other->same_payload(*record)) {
+        duplicate = true;
       }
-      if (other->source_revision > record->source_revision) superseded = true;
+      if (other->source_revision > record->source_revision && !in_conflict(*other)) superseded = true;
     }
     const auto row = stored.find(record->transaction_id);
-    if (row != stored.end() && row->second.source_revision == record->source_revision &&
-        !row->second.same_payload(*record)) {
-      conflict = true;
-    }
-    if (conflict) {
+    if (in_conflict(*record)) {
       outcomes.push_back(Outcome::kConflict);
     } else if (duplicate) {
       outcomes.push_back(Outcome::kDuplicate);
@@ -186,13 +196,19 @@ TEST(PlanBatch, InBatchConflictCoversEveryRecordOfTheRevisionButNotAHigherOne) {
                                                         O::kInserted, O::kConflict}));
 }
 
-TEST(PlanBatch, ConflictAtTheHighestRevisionLeavesTheKeyWithoutCandidate) {
-  const std::vector<Validated> records = {make("k", 1, 1), make("k", 2, 2), make("k", 2, 3)};
+TEST(PlanBatch, ConflictAtTheHighestRevisionMakesTheNextRevisionTheCandidate) {
+  // INTERFACE's example, nothing stored: T2,1,10.00  T2,2,20.00  T2,2,21.00.
+  const std::vector<Validated> records = {make("T2", 1, 1000), make("T2", 2, 2000), make("T2", 2, 2100)};
   const BatchPlan plan = plan_batch(records);
   ASSERT_EQ(plan.versions.size(), 1u);
-  EXPECT_FALSE(plan.versions[0].candidate);
-  // The lower revision is still superseded: a higher revision of the key is in the batch.
-  EXPECT_EQ(outcomes_of(records), (std::vector<Outcome>{O::kSuperseded, O::kConflict, O::kConflict}));
+  EXPECT_TRUE(plan.versions[0].candidate);
+  EXPECT_EQ(outcomes_of(records), (std::vector<Outcome>{O::kInserted, O::kConflict, O::kConflict}));
+}
+
+TEST(PlanBatch, InvalidHigherRevisionDoesNotHideAValidOne) {
+  // T1,1,10.00  T1,2,NaN: the invalid revision 2 neither supersedes nor blocks revision 1.
+  const std::vector<Validated> records = {make("T1", 1, 1000), invalid()};
+  EXPECT_EQ(outcomes_of(records), (std::vector<Outcome>{O::kInserted, O::kInvalid}));
 }
 
 TEST(PlanBatch, StoredConflictAppliesToEveryCopyIncludingSupersededOnes) {
@@ -202,10 +218,16 @@ TEST(PlanBatch, StoredConflictAppliesToEveryCopyIncludingSupersededOnes) {
             (std::vector<Outcome>{O::kConflict, O::kConflict, O::kUpdated, O::kConflict}));
 }
 
-TEST(PlanBatch, StoredConflictOnTheCandidateAppliesToEveryCopy) {
+TEST(PlanBatch, StoredConflictOnTheCandidateAppliesToEveryCopyAndTheRevisionBelowIsComparedWithTheStoredRow) {
+  // Stored T at revision 2 with payload A; the batch T,1 + T,2 (payload B): stale, conflict.
   const Stored stored = {{"k", make("k", 2, 999)}};
-  const std::vector<Validated> records = {make("k", 1, 1), make("k", 2, 2), make("k", 2, 2)};
-  EXPECT_EQ(outcomes_of(records, stored), (std::vector<Outcome>{O::kSuperseded, O::kConflict, O::kConflict}));
+  const std::vector<Validated> records = {make("k", 1, 1), make("k", 2, 2), make("k", 2, 2), make("k", 1, 1)};
+  const BatchPlan plan = plan_batch(records);
+  ASSERT_EQ(plan.versions.size(), 2u);
+  EXPECT_TRUE(plan.versions[1].candidate);
+  EXPECT_EQ(plan.versions[1].next, 0u);
+  EXPECT_EQ(outcomes_of(records, stored),
+            (std::vector<Outcome>{O::kStale, O::kConflict, O::kConflict, O::kDuplicate}));
 }
 
 TEST(PlanBatch, DuplicateWinsOverSuperseded) {
@@ -296,6 +318,17 @@ TEST(PlanBatch, MatchesTheReferenceOnRandomBatches) {
     const std::vector<Outcome> actual = resolve_outcomes(plan, compare_with_stored(plan, records, stored));
     const std::vector<Outcome> expected = reference_outcomes(records, stored);
     ASSERT_EQ(names(actual), names(expected)) << "seed " << seed << " round " << round;
+
+    // The outcome of a valid record depends only on the valid, non-conflicting records of its
+    // key and the stored row: without the rejected records, every other outcome is the same.
+    std::vector<Validated> accepted;
+    std::vector<Outcome> accepted_outcomes;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      if (actual[i] == O::kInvalid || actual[i] == O::kConflict) continue;
+      accepted.push_back(records[i]);
+      accepted_outcomes.push_back(actual[i]);
+    }
+    ASSERT_EQ(names(outcomes_of(accepted, stored)), names(accepted_outcomes)) << "seed " << seed << " round " << round;
   }
 }
 
