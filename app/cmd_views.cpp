@@ -1,6 +1,7 @@
 // tidemark views list | rebuild NAME --version N | drop NAME --version N | cleanup
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include <spdlog/spdlog.h>
 
@@ -57,14 +58,23 @@ void register_views_command(CLI::App& root, int& exit_code) {
   list->callback([&, options] {
     auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
     const auto versions = pipeline::views::list_views(*connection);
-    std::cout << "view\tversion\ttable\tstatus\tlag_seconds\tpending\tcreated_at\tposition\n";
+    std::cout << "view\tversion\ttable\tstatus\tlag_seconds\tpending\tdead\tcreated_at\tposition\n";
+    std::set<std::string> stuck;
     for (const auto& version : versions) {
       std::cout << version.name << '\t' << version.version << '\t'
                 << pipeline::views::table_name(version.name, version.version) << '\t' << version.status << '\t'
                 << std::fixed << std::setprecision(3) << version.lag_seconds << '\t' << version.pending << '\t'
-                << version.created_at << '\t' << version.position << '\n';
+                << version.dead << '\t' << version.created_at << '\t' << version.position << '\n';
+      if (version.dead > 0 && version.status != "retired") stuck.insert(version.name);
     }
     std::cerr << versions.size() << " view version(s)\n";
+    for (const auto& name : stuck) {
+      // A dead view event is one the view will never apply: a gap left by an older Tidemark
+      // (sequences shared by all destinations), or an event that could not be applied.
+      std::cerr << "view " << name << " has dead events it will never apply (see `tidemark outbox list --status dead "
+                << "--destination " << name << "`): run `tidemark views rebuild " << name
+                << " --version N` with a new N, then drop the old version\n";
+    }
     exit_code = kExitOk;
   });
 
@@ -73,9 +83,28 @@ void register_views_command(CLI::App& root, int& exit_code) {
   options->database.add_to(*rebuild);
   add_name_and_version(*rebuild, *options);
   rebuild->callback([&, options] {
-    const std::string url = options->database.connect_url(options->database.load_config());
+    const auto config = options->database.load_config();
+    const std::string url = options->database.connect_url(config);
+    // A view reflects the pipelines that list it: a snapshot of the state is its content only
+    // when those are all the pipelines that wrote the state.
+    std::vector<std::string> feeders;
+    if (config) {
+      for (const auto& [name, pipeline] : config->pipelines) {
+        for (const auto& destination : pipeline.destinations) {
+          if (destination.name == options->name) feeders.push_back(name);
+        }
+      }
+    }
     as_usage_errors([&] {
-      const auto rows = pipeline::views::rebuild_view(url, options->name, options->version);
+      const auto source = [&] {
+        auto connection = pipeline::db::connect(url);
+        return pipeline::views::rebuild_source(*connection, options->name, feeders);
+      }();
+      spdlog::info("rebuilding {} from {}", pipeline::views::table_name(options->name, options->version),
+                   source == pipeline::views::RebuildSource::kSnapshot
+                       ? "a snapshot of transaction_state (every pipeline that wrote it feeds the view)"
+                       : "the full history of its events in the outbox");
+      const auto rows = pipeline::views::rebuild_view(url, options->name, options->version, source);
       std::cout << pipeline::views::table_name(options->name, options->version) << " is live with " << rows
                 << " rows; retire the old version with `tidemark views drop " << options->name
                 << " --version M` once readers use the new one\n";

@@ -61,9 +61,9 @@ applied AS (
     JOIN upserted USING (transaction_id)
 ),
 sequenced AS (
-  INSERT INTO account_sequence AS seq (partition_key, last_sequence)
-  SELECT partition_key, count(*) FROM applied GROUP BY partition_key
-  ON CONFLICT (partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
+  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence)
+  SELECT 'ledger', partition_key, count(*) FROM applied GROUP BY partition_key
+  ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
   RETURNING partition_key, last_sequence
 ),
 outboxed AS (

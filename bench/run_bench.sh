@@ -132,7 +132,7 @@ fingerprint() {  # database
       'outbox', (SELECT count(*) || '/' || COALESCE(sum(hashtext(idempotency_key || ':' || partition_key || ':' || sequence
                 || ':' || payload::text)::bigint), 0) FROM outbox),
       'quarantine', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision)::bigint), 0) FROM quarantine),
-      'sequences', (SELECT COALESCE(sum(last_sequence), 0) FROM account_sequence),
+      'sequences', (SELECT COALESCE(sum(last_sequence), 0) FROM tidemark_destination_sequence),
       'ledger', (SELECT concat_ws(',', sum(input), sum(inserted), sum(updated), sum(unchanged), sum(stale),
                 sum(superseded), sum(duplicate), sum(invalid), sum(conflict)) FROM batch_ledger))"
 }

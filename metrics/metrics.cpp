@@ -44,7 +44,11 @@ Metrics::Metrics()
                                  .Register(*registry)),
       view_lag_seconds(prometheus::BuildGauge()
                            .Name("tidemark_view_lag_seconds")
-                           .Help("Age of the oldest outbox event a view has not applied yet")
+                           .Help("Age of the oldest outbox event a view has not applied yet (pending or dead)")
+                           .Register(*registry)),
+      view_dead_events(prometheus::BuildGauge()
+                           .Name("tidemark_view_dead_events")
+                           .Help("Outbox events of a view that the relay gave up on: the view misses them")
                            .Register(*registry)) {}
 
 std::string Metrics::serialize() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }

@@ -32,6 +32,7 @@ struct Metrics {
   // Serve API and views.
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}
+  prometheus::Family<prometheus::Gauge>& view_dead_events;                // {view}
 
   // The Prometheus text exposition format of everything registered.
   std::string serialize() const;

@@ -283,6 +283,11 @@ class Parser {
     for (std::size_t i = 0; i < list.value.size(); ++i) {
       const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
       destinations.push_back(parse_destination(item));
+      for (std::size_t j = 0; j + 1 < destinations.size(); ++j) {
+        if (destinations[j].name == destinations.back().name) {
+          fail_at(item, "destination '" + destinations.back().name + "' is listed twice in this pipeline");
+        }
+      }
     }
     return destinations;
   }
@@ -295,13 +300,18 @@ class Parser {
     const auto& name = require(keys, map, "name");
     destination.name = string_value(name);
     if (!is_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
-    // Unique across the file, not per pipeline: outbox rows name only their destination.
-    if (const auto [it, inserted] = destination_lines_.emplace(destination.name, mark_of(name).line + 1); !inserted) {
-      fail_at(name, "destination '" + destination.name + "' is already defined at line " + std::to_string(it->second) +
-                        " (destination names must be unique across the file)");
-    }
     const auto& kind = require(keys, map, "kind");
     destination.kind = string_value(kind);
+    // Unique across the file, not per pipeline: outbox rows name only their destination. A
+    // view is the exception: several pipelines may list it, and it reflects all of them.
+    if (const auto [it, inserted] =
+            destination_lines_.emplace(destination.name, Definition{mark_of(name).line + 1, destination.kind});
+        !inserted && (destination.kind != "view" || it->second.kind != "view")) {
+      fail_at(name, "destination '" + destination.name + "' is already defined at line " +
+                        std::to_string(it->second.line) +
+                        " (destination names must be unique across the file; only a view destination may be "
+                        "listed by several pipelines)");
+    }
     if (destination.kind == "http") {
       const auto& url = require(keys, map, "url");
       destination.url = string_value(url);
@@ -345,7 +355,11 @@ class Parser {
   }
 
   std::string file_name_;
-  std::map<std::string, int> destination_lines_;  // name -> line of its first definition
+  struct Definition {
+    int line = 0;  // of the destination's first definition
+    std::string kind;
+  };
+  std::map<std::string, Definition> destination_lines_;
 };
 
 }  // namespace

@@ -344,8 +344,9 @@ void Api::export_view_lag() {
   if (views.empty()) return;
   try {
     pool_.with_connection("measuring view lag", [&](pqxx::connection& connection) {
-      for (const auto& [view, seconds] : pipeline::views::view_lag_seconds(connection, views)) {
-        metrics_.view_lag_seconds.Add({{"view", view}}).Set(seconds);
+      for (const auto& [view, health] : pipeline::views::view_health(connection, views)) {
+        metrics_.view_lag_seconds.Add({{"view", view}}).Set(health.lag_seconds);
+        metrics_.view_dead_events.Add({{"view", view}}).Set(static_cast<double>(health.dead));
       }
     });
   } catch (const std::exception& error) {

@@ -175,6 +175,7 @@ std::vector<ViewVersion> list_views(pqxx::connection& connection) {
     version.created_at = row[4].as<std::string>();
     version.lag_seconds = row[5].as<double>();
     version.pending = row[6].as<std::int64_t>();
+    version.dead = row[7].as<std::int64_t>();
     versions.push_back(std::move(version));
   }
   return versions;
@@ -198,7 +199,20 @@ std::optional<AccountBalance> read_account_balance(pqxx::connection& connection,
   return reading;
 }
 
-std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version) {
+RebuildSource rebuild_source(pqxx::connection& connection, const std::string& view,
+                             const std::vector<std::string>& feeders) {
+  if (view != kAccountBalance || feeders.empty()) return RebuildSource::kFullHistory;
+  pqxx::read_transaction txn(connection);
+  std::string list = "{";
+  for (const auto& feeder : feeders) list += (list.size() > 1 ? ",\"" : "\"") + feeder + "\"";
+  list += "}";
+  const auto others = txn.exec_params(
+      "SELECT EXISTS (SELECT 1 FROM transaction_state WHERE pipeline <> ALL ($1::text[]))", list);
+  return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
+}
+
+std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version,
+                          RebuildSource source) {
   if (!is_known_view(view)) {
     throw ViewError("unknown view '" + view + "': tidemark ships account_balance and daily_totals");
   }
@@ -215,7 +229,7 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
     }
     txn.exec(statement(view + "_create.sql", table));
     std::string position = "full history";
-    if (view == kAccountBalance) {
+    if (source == RebuildSource::kSnapshot && view == kAccountBalance) {
       position = txn.exec("SELECT pg_current_snapshot()::text")[0][0].as<std::string>();
       txn.exec(statement("account_balance_snapshot.sql", table));
     }
@@ -224,9 +238,10 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
     txn.commit();
   }
   // Events delivered to the older versions before this one was visible are still in the
-  // outbox: account_balance replays those after the snapshot (the version filter drops the
-  // rest); daily_totals replays all of them through its own inbox, which also dedups
-  // against the relay feeding it meanwhile.
+  // outbox: account_balance replays, in per-account order, those its table does not reflect
+  // yet (all of them after no snapshot; the version filter drops the rest); daily_totals
+  // replays all of them through its own inbox, which also dedups against the relay feeding
+  // it meanwhile.
   const std::int64_t replayed =
       view == kAccountBalance ? replay(connection, view, version, statement("account_balance_catch_up.sql", table))
                               : replay(connection, view, version, sql::statement("views/history.sql"));
@@ -287,7 +302,7 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
   return deleted.affected_rows();
 }
 
-std::map<std::string, double> view_lag_seconds(pqxx::connection& connection, const std::vector<std::string>& names) {
+std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {
   std::string array = "{";
   for (const auto& name : names) {
     if (array.size() > 1) array += ',';
@@ -295,11 +310,11 @@ std::map<std::string, double> view_lag_seconds(pqxx::connection& connection, con
   }
   array += '}';
   pqxx::read_transaction txn(connection);
-  std::map<std::string, double> lag;
+  std::map<std::string, ViewHealth> health;
   for (const auto& row : txn.exec_params(sql::statement("views/lag.sql"), array)) {
-    lag[row[0].as<std::string>()] = row[1].as<double>();
+    health[row[0].as<std::string>()] = ViewHealth{row[1].as<double>(), row[2].as<std::int64_t>()};
   }
-  return lag;
+  return health;
 }
 
 }  // namespace tidemark::pipeline::views

@@ -76,18 +76,32 @@ struct ViewVersion {
   std::string status;  // building | live | retired
   std::string position;
   std::string created_at;
-  double lag_seconds = 0;  // age of the oldest event of the view not yet applied
+  double lag_seconds = 0;  // age of the oldest event of the view not yet applied (pending or dead)
   std::int64_t pending = 0;
+  std::int64_t dead = 0;  // events the relay gave up on: the view misses them until retried or rebuilt
 };
 
 std::vector<ViewVersion> list_views(pqxx::connection& connection);
 
-// Creates NAME_v<version> and fills it while the other versions keep serving, then marks it
-// live. account_balance: from a REPEATABLE READ snapshot of transaction_state and
-// account_sequence, then the outbox events after it. daily_totals: from the full history in
-// the outbox, through its own inbox. Live events reach it from the moment it is registered.
-// Returns the number of rows of the new version. ViewError when the version exists.
-std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version);
+// How a view is filled by rebuild_view.
+enum class RebuildSource {
+  kSnapshot,     // account_balance only: transaction_state and the view's sequences, then the events after
+  kFullHistory,  // every event of the view's destination still in the outbox
+};
+
+// kSnapshot when `feeders` (the pipelines that list the view, from the config) include every
+// pipeline whose changes are in transaction_state: only then does the state hold nothing the
+// view never received. Otherwise, and always for daily_totals, kFullHistory.
+RebuildSource rebuild_source(pqxx::connection& connection, const std::string& view,
+                             const std::vector<std::string>& feeders);
+
+// Creates NAME_v<version> and fills it from `source` while the other versions keep serving,
+// then marks it live. A snapshot is one REPEATABLE READ transaction that registers the
+// version; full history replays the outbox (daily_totals through its own inbox). Live
+// events reach it from the moment it is registered. Returns the number of rows of the new
+// version. ViewError when the version exists.
+std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version,
+                          RebuildSource source);
 
 // Retires one version: drops its table and its inbox rows. ViewError when it is the last
 // version receiving events, or does not exist.
@@ -116,8 +130,11 @@ struct AccountBalance {
 // nullopt when account_balance has no live version.
 std::optional<AccountBalance> read_account_balance(pqxx::connection& connection, const std::string& account_id);
 
-// tidemark_view_lag_seconds: per view in `names`, the age in seconds of its oldest event
-// not yet applied (0 when none waits).
-std::map<std::string, double> view_lag_seconds(pqxx::connection& connection, const std::vector<std::string>& names);
+// tidemark_view_lag_seconds and tidemark_view_dead_events, per view in `names`.
+struct ViewHealth {
+  double lag_seconds = 0;  // age of its oldest event not yet applied, pending or dead (0 when none)
+  std::int64_t dead = 0;   // its dead events
+};
+std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names);
 
 }  // namespace tidemark::pipeline::views

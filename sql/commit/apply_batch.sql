@@ -2,8 +2,12 @@
 --   1. every staged version is compared with the stored row of its key: same revision and
 --      a different payload is a conflict (DESIGN rule 2), found before anything is written;
 --   2. the candidates that change the stored row are upserted with the revision filter;
---   3. each applied change takes the next sequence of its account under that account's row
---      lock (rule 12) and writes one outbox row per destination (rule 6).
+--   3. each applied change takes, for every destination, the next sequence of its
+--      (destination, partition key) under that counter's row lock (rule 12) and writes one
+--      outbox row per destination (rule 6);
+--   4. if another transaction wrote one of the keys after this statement's snapshot (two
+--      pipelines on one key), the upsert did not do what the verdicts say: the statement
+--      fails with SQLSTATE 40001 and the batch is retried on a new snapshot.
 -- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}').
 -- Returns each conflicting or candidate version's verdict against the stored row.
 WITH stored AS (
@@ -33,7 +37,14 @@ upserted AS (
          updated_at = now()
      -- revision filter: replays and stale revisions are no-ops (DESIGN rule 3)
    WHERE EXCLUDED.source_revision > current_state.source_revision
-  RETURNING transaction_id
+  RETURNING transaction_id, xmax = 0 AS inserted  -- xmax is 0 only on a row this statement inserted
+),
+-- Every change was upserted, and inserted exactly when the snapshot saw no stored row.
+verified AS (
+  SELECT CASE WHEN surprises > 0 THEN tidemark_concurrent_write(surprises) ELSE true END AS ok
+    FROM (SELECT (SELECT count(*) FROM changes) - count(*) AS surprises
+            FROM upserted u JOIN changes c USING (transaction_id)
+           WHERE u.inserted = (c.stored_revision IS NULL)) s
 ),
 applied AS (
   SELECT c.*, COALESCE(c.account_id, c.transaction_id) AS partition_key,
@@ -43,10 +54,12 @@ applied AS (
     JOIN upserted USING (transaction_id)
 ),
 sequenced AS (
-  INSERT INTO account_sequence AS seq (partition_key, last_sequence)
-  SELECT partition_key, count(*) FROM applied GROUP BY partition_key
-  ON CONFLICT (partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
-  RETURNING partition_key, last_sequence
+  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence)
+  SELECT d.destination, a.partition_key, count(*)
+    FROM applied a CROSS JOIN unnest($2::text[]) AS d(destination)
+   GROUP BY d.destination, a.partition_key
+  ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
+  RETURNING destination, partition_key, last_sequence
 ),
 outboxed AS (
   INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)
@@ -67,7 +80,8 @@ outboxed AS (
    CROSS JOIN LATERAL (
      SELECT a.*, d.destination || ':' || a.transaction_id || ':' || a.source_revision AS event_id,
             s.last_sequence - a.in_batch + a.nth AS sequence
-       FROM applied a JOIN sequenced s USING (partition_key)) e
+       FROM applied a
+       JOIN sequenced s ON s.destination = d.destination AND s.partition_key = a.partition_key) e
    ORDER BY e.ord, d.destination
   -- a replay cannot create a second effect (DESIGN rule 6)
   ON CONFLICT (idempotency_key) DO NOTHING
@@ -80,5 +94,5 @@ SELECT ord,
             WHEN stored_revision = source_revision THEN 'unchanged'
             ELSE 'stale' END AS verdict,
        (SELECT count(*) FROM outboxed) AS outbox_rows
-  FROM stored
- WHERE conflict OR candidate
+  FROM stored, verified
+ WHERE verified.ok AND (conflict OR candidate)

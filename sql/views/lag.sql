@@ -1,6 +1,9 @@
--- tidemark_view_lag_seconds: per view (destination) in $1, the age of the oldest event not
--- yet applied, in seconds.
-SELECT d.name, COALESCE(extract(epoch FROM now() - min(o.created_at)), 0)::float8
+-- tidemark_view_lag_seconds and tidemark_view_dead_events: per view (destination) in $1,
+-- the age in seconds of its oldest event not yet applied (pending or dead: a dead event is
+-- never applied, so the view lags behind it until it is retried or the view rebuilt), and
+-- how many of its events are dead.
+SELECT d.name, COALESCE(extract(epoch FROM now() - min(o.created_at)), 0)::float8,
+       count(o.id) FILTER (WHERE o.status = 'dead')
   FROM unnest($1::text[]) AS d(name)
-  LEFT JOIN outbox o ON o.destination = d.name AND o.status = 'pending'
+  LEFT JOIN outbox o ON o.destination = d.name AND o.status IN ('pending', 'dead')
  GROUP BY d.name

@@ -1,11 +1,15 @@
 -- Every version of every view with its lag: the age of the oldest event of the view's
--- destination not yet applied (pending), in seconds; 0 when nothing waits.
+-- destination not yet applied, in seconds, 0 when nothing waits. An event that waits for a
+-- predecessor (pending) or gave up waiting (dead) is not applied, so it counts: a view
+-- never shows lag 0 while one of its events is stuck.
 SELECT v.name, v.version, v.status, v.position,
        to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
        COALESCE(extract(epoch FROM now() - p.oldest), 0)::float8 AS lag_seconds,
-       COALESCE(p.pending, 0)
+       COALESCE(p.pending, 0),
+       COALESCE(p.dead, 0)
   FROM views v
   LEFT JOIN LATERAL (
-    SELECT min(o.created_at) AS oldest, count(*) AS pending
-      FROM outbox o WHERE o.status = 'pending' AND o.destination = v.name) p ON true
+    SELECT min(o.created_at) AS oldest, count(*) FILTER (WHERE o.status = 'pending') AS pending,
+           count(*) FILTER (WHERE o.status = 'dead') AS dead
+      FROM outbox o WHERE o.status IN ('pending', 'dead') AND o.destination = v.name) p ON true
  ORDER BY v.name, v.version

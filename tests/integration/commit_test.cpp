@@ -205,18 +205,33 @@ TEST_F(CommitTest, RecordConflictingWithTheStoredRowIsAConflictEvenBesideAHigher
 
 TEST_F(CommitTest, InBatchSameRevisionConflictQuarantinesEveryRecordOfThatRevision) {
   // tx-7: its revision 1 conflicts, revision 2 is applied. tx-8: its highest revision
-  // conflicts, so nothing of tx-8 is applied and revision 1 is superseded by it.
+  // conflicts, so revision 1, the highest one not rejected, is applied.
   const RunSummary summary = send(
       "tx-7,1,1.00,,\ntx-7,1,2.00,,\ntx-7,2,3.00,,\n"
       "tx-8,1,1.00,,\ntx-8,2,2.00,,\ntx-8,2,3.00,,\n");
-  EXPECT_EQ(counts_text(summary.counts), "inserted 1, superseded 1, conflict 4");
-  EXPECT_EQ(query_rows(db_, "SELECT transaction_id, source_revision, amount FROM transaction_state"),
-            (Rows{{"tx-7", "2", "3.00"}}));
+  EXPECT_EQ(counts_text(summary.counts), "inserted 2, conflict 4");
+  EXPECT_EQ(query_rows(db_, "SELECT transaction_id, source_revision, amount FROM transaction_state ORDER BY 1"),
+            (Rows{{"tx-7", "2", "3.00"}, {"tx-8", "1", "1.00"}}));
   EXPECT_EQ(query_rows(db_, "SELECT reason, raw FROM quarantine ORDER BY id"),
             (Rows{{"conflict", "tx-7,1,1.00,,"},
                   {"conflict", "tx-7,1,2.00,,"},
                   {"conflict", "tx-8,2,2.00,,"},
                   {"conflict", "tx-8,2,3.00,,"}}));
+}
+
+TEST_F(CommitTest, RejectedRevisionsNeverHideAValidOne) {
+  // INTERFACE "Outcomes": the candidate of a key is its highest revision that is neither
+  // invalid nor in conflict, in the batch or with the stored row.
+  EXPECT_EQ(counts_text(send("T2,1,10.00,,\nT2,2,20.00,,\nT2,2,21.00,,\nT1,1,10.00,,\nT1,2,NaN,,\n").counts),
+            "inserted 2, invalid 1, conflict 2");
+  EXPECT_EQ(query_rows(db_, "SELECT transaction_id, source_revision, amount FROM transaction_state ORDER BY 1"),
+            (Rows{{"T1", "1", "10.00"}, {"T2", "1", "10.00"}}));
+  // Stored T at revision 2 with payload A; the batch T,1 + T,2 (payload B): stale, conflict.
+  EXPECT_EQ(counts_text(send("T,2,20.00,,\n").counts), "inserted 1");
+  EXPECT_EQ(counts_text(send("T,1,10.00,,\nT,2,25.00,,\n").counts), "stale 1, conflict 1");
+  EXPECT_EQ(query_rows(db_, "SELECT source_revision, amount FROM transaction_state WHERE transaction_id = 'T'"),
+            (Rows{{"2", "20.00"}}));
+  EXPECT_EQ(count("outbox"), "3");
 }
 
 // --- The outbox. ---
@@ -277,6 +292,29 @@ TEST_F(CommitTest, OutboxHasOneRowPerAcceptedChangePerDestinationWithGaplessPerA
                   {"ledger", "tx-3", "1,2"}}));
 }
 
+TEST_F(CommitTest, APipelineWithoutTheDestinationTakesNoneOfItsSequenceNumbers) {
+  // DESIGN rule 12: `orders` feeds ledger; `refunds` writes the same account and feeds
+  // nothing, or only audit. The ledger's stream of AC-1 stays 1, 2, 3 with no gap.
+  const auto run = [&](const std::string& pipeline, const std::string& records,
+                       std::vector<std::string> destinations) {
+    const auto path = dir_.write(pipeline + "-" + std::to_string(++sends_) + ".csv", kHeader + records);
+    auto request = testing::file_request(db_, pipeline, path, 1000);
+    request.destinations = std::move(destinations);
+    return counts_text(pipeline::run_pipeline(request).counts);
+  };
+  EXPECT_EQ(run("orders", "o-1,1,10.00,AC-1,\n", {"ledger"}), "inserted 1");
+  EXPECT_EQ(run("refunds", "r-1,1,-4.00,AC-1,\n", {}), "inserted 1");
+  EXPECT_EQ(run("orders", "o-2,1,20.00,AC-1,\n", {"ledger"}), "inserted 1");
+  EXPECT_EQ(run("refunds", "r-2,1,-1.00,AC-1,\n", {"audit"}), "inserted 1");
+  EXPECT_EQ(run("orders", "o-3,1,5.00,AC-1,\n", {"ledger", "audit"}), "inserted 1");
+  EXPECT_EQ(query_rows(db_,
+                       "SELECT destination, string_agg((payload->>'transaction_id') || '=' || sequence, ',' ORDER BY id) "
+                       "FROM outbox GROUP BY 1 ORDER BY 1"),
+            (Rows{{"audit", "r-2=1,o-3=2"}, {"ledger", "o-1=1,o-2=2,o-3=3"}}));
+  EXPECT_EQ(query_rows(db_, "SELECT * FROM tidemark_destination_sequence ORDER BY 1, 2"),
+            (Rows{{"audit", "AC-1", "2"}, {"ledger", "AC-1", "3"}}));
+}
+
 // --- Transient database errors. ---
 
 TEST_F(CommitTest, BackendTerminatedBetweenBatchesIsRetriedOnANewConnectionAndTheRunCompletes) {
@@ -327,7 +365,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
     return std::vector<Rows>{query_rows(db_, "SELECT * FROM transaction_state ORDER BY 1"),
                              query_rows(db_, "SELECT * FROM outbox ORDER BY id"),
                              query_rows(db_, "SELECT * FROM quarantine ORDER BY id"),
-                             query_rows(db_, "SELECT * FROM account_sequence ORDER BY 1"),
+                             query_rows(db_, "SELECT * FROM tidemark_destination_sequence ORDER BY 1, 2"),
                              query_rows(db_, "SELECT * FROM batch_ledger ORDER BY id"),
                              query_rows(db_, "SELECT * FROM checkpoint ORDER BY 1, 2")};
   };

@@ -2,6 +2,7 @@
 // by run_pipeline, events delivered by the real Relay through the view sinks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -127,14 +128,15 @@ void drain(const TestDatabase& db, bool twice) {
   EXPECT_EQ(stats.dead, 0u);
 }
 
-// The answers computed directly from transaction_state (and account_sequence for versions).
+// The answers computed directly from transaction_state (and the view's sequences for versions).
 Rows expected_balances(const TestDatabase& db) {
   return query_rows(db,
                     "SELECT COALESCE(account_id, transaction_id), sum(amount)::numeric(20,2)::text "
                     "FROM transaction_state GROUP BY 1 HAVING sum(amount) <> 0 ORDER BY 1");
 }
 Rows expected_versions(const TestDatabase& db) {
-  return query_rows(db, "SELECT partition_key, last_sequence FROM account_sequence ORDER BY 1");
+  return query_rows(db, "SELECT partition_key, last_sequence FROM tidemark_destination_sequence "
+                        "WHERE destination = 'account_balance' ORDER BY 1");
 }
 Rows expected_days(const TestDatabase& db) {
   return query_rows(db,
@@ -231,12 +233,12 @@ TEST(ViewsTest, NewVersionAfterTheOldProcessedEverythingIsComplete) {
   drain(db, false);
   expect_views_match_state(db, 1);
   // v1's inbox records (consumer daily_totals_v1) do not mark anything done for v2.
-  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2), 0);
-  EXPECT_GT(rebuild_view(db.url(), kAccountBalance, 2), 0);
+  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
+  EXPECT_GT(rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kSnapshot), 0);
   expect_views_match_state(db, 2);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1'"),
             db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v2'"));
-  EXPECT_THROW(rebuild_view(db.url(), kDailyTotals, 2), ViewError);
+  EXPECT_THROW(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), ViewError);
 
   // Cut over: retire v1; the last live version cannot be retired.
   auto connection = db.connect();
@@ -270,8 +272,8 @@ TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) 
   });
   while (loaded < 3) std::this_thread::sleep_for(5ms);
   const int loaded_at_start = loaded;
-  rebuild_view(db.url(), kAccountBalance, 2);
-  rebuild_view(db.url(), kDailyTotals, 2);
+  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kSnapshot);
+  rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory);
   const int loaded_at_end = loaded;
   rebuilt = true;
   loading.join();
@@ -284,6 +286,67 @@ TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) 
   expect_views_match_state(db, 1);
   expect_views_match_state(db, 2);
   EXPECT_EQ(db.scalar("SELECT string_agg(status, ',' ORDER BY name, version) FROM views"), "live,live,live,live");
+}
+
+TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt) {
+  // DESIGN rule 12: `orders` feeds account_balance, `refunds` writes the same account and
+  // feeds nothing. The view's stream of AC-1 has no gap, so nothing waits or goes dead.
+  TestDatabase db;
+  TempDir dir;
+  int files = 0;
+  const auto run = [&](const std::string& pipeline, const std::string& rows, std::vector<std::string> destinations) {
+    const auto path = dir.write(pipeline + std::to_string(++files) + ".csv",
+                                "transaction_id,source_revision,amount,account_id,occurred_at\n" + rows);
+    auto request = testing::file_request(db, pipeline, path, 50);
+    request.destinations = std::move(destinations);
+    pipeline::run_pipeline(request);
+  };
+  run("orders", "o-1,1,10.00,AC-1,\n", {kAccountBalance});
+  run("refunds", "r-1,1,-4.00,AC-1,\n", {});
+  run("orders", "o-2,1,20.00,AC-1,\no-3,1,7.00,AC-2,\n", {kAccountBalance});
+  relay::Relay relay(db.url(), make_view_sinks(view_config(), db.url()), fast_options());
+  EXPECT_EQ(relay.drain().dead, 0u);
+  EXPECT_EQ(balances(db, 1), (Rows{{"AC-1", "30.00"}, {"AC-2", "7.00"}}));
+  EXPECT_EQ(versions(db, 1), (Rows{{"AC-1", "2"}, {"AC-2", "1"}}));
+  auto connection = db.connect();
+  const auto health = view_health(*connection, {kAccountBalance});
+  EXPECT_EQ(health.at(kAccountBalance).lag_seconds, 0.0);
+  EXPECT_EQ(health.at(kAccountBalance).dead, 0);
+
+  // The state holds refunds' change, which the view never received: a snapshot would add
+  // it, so the rebuild replays the view's history; with refunds feeding it too, a snapshot.
+  EXPECT_EQ(rebuild_source(*connection, kAccountBalance, {"orders"}), RebuildSource::kFullHistory);
+  EXPECT_EQ(rebuild_source(*connection, kAccountBalance, {"orders", "refunds"}), RebuildSource::kSnapshot);
+  EXPECT_EQ(rebuild_source(*connection, kAccountBalance, {}), RebuildSource::kFullHistory);
+  EXPECT_EQ(rebuild_source(*connection, kDailyTotals, {"orders", "refunds"}), RebuildSource::kFullHistory);
+  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kFullHistory);
+  EXPECT_EQ(balances(db, 2), balances(db, 1));
+  EXPECT_EQ(versions(db, 2), versions(db, 1));
+}
+
+TEST(ViewsTest, DeadEventsShowAsLagAndDeadCountNeverAsLagZero) {
+  TestDatabase db;
+  TempDir dir;
+  load(db, dir, 0, "transaction_id,source_revision,amount,account_id,occurred_at\nt1,1,1.00,a,\n");
+  make_view_sinks(view_config(), db.url());  // registers version 1 of each view
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    txn.exec("UPDATE outbox SET status = 'dead', created_at = now() - interval '60 seconds' "
+             "WHERE destination = 'account_balance'");
+    txn.commit();
+  }
+  auto connection = db.connect();
+  const auto health = view_health(*connection, {kAccountBalance, kDailyTotals});
+  EXPECT_GE(health.at(kAccountBalance).lag_seconds, 60.0);
+  EXPECT_EQ(health.at(kAccountBalance).dead, 1);
+  EXPECT_EQ(health.at(kDailyTotals).dead, 0);
+  const auto listed = list_views(*connection);
+  const auto view = std::find_if(listed.begin(), listed.end(), [](const ViewVersion& v) { return v.name == kAccountBalance; });
+  ASSERT_NE(view, listed.end());
+  EXPECT_GE(view->lag_seconds, 60.0);
+  EXPECT_EQ(view->pending, 0);
+  EXPECT_EQ(view->dead, 1);
 }
 
 TEST(ViewsTest, CleanupRefusesAnUnsafeRetentionAndDeletesOnlyOlderRecords) {
@@ -318,13 +381,13 @@ TEST(ViewsTest, LagIsTheAgeOfTheOldestEventNotYetApplied) {
     txn.exec("UPDATE outbox SET created_at = now() - interval '90 seconds'");
     txn.commit();
   }
-  auto lag = view_lag_seconds(*connection, {kAccountBalance, kDailyTotals});
-  EXPECT_GE(lag[kAccountBalance], 90.0);
-  EXPECT_GE(lag[kDailyTotals], 90.0);
+  auto health = view_health(*connection, {kAccountBalance, kDailyTotals});
+  EXPECT_GE(health[kAccountBalance].lag_seconds, 90.0);
+  EXPECT_GE(health[kDailyTotals].lag_seconds, 90.0);
   drain(db, false);
-  lag = view_lag_seconds(*connection, {kAccountBalance, kDailyTotals});
-  EXPECT_EQ(lag[kAccountBalance], 0.0);
-  EXPECT_EQ(lag[kDailyTotals], 0.0);
+  health = view_health(*connection, {kAccountBalance, kDailyTotals});
+  EXPECT_EQ(health[kAccountBalance].lag_seconds, 0.0);
+  EXPECT_EQ(health[kDailyTotals].lag_seconds, 0.0);
   EXPECT_EQ(days(db, 1).size(), 1u);  // no occurred_at: the day the event was created
 }
 

@@ -244,16 +244,47 @@ TEST(ParseConfigErrors, UnknownDestinationKind) {
 }
 
 TEST(ParseConfigErrors, DuplicateDestinationNamesAcrossPipelines) {
+  // Only a view may be listed by several pipelines; an http destination, or one name used
+  // for both kinds, is refused.
   EXPECT_EQ(config_error("pipelines:\n"
                          "  a:\n"
                          "    source: {path: a.csv}\n"
-                         "    destinations: [{name: balances, kind: view}]\n"
+                         "    destinations: [{name: ledger, kind: http, url: http://x/e, secret_env: S}]\n"
                          "  b:\n"
                          "    source: {path: b.csv}\n"
                          "    destinations:\n"
-                         "      - {name: balances, kind: view}\n"),
-            "config.yaml:8: pipelines.b.destinations[0].name: destination 'balances' is already defined at line 4 "
-            "(destination names must be unique across the file)");
+                         "      - {name: ledger, kind: http, url: http://x/e, secret_env: S}\n"),
+            "config.yaml:8: pipelines.b.destinations[0].name: destination 'ledger' is already defined at line 4 "
+            "(destination names must be unique across the file; only a view destination may be listed by several "
+            "pipelines)");
+  EXPECT_THAT(config_error("pipelines:\n"
+                           "  a:\n"
+                           "    source: {path: a.csv}\n"
+                           "    destinations: [{name: account_balance, kind: view}]\n"
+                           "  b:\n"
+                           "    source: {path: b.csv}\n"
+                           "    destinations: [{name: account_balance, kind: http, url: http://x/e, secret_env: S}]\n"),
+              StartsWith("config.yaml:7: pipelines.b.destinations[0].name: destination 'account_balance' is already "
+                         "defined at line 4"));
+  EXPECT_EQ(config_error(std::string(kPipelineHead) +
+                         "    destinations: [{name: account_balance, kind: view}, {name: account_balance, kind: view}]\n"),
+            "config.yaml:4: pipelines.transactions.destinations[1]: destination 'account_balance' is listed twice in "
+            "this pipeline");
+}
+
+TEST(ParseConfig, AViewDestinationMayBeListedBySeveralPipelines) {
+  const Config config = parse_config(
+      "pipelines:\n"
+      "  orders:\n"
+      "    source: {path: a.csv}\n"
+      "    destinations: [{name: account_balance, kind: view}]\n"
+      "  refunds:\n"
+      "    source: {path: b.csv}\n"
+      "    destinations: [{name: account_balance, kind: view}]\n",
+      "config.yaml");
+  EXPECT_EQ(config.pipelines.at("orders").destinations.at(0).name, "account_balance");
+  EXPECT_EQ(config.pipelines.at("refunds").destinations.at(0).name, "account_balance");
+  EXPECT_EQ(config.destinations().size(), 1u);
 }
 
 TEST(ParseConfigErrors, InvalidNamesAreRejected) {
