@@ -384,8 +384,8 @@ void Cluster::start(const std::string& database) {
       throw std::runtime_error("PostgreSQL did not start (data folder " + data_dir_.string() +
                                "); its log says:" + tail_of(server_log));
     }
-    save_state();
   }
+  save_state();  // also tightens a state file of an older version (0644) to 0600
   require_password_authentication();
   pqxx::connection admin(url("postgres"));
   pqxx::nontransaction txn(admin);

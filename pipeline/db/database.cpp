@@ -103,7 +103,7 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
     // contacts any server; those messages start with "invalid".
     if (message.rfind("invalid ", 0) == 0) throw InvalidDatabaseUrl(message);
     if (!is_refusal(message)) throw;
-    throw ConnectionRefused("the database refused the connection (" + message +
+    throw ConnectionRejected("the database rejected the connection (" + message +
                             "): check the database name, the user and its password (or passfile) in the URL");
   }
   pqxx::nontransaction setup(*connection);

@@ -15,7 +15,7 @@ namespace tidemark::pipeline::db {
 // Transient: connection loss (a broken connection, class 08), serialization failure (40001),
 // deadlock (40P01), admin/crash shutdown (57P01, 57P02), cannot connect now (57P03), too
 // many connections (53300). Never transient: a malformed URL (InvalidDatabaseUrl) or a
-// server that refuses us (ConnectionRefused): retrying cannot fix either.
+// server that rejects us (ConnectionRejected): retrying cannot fix either.
 bool is_transient(const std::exception& error);
 
 // The URL (or key=value string) is not one libpq can parse; the message says where.
@@ -23,9 +23,9 @@ struct InvalidDatabaseUrl : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// The server answered and refused: unknown database or role, failed authentication, no
+// The server answered and rejected us: unknown database or role, failed authentication, no
 // pg_hba.conf entry, no CONNECT privilege.
-struct ConnectionRefused : std::runtime_error {
+struct ConnectionRejected : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
@@ -48,7 +48,7 @@ struct RetriesExhausted : std::runtime_error {
 void with_retries(const RetryPolicy& policy, std::string_view what, const std::function<void()>& attempt);
 
 // Opens a connection; application_name identifies the process in pg_stat_activity.
-// InvalidDatabaseUrl or ConnectionRefused for permanent failures (see is_transient).
+// InvalidDatabaseUrl or ConnectionRejected for permanent failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
 // Applies pending migrations from sql/migrations/ in order, each in its own transaction,

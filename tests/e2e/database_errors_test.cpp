@@ -61,7 +61,7 @@ TEST(DatabaseErrors, MalformedUrlIsAUsageErrorAtOnce) {
   EXPECT_THAT(env.err, HasSubstr("TIDEMARK_DATABASE_URL"));
 }
 
-TEST(DatabaseErrors, RefusedConnectionsFailAtOnceSayingWhatToFix) {
+TEST(DatabaseErrors, RejectedConnectionsFailAtOnceSayingWhatToFix) {
   const TestDatabase db;
   struct Case {
     std::string what;
