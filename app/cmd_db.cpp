@@ -21,15 +21,20 @@ void register_db_commands(CLI::App& root, int& exit_code) {
     std::cout << cluster.status_text() << "\n";
     exit_code = kExitOk;
   });
-  db->add_subcommand("status", "Say whether the embedded cluster exists and runs (exit 0 running, 1 not)")
+  db->add_subcommand("status",
+                     "Say whether the embedded cluster runs (exit 0 running, 1 stopped, 2 not created)")
       ->callback([&] {
         pipeline::db::Cluster cluster(pipeline::db::default_home());
+        require_embedded_cluster(cluster);
         std::cout << cluster.status_text() << "\n";
         exit_code = cluster.running() ? kExitOk : kExitFailed;
       });
-  db->add_subcommand("url", "Print the embedded cluster's libpq URL (psql accepts it); starts it if needed")
+  db->add_subcommand("url",
+                     "Print the embedded cluster's libpq URL, with its passfile (psql accepts it); starts it if "
+                     "stopped, never creates it")
       ->callback([&] {
         pipeline::db::Cluster cluster(pipeline::db::default_home());
+        require_embedded_cluster(cluster);
         cluster.start();
         std::cout << cluster.url() << "\n";
         exit_code = kExitOk;

@@ -38,7 +38,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(CLI::PositiveNumber);
   list->add_flag("--all", options->all, "Include released records");
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
         "SELECT id, pipeline, reason, COALESCE(transaction_id, '-'), COALESCE(source_revision::text, '-'), "
@@ -60,7 +60,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   options->database.add_to(*show);
   show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
   show->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
         "SELECT id, pipeline, reason, detail, transaction_id, source_revision, position, format, run_id, "

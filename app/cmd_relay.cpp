@@ -123,7 +123,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
   list->add_option("--destination", options->destination, "Only events for this destination");
   list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(CLI::PositiveNumber);
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pipeline::relay::OutboxFilter filter;
     if (!options->status.empty()) filter.status = options->status;
     if (!options->destination.empty()) filter.destination = options->destination;

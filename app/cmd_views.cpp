@@ -56,7 +56,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
   auto* list = views->add_subcommand("list", "Every version of every view, its status and lag");
   options->database.add_to(*list);
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     const auto versions = pipeline::views::list_views(*connection);
     std::cout << "view\tversion\ttable\tstatus\tlag_seconds\tpending\tdead\tcreated_at\tposition\n";
     std::set<std::string> stuck;

@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "pipeline/config.hpp"
+#include "pipeline/db/cluster.hpp"
 
 namespace tidemark::app {
 
@@ -29,9 +30,20 @@ struct DatabaseOptions {
   // The loaded config, when --config was given (ConfigError on a bad file).
   std::optional<pipeline::Config> load_config() const;
   // --database > TIDEMARK_DATABASE_URL > config `database:` > the embedded default
-  // (started on first use); then applies pending migrations. Returns the URL.
+  // (created and started on first use); then applies pending migrations. Returns the URL.
+  // A malformed URL is a UsageError (exit 2); a server that refuses us fails at once.
   std::string connect_url(const std::optional<pipeline::Config>& config) const;
+  // The same for read-only commands, which never create a database: with none configured
+  // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
+  std::string existing_url(const std::optional<pipeline::Config>& config) const;
+
+ private:
+  std::string resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
 };
+
+// UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
+// home and `tidemark db start`.
+void require_embedded_cluster(const pipeline::db::Cluster& cluster);
 
 // Each sets `exit_code` from its callback; errors propagate as exceptions to main, which
 // maps UsageError/ConfigError to 2 and everything else to 1.

@@ -20,22 +20,49 @@ std::optional<pipeline::Config> DatabaseOptions::load_config() const {
   return pipeline::load_config(config_file);
 }
 
-std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& config) const {
+void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
+  if (cluster.initialized()) return;
+  throw UsageError("no database configured and no embedded cluster under $TIDEMARK_HOME (" + cluster.home().string() +
+                   "): start one with `tidemark db start` (same TIDEMARK_HOME), or name a database with "
+                   "--database, TIDEMARK_DATABASE_URL or the config's database:");
+}
+
+std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
   std::string url = database_url;
+  std::string source = "--database";
   if (url.empty()) {
     if (const char* env = std::getenv("TIDEMARK_DATABASE_URL"); env != nullptr && *env != '\0') url = env;
+    source = "TIDEMARK_DATABASE_URL";
   }
-  if (url.empty() && config && config->database) url = *config->database;
+  if (url.empty() && config && config->database) {
+    url = *config->database;
+    source = "database: in " + config_file;
+  }
   if (url.empty()) {
     pipeline::db::Cluster cluster(pipeline::db::default_home());
+    if (!create_embedded) require_embedded_cluster(cluster);
     cluster.start();
     url = cluster.url();
+    source = "the embedded cluster under " + cluster.home().string();
   }
-  pipeline::db::with_retries({}, "connecting to the database to apply migrations", [&] {
-    auto connection = pipeline::db::connect(url);
-    pipeline::db::migrate(*connection);
-  });
+  try {
+    pipeline::db::with_retries({}, "connecting to the database to apply migrations", [&] {
+      auto connection = pipeline::db::connect(url);
+      pipeline::db::migrate(*connection);
+    });
+  } catch (const pipeline::db::InvalidDatabaseUrl& error) {
+    throw UsageError("the database URL from " + source + " is malformed: " + error.what() +
+                     " (expected postgresql://USER@HOST:PORT/DATABASE or key=value pairs, see libpq)");
+  }
   return url;
+}
+
+std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/true);
+}
+
+std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/false);
 }
 
 }  // namespace tidemark::app

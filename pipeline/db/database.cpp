@@ -2,8 +2,11 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <random>
 #include <thread>
+
+#include <libpq-fe.h>
 
 #include <spdlog/spdlog.h>
 
@@ -22,7 +25,42 @@ bool transient_sqlstate(const std::string& state) {
          state == "57P02" || state == "57P03" || state == "53300";
 }
 
+// What libpq says when the server (or libpq itself, before sending anything) refuses the
+// connection for good. libpq has no SQLSTATE for a failed connection, so the text decides;
+// the servers' messages at connection time are in English unless lc_messages says
+// otherwise (the embedded cluster uses the C locale). Anything else, such as "Connection
+// refused" while a server restarts, stays transient.
+bool is_refusal(std::string_view message) {
+  static constexpr std::array<std::string_view, 8> kRefusals{
+      "authentication failed",          // 28P01 password, and peer/ident/SCRAM failures
+      "no password supplied",           // libpq: the server wants one, neither URL nor passfile has it
+      "no pg_hba.conf entry",           // 28000
+      "pg_hba.conf rejects connection",  // 28000
+      "does not exist",                 // 3D000 database, 28000 role
+      "is not permitted to log in",     // 28000
+      "permission denied for database",  // 42501: no CONNECT privilege
+      "server does not support SSL",    // sslmode=require against a server without TLS
+  };
+  for (const auto refusal : kRefusals) {
+    if (message.find(refusal) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+void check_url(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options != nullptr) {
+    PQconninfoFree(options);
+    return;
+  }
+  std::string message = error != nullptr ? error : "out of memory";
+  PQfreemem(error);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  throw InvalidDatabaseUrl(message);
+}
 
 bool is_transient(const std::exception& error) {
   if (dynamic_cast<const pqxx::broken_connection*>(&error) != nullptr) return true;
@@ -54,7 +92,20 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
 }
 
 std::unique_ptr<pqxx::connection> connect(const std::string& url) {
-  auto connection = std::make_unique<pqxx::connection>(url);
+  check_url(url);
+  std::unique_ptr<pqxx::connection> connection;
+  try {
+    connection = std::make_unique<pqxx::connection>(url);
+  } catch (const pqxx::broken_connection& error) {
+    std::string message = error.what();
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    // libpq checks option values (port, sslmode, …) only when connecting, before it
+    // contacts any server; those messages start with "invalid".
+    if (message.rfind("invalid ", 0) == 0) throw InvalidDatabaseUrl(message);
+    if (!is_refusal(message)) throw;
+    throw ConnectionRejected("the database rejected the connection (" + message +
+                            "): check the database name, the user and its password (or passfile) in the URL");
+  }
   pqxx::nontransaction setup(*connection);
   setup.exec("SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid())));
   setup.commit();

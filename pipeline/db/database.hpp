@@ -12,9 +12,25 @@
 
 namespace tidemark::pipeline::db {
 
-// Transient: connection loss (class 08), serialization failure (40001), deadlock (40P01),
-// admin/crash shutdown (57P01, 57P02), cannot connect now (57P03), too many connections (53300).
+// Transient: connection loss (a broken connection, class 08), serialization failure (40001),
+// deadlock (40P01), admin/crash shutdown (57P01, 57P02), cannot connect now (57P03), too
+// many connections (53300). Never transient: a malformed URL (InvalidDatabaseUrl) or a
+// server that rejects us (ConnectionRejected): retrying cannot fix either.
 bool is_transient(const std::exception& error);
+
+// The URL (or key=value string) is not one libpq can parse; the message says where.
+struct InvalidDatabaseUrl : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// The server answered and rejected us: unknown database or role, failed authentication, no
+// pg_hba.conf entry, no CONNECT privilege.
+struct ConnectionRejected : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws InvalidDatabaseUrl unless libpq can parse `url`.
+void check_url(const std::string& url);
 
 struct RetryPolicy {
   int max_attempts = 8;
@@ -32,6 +48,7 @@ struct RetriesExhausted : std::runtime_error {
 void with_retries(const RetryPolicy& policy, std::string_view what, const std::function<void()>& attempt);
 
 // Opens a connection; application_name identifies the process in pg_stat_activity.
+// InvalidDatabaseUrl or ConnectionRejected for permanent failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
 // Applies pending migrations from sql/migrations/ in order, each in its own transaction,

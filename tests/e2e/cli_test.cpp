@@ -310,7 +310,7 @@ TEST(CliDb, StartStatusUrlStopManageTheClusterUnderTidemarkHome) {
   ProcessOptions options;
   options.env["TIDEMARK_HOME"] = home.path().string();
 
-  EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 1) << "no cluster yet";
+  EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 2) << "no cluster yet";
   const ProcessResult start = run_tidemark({"db", "start"}, options);
   ASSERT_EQ(start.exit_code, 0) << start.err;
   const ProcessResult status = run_tidemark({"db", "status"}, options);
