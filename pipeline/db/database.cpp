@@ -67,6 +67,9 @@ bool is_transient(const std::exception& error) {
   // The commit's outcome is unknown: retrying is only safe because every batch attempt
   // first reads back what was committed (see pipeline/run/committer.cpp).
   if (dynamic_cast<const pqxx::in_doubt_error*>(&error) != nullptr) return true;
+  // 40001 serialization failure, 40P01 deadlock, 40003 completion unknown (read back like an
+  // in-doubt commit): libpqxx 6.4 derives these from transaction_rollback, not sql_error.
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&error) != nullptr) return true;
   if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&error)) return transient_sqlstate(sql->sqlstate());
   return false;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "pipeline/db/database.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -90,6 +91,29 @@ TEST(ConcurrentWriters, TwoPipelinesOnTheSameKeysNeverMislabelARecord) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), std::to_string(kKeys));
   // One effect per accepted change: the first writer of each key.
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox"), std::to_string(kKeys));
+}
+
+TEST(ConcurrentWriters, SerializationFailuresAndDeadlocksFromTheServerAreRetried) {
+  // libpqxx 6.4 throws these as transaction_rollback, which is not an sql_error.
+  TestDatabase db;
+  auto connection = db.connect();
+  for (const char* state : {"40001", "40P01"}) {
+    SCOPED_TRACE(state);
+    try {
+      pqxx::nontransaction txn(*connection);
+      txn.exec(std::string("DO $$ BEGIN RAISE EXCEPTION 'test' USING ERRCODE = '") + state + "'; END $$");
+      ADD_FAILURE() << "no error raised";
+    } catch (const std::exception& error) {
+      EXPECT_TRUE(db::is_transient(error)) << error.what();
+    }
+  }
+  try {
+    pqxx::nontransaction txn(*connection);
+    txn.exec("SELECT 1/0");
+    ADD_FAILURE() << "no error raised";
+  } catch (const std::exception& error) {
+    EXPECT_FALSE(db::is_transient(error)) << error.what();
+  }
 }
 
 }  // namespace
