@@ -46,6 +46,9 @@ class Source {
   virtual std::size_t read(std::vector<DecodedRecord>& out, std::size_t max_records) = 0;
   // The resume point just past the last record returned by read().
   virtual Checkpoint position() const = 0;
+  // Bytes at the end of the source left unread because they may still be being written (a
+  // last line without its newline, not yet settled); the next run reads them.
+  virtual std::uint64_t pending_tail_bytes() const { return 0; }
 };
 
 }  // namespace tidemark::pipeline
