@@ -18,6 +18,7 @@ namespace tidemark::pipeline {
 namespace {
 
 constexpr std::size_t kMaxBatchSize = 1'000'000;
+constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 30;
 constexpr std::size_t kMaxNameLength = 64;
 constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
 
@@ -227,11 +228,16 @@ class Parser {
   PipelineConfig parse_pipeline(const Entry& map, const std::string& name) {
     PipelineConfig pipeline;
     pipeline.name = name;
-    const auto keys = fields(map, {"source", "batch_size", "max_rejected", "schedule", "destinations"});
+    const auto keys =
+        fields(map, {"source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
     pipeline.source = parse_source(require(keys, map, "source"));
     if (const auto* batch_size = find(keys, "batch_size")) {
       pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
                                           "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
+    }
+    if (const auto* max_batch_bytes = find(keys, "max_batch_bytes")) {
+      pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
+                                               "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
     }
     if (const auto* max_rejected = find(keys, "max_rejected")) {
       pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())

@@ -55,10 +55,15 @@ struct DestinationConfig {
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
 };
 
+// 16 MiB: two batches in flight (one committing, one prepared) stay within a 64 MiB aim.
+inline constexpr std::size_t kDefaultMaxBatchBytes = 16 * 1024 * 1024;
+
 struct PipelineConfig {
   std::string name;
   SourceConfig source;
   std::size_t batch_size = 10000;
+  // A batch also closes before its records' raw bytes pass this (it always holds one record).
+  std::size_t max_batch_bytes = kDefaultMaxBatchBytes;
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   std::optional<ScheduleConfig> schedule;
   std::vector<DestinationConfig> destinations;

@@ -60,18 +60,28 @@ void FileSource::seek(const pipeline::Checkpoint& from) {
   }
 }
 
-std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records) {
+std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
+                             std::size_t max_bytes) {
   if (failure_) throw SourceError(*failure_);
   std::size_t appended = 0;
+  std::size_t bytes = 0;
+  // False when the record would take the batch past max_bytes: it waits for the next read.
   const auto emit = [&](pipeline::DecodedRecord record) {
+    if (appended > 0 && record.raw.size() > max_bytes - bytes) {
+      lookahead_.push_front(std::move(record));
+      return false;
+    }
+    bytes += record.raw.size();
     position_ = pipeline::Checkpoint{record.position.file, record.position.end_offset};
     out.push_back(std::move(record));
     ++appended;
+    return true;
   };
-  while (appended < max_records) {
+  while (appended < max_records && bytes < max_bytes) {
     if (!lookahead_.empty()) {
-      emit(std::move(lookahead_.front()));
+      pipeline::DecodedRecord record = std::move(lookahead_.front());
       lookahead_.pop_front();
+      if (!emit(std::move(record))) break;
       continue;
     }
     if (open_entry_ == nullptr) {
@@ -83,7 +93,9 @@ std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::siz
       }
       continue;
     }
-    if (auto record = next_record()) emit(std::move(*record));
+    if (auto record = next_record()) {
+      if (!emit(std::move(*record))) break;
+    }
   }
   return appended;
 }

@@ -41,7 +41,9 @@ class FileSource final : public pipeline::Source {
 
   const std::string& identity() const override { return identity_; }
   void seek(const pipeline::Checkpoint& from) override;
-  std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records) override;
+  using pipeline::Source::read;
+  std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
+                   std::size_t max_bytes) override;
   pipeline::Checkpoint position() const override { return position_; }
   std::uint64_t pending_tail_bytes() const override { return pending_tail_bytes_; }
 

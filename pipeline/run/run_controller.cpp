@@ -141,7 +141,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         while (true) {
           PreparedBatch batch;
           batch.started = Clock::now();
-          if (source->read(batch.decoded, request.batch_size) == 0) break;
+          if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) break;
           failpoint("after_decode");
           batch.validated.reserve(batch.decoded.size());
           for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));

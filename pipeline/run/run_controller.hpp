@@ -32,6 +32,7 @@ struct RunRequest {
   std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
   std::string format;                                     // "csv" or "jsonl"
   std::size_t batch_size = 10000;
+  std::size_t max_batch_bytes = kDefaultMaxBatchBytes;  // a batch closes before its raw bytes pass it
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   bool replay = false;
   std::vector<std::string> destinations;

@@ -373,6 +373,21 @@ TEST_F(RunTest, BatchThatCrossesMaxRejectedRollsBackAndTheRunFailsNamingTheCount
   EXPECT_EQ(counts_text(run_pipeline(request).counts), "inserted 2, invalid 1");
 }
 
+// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+
+TEST_F(RunTest, BatchClosesAtMaxBatchBytesBeforeBatchSizeAndEveryBatchReconciles) {
+  // Five records of 13 raw bytes each: 2 fit in 30 bytes.
+  const std::string text = std::string(kHeader) + "tx-1,1,1.00,\ntx-2,1,2.00,\ntx-3,1,3.00,\ntx-4,1,4.00,\ntx-5,1,5.00,\n";
+  auto request = file_request(db_, "p", dir_.write("in.csv", text), 1000);
+  request.max_batch_bytes = 30;
+  const RunSummary summary = run_pipeline(request);
+  EXPECT_EQ(summary.batches, 3u);
+  EXPECT_EQ(counts_text(summary.counts), "inserted 5");
+  EXPECT_EQ(summary.checkpoint, "in.csv:" + std::to_string(text.size()));
+  EXPECT_EQ(query_rows(db_, "SELECT batch_no, input FROM batch_ledger ORDER BY batch_no"),
+            (Rows{{"1", "2"}, {"2", "2"}, {"3", "1"}}));
+}
+
 // --- bytes that are not text (issue 10 item 6) -------------------------------------------
 
 TEST(StoredNames, EscapeIsReversibleAndLeavesUtf8Alone) {

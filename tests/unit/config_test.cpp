@@ -115,6 +115,20 @@ TEST(ParseConfig, SettleAndMaxRejectedDefaultToTwoSecondsAndUnlimited) {
   const auto& pipeline = parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions");
   EXPECT_EQ(pipeline.source.settle, seconds(2));
   EXPECT_FALSE(pipeline.max_rejected.has_value());
+  EXPECT_EQ(pipeline.max_batch_bytes, 16u * 1024 * 1024);
+}
+
+TEST(ParseConfig, MaxBatchBytesIsReadAndChecked) {
+  EXPECT_EQ(parse_config(std::string(kPipelineHead) + "    max_batch_bytes: 1048576\n", "config.yaml")
+                .pipelines.at("transactions")
+                .max_batch_bytes,
+            1048576u);
+  for (const auto* bad : {"0", "16MiB", "-1", "1073741825"}) {
+    EXPECT_THAT(config_error(std::string(kPipelineHead) + "    max_batch_bytes: " + bad + "\n"),
+                StartsWith("config.yaml:4: pipelines.transactions.max_batch_bytes: expected a number of bytes from 1 "
+                           "to 1073741824"))
+        << bad;
+  }
 }
 
 TEST(ParseConfig, SettleAndMaxRejectedAreRead) {
@@ -190,7 +204,7 @@ TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
 TEST(ParseConfigErrors, UnknownNestedKeyNamesLineAndPath) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batchsize: 10\n"),
             "config.yaml:4: unknown key 'batchsize' in pipelines.transactions "
-            "(expected one of: source, batch_size, max_rejected, schedule, destinations)");
+            "(expected one of: source, batch_size, max_batch_bytes, max_rejected, schedule, destinations)");
 }
 
 TEST(ParseConfigErrors, SecretInTheFileIsAnUnknownKeyThatPointsToSecretEnv) {

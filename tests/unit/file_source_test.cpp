@@ -406,6 +406,29 @@ TEST(FileSource, BadRecordsBeforeTheHundredthGoodOneAreReturnedInOrder) {
   EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.jsonl", text.size()}.to_string()));
 }
 
+// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+
+TEST(FileSource, ReadStopsBeforeTheRecordsRawBytesPassMaxBytesAndNeverReturnsLessThanOne) {
+  TempDir dir;
+  // Raw sizes (without the newline): 11, 11, 26, 11, 11.
+  dir.write("in.csv", std::string(kHeader) + "t1,1,1.00,,\nt2,1,1.00,,\nt3-long-id-xxxxxx,1,1.00,,\nt4,1,1.00,,\nt5,1,1.00,,\n");
+  FileSource source(dir.path() / "in.csv", Format::kCsv);
+  std::vector<std::size_t> sizes;
+  std::vector<std::string> ids;
+  for (std::vector<DecodedRecord> batch; source.read(batch, 100, 22) > 0; batch.clear()) {
+    sizes.push_back(batch.size());
+    for (const auto& id : ids_of(batch)) ids.push_back(id);
+    EXPECT_EQ(source.position().offset, batch.back().position.end_offset);
+  }
+  // t1+t2 = 22 bytes; t3 alone is over the limit; t4+t5 = 22.
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 1, 2}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"t1", "t2", "t3-long-id-xxxxxx", "t4", "t5"}));
+
+  FileSource by_count(dir.path() / "in.csv", Format::kCsv);
+  std::vector<DecodedRecord> batch;
+  EXPECT_EQ(by_count.read(batch, 1, 22), 1u);  // whichever limit comes first
+}
+
 TEST(FileFormat, ParsesNamesAndExtensions) {
   EXPECT_EQ(parse_format("csv"), Format::kCsv);
   EXPECT_EQ(parse_format("jsonl"), Format::kJsonl);
