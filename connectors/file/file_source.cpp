@@ -148,6 +148,7 @@ bool FileSource::settled() const {
 
 std::optional<std::string> FileSource::probe_start() {
   const std::string name = "'" + open_entry_->name + "'";
+  std::size_t bytes = 0;
   // The first call reads a CSV header, so its problem is known before any record is kept.
   while (lookahead_.size() < kFormatProbeRecords) {
     auto record = next_record();
@@ -156,8 +157,10 @@ std::optional<std::string> FileSource::probe_start() {
     }
     if (!record) return std::nullopt;
     const bool decoded = !record->decode_error;
+    bytes += record->raw.size();
     lookahead_.push_back(std::move(*record));
-    if (decoded) return std::nullopt;
+    // Memory stays bounded: huge undecodable lines are quarantined one by one instead.
+    if (decoded || bytes >= kFormatProbeBytes) return std::nullopt;
   }
   return "file source: " + name + ": its first " + std::to_string(kFormatProbeRecords) +
          " records all fail to decode as " + (format_ == Format::kCsv ? "csv" : "jsonl") + " (first: " +

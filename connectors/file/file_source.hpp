@@ -20,8 +20,10 @@ namespace tidemark::connectors::file {
 // How long a file's last line without a newline must have been left alone (size and mtime
 // unchanged) before it is read as a record: until then it may be half written.
 inline constexpr std::chrono::milliseconds kDefaultSettle = std::chrono::seconds(2);
-// A file whose first this many records all fail to decode is not in the configured format.
+// A file whose first this many records all fail to decode is not in the configured format
+// (looked at up to kFormatProbeBytes of their raw bytes, which bounds the look-ahead).
 inline constexpr std::size_t kFormatProbeRecords = 100;
+inline constexpr std::size_t kFormatProbeBytes = kMaxRecordBytes;
 
 // Reads in fixed-size chunks, so memory is bounded by the records returned. Checkpoints name
 // a file by its name inside the folder (a single file by its own name) and the byte offset

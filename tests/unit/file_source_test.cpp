@@ -406,6 +406,20 @@ TEST(FileSource, BadRecordsBeforeTheHundredthGoodOneAreReturnedInOrder) {
   EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.jsonl", text.size()}.to_string()));
 }
 
+TEST(FileSource, FormatProbeHoldsAtMostItsByteBudgetOfUndecodableLines) {
+  TempDir dir;
+  // Two undecodable lines fill the probe's byte budget: it stops there, so the file is read
+  // (its lines quarantined one by one) instead of failing or holding 100 such lines.
+  const std::string big(kFormatProbeBytes / 2, 'x');
+  std::string text = big + "\n" + big + "\n";
+  for (std::size_t i = 2; i < kFormatProbeRecords; ++i) text += "not json\n";
+  dir.write("in.jsonl", text);
+  FileSource source(dir.path() / "in.jsonl", Format::kJsonl);
+  std::vector<DecodedRecord> records;
+  EXPECT_EQ(error_of(source, records), "no error");
+  EXPECT_EQ(records.size(), kFormatProbeRecords);
+}
+
 // --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
 
 TEST(FileSource, ReadStopsBeforeTheRecordsRawBytesPassMaxBytesAndNeverReturnsLessThanOne) {
