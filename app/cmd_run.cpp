@@ -19,6 +19,7 @@ struct RunOptions {
   std::string source;
   std::string format;
   std::size_t batch_size = 0;
+  std::string max_rejected;
   bool replay = false;
   bool json = false;
 };
@@ -53,6 +54,13 @@ pipeline::RunRequest build_request(const RunOptions& options, const std::optiona
                      " from its extension: pass --format csv or --format jsonl");
   }
   if (options.batch_size > 0) pipeline.batch_size = options.batch_size;
+  if (!options.max_rejected.empty()) {
+    pipeline.max_rejected = pipeline::parse_rejection_limit(options.max_rejected);
+    if (!pipeline.max_rejected) {
+      throw UsageError("--max-rejected " + options.max_rejected +
+                       ": expected a count (e.g. 100) or a percentage of the run's input (e.g. 5%)");
+    }
+  }
   pipeline::RunRequest request = request_from_config(pipeline);
   request.replay = options.replay;
   return request;
@@ -68,6 +76,7 @@ std::string summary_json(const pipeline::RunSummary& summary) {
     json[pipeline::to_string(outcome)] = summary.counts[outcome];
   }
   json["checkpoint"] = summary.checkpoint;
+  json["pending_tail_bytes"] = summary.pending_tail_bytes;
   return boost::json::serialize(json);
 }
 
@@ -78,7 +87,8 @@ void register_run_command(CLI::App& root, int& exit_code) {
   auto* run = root.add_subcommand(
       "run",
       "Read a pipeline's source from its checkpoint to the end, batch by batch, and exit.\n"
-      "Exit 0: the run completed (quarantined records are not a failure); 1: the run failed; 2: usage error.");
+      "Exit 0: the run completed (quarantined records are not a failure); 1: the run failed (also: an unusable\n"
+      "file, or more rejected records than --max-rejected); 2: usage error.");
   options->database.add_to(*run);
   run->add_option("--pipeline", options->pipeline, "Pipeline name (its checkpoint and lock are per pipeline)")
       ->required();
@@ -88,6 +98,9 @@ void register_run_command(CLI::App& root, int& exit_code) {
       ->check(CLI::IsMember({"csv", "jsonl"}));
   run->add_option("--batch-size", options->batch_size, "Records per batch and transaction (default 10000)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  run->add_option("--max-rejected", options->max_rejected,
+                  "Fail the run when its rejected (invalid + conflict) records exceed N, or N% of its input; the "
+                  "batch that crosses it rolls back (default: unlimited, or the config's max_rejected)");
   run->add_flag("--replay", options->replay,
                 "Read the source from its beginning, ignoring the checkpoint (safe: no duplicate state or effects; "
                 "the checkpoint never moves back)");
@@ -106,6 +119,10 @@ void register_run_command(CLI::App& root, int& exit_code) {
         std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
       }
       std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+      if (summary.pending_tail_bytes > 0) {
+        std::cout << "pending: " << summary.pending_tail_bytes
+                  << " bytes of a last line without a newline, left for the next run" << std::endl;
+      }
     }
     exit_code = kExitOk;
   });

@@ -10,9 +10,13 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config)
   request.pipeline = config.name;
   request.format = config.source.format;
   request.batch_size = config.batch_size;
+  request.max_batch_bytes = config.max_batch_bytes;
+  request.max_rejected = config.max_rejected;
   for (const auto& destination : config.destinations) request.destinations.push_back(destination.name);
   const connectors::file::Format format = connectors::file::parse_format(config.source.format).value();
-  request.open_source = [path = config.source.path, format] { return connectors::file::open_file_source(path, format); };
+  request.open_source = [path = config.source.path, format, settle = config.source.settle] {
+    return connectors::file::open_file_source(path, format, settle);
+  };
   return request;
 }
 

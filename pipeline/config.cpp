@@ -18,6 +18,7 @@ namespace tidemark::pipeline {
 namespace {
 
 constexpr std::size_t kMaxBatchSize = 1'000'000;
+constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 30;
 constexpr std::size_t kMaxNameLength = 64;
 constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
 
@@ -227,11 +228,21 @@ class Parser {
   PipelineConfig parse_pipeline(const Entry& map, const std::string& name) {
     PipelineConfig pipeline;
     pipeline.name = name;
-    const auto keys = fields(map, {"source", "batch_size", "schedule", "destinations"});
+    const auto keys =
+        fields(map, {"source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
     pipeline.source = parse_source(require(keys, map, "source"));
     if (const auto* batch_size = find(keys, "batch_size")) {
       pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
                                           "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
+    }
+    if (const auto* max_batch_bytes = find(keys, "max_batch_bytes")) {
+      pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
+                                               "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
+    }
+    if (const auto* max_rejected = find(keys, "max_rejected")) {
+      pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())
+                                                             : std::nullopt;
+      if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
     }
     if (const auto* schedule = find(keys, "schedule")) pipeline.schedule = parse_schedule(*schedule);
     if (const auto* destinations = find(keys, "destinations")) {
@@ -242,7 +253,7 @@ class Parser {
 
   SourceConfig parse_source(const Entry& map) const {
     SourceConfig source;
-    const auto keys = fields(map, {"kind", "path", "format"});
+    const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
       if (string_value(*kind) != "file") fail_value(*kind, "file (the only source kind so far)");
     }
@@ -255,6 +266,12 @@ class Parser {
     } else {
       fail_at(map, "cannot tell the format of '" + source.path +
                        "' from its extension (.csv, .jsonl, .ndjson): add format: csv or format: jsonl");
+    }
+    if (const auto* settle = find(keys, "settle")) {
+      // Zero is allowed here (unlike other durations): it reads a last line at once.
+      const auto value = settle->value.IsScalar() ? parse_duration(settle->value.Scalar()) : std::nullopt;
+      if (!value) fail_value(*settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
+      source.settle = *value;
     }
     return source;
   }
@@ -394,6 +411,36 @@ Config load_config(const std::filesystem::path& path) {
   text << in.rdbuf();
   if (in.bad()) throw ConfigError("cannot read config file " + path.string() + ": " + std::strerror(errno));
   return parse_config(text.str(), path.string());
+}
+
+bool RejectionLimit::exceeded_by(std::uint64_t rejected, std::uint64_t input) const {
+  if (percent) return static_cast<double>(rejected) * 100.0 > *percent * static_cast<double>(input);
+  return rejected > count;
+}
+
+std::optional<RejectionLimit> parse_rejection_limit(std::string_view text) {
+  RejectionLimit limit;
+  limit.text = std::string(text);
+  if (!text.ends_with('%')) {
+    const auto count = parse_unsigned(text);
+    if (!count) return std::nullopt;
+    limit.count = *count;
+    return limit;
+  }
+  const std::string_view number = text.substr(0, text.size() - 1);
+  // Digits with at most one '.', between digits: no sign, exponent, or spaces.
+  const auto dot = number.find('.');
+  const auto digits = [](std::string_view part) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(number.substr(0, dot)) || (dot != std::string_view::npos && !digits(number.substr(dot + 1)))) {
+    return std::nullopt;
+  }
+  double value = 0;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (error != std::errc{} || end != number.data() + number.size() || value > 100.0) return std::nullopt;
+  limit.percent = value;
+  return limit;
 }
 
 std::optional<Duration> parse_duration(std::string_view text) {

@@ -3,6 +3,7 @@
 // unknown key, a wrong type or a bad value is a ConfigError naming the file, line and key.
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -23,7 +24,24 @@ struct SourceConfig {
   std::string kind = "file";  // only "file" so far
   std::string path;           // a file or a folder, relative to the working directory
   std::string format;         // "csv" or "jsonl"
+  // A file's last line without a newline is read only once the file's size and mtime have
+  // not changed for this long (0: at once); until then it may be half written.
+  Duration settle = std::chrono::seconds(2);
 };
+
+// max_rejected: how many rejected (invalid + conflict) records a run may have, as a count
+// ("100") or as a share of the run's input so far ("5%"). The batch that crosses it rolls
+// back and the run fails.
+struct RejectionLimit {
+  std::uint64_t count = 0;
+  std::optional<double> percent;  // set for "N%"
+  std::string text;               // as written, for messages
+
+  bool exceeded_by(std::uint64_t rejected, std::uint64_t input) const;
+};
+
+// "N" (an integer) or "N%" (0 to 100, fraction digits allowed); nullopt when malformed.
+std::optional<RejectionLimit> parse_rejection_limit(std::string_view text);
 
 struct ScheduleConfig {
   std::optional<Duration> every;  // schedule: {every: 5m}
@@ -37,10 +55,16 @@ struct DestinationConfig {
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
 };
 
+// 16 MiB: two batches in flight (one committing, one prepared) stay within a 64 MiB aim.
+inline constexpr std::size_t kDefaultMaxBatchBytes = 16 * 1024 * 1024;
+
 struct PipelineConfig {
   std::string name;
   SourceConfig source;
   std::size_t batch_size = 10000;
+  // A batch also closes before its records' raw bytes pass this (it always holds one record).
+  std::size_t max_batch_bytes = kDefaultMaxBatchBytes;
+  std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   std::optional<ScheduleConfig> schedule;
   std::vector<DestinationConfig> destinations;
 };

@@ -4,6 +4,7 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -40,12 +41,19 @@ class Source {
   virtual const std::string& identity() const = 0;
   // Continue reading just after `from` (files before from.file are skipped).
   virtual void seek(const Checkpoint& from) = 0;
-  // Appends up to max_records records in source order to `out`; returns how many were
-  // appended, 0 only at the end of the source. Memory use is bounded by the records
-  // returned, never by the size of the input.
-  virtual std::size_t read(std::vector<DecodedRecord>& out, std::size_t max_records) = 0;
+  // Appends up to max_records records in source order to `out`, and fewer when their raw
+  // bytes would pass max_bytes (never fewer than one); returns how many were appended, 0
+  // only at the end of the source. Memory use is bounded by the records returned, never by
+  // the size of the input.
+  virtual std::size_t read(std::vector<DecodedRecord>& out, std::size_t max_records, std::size_t max_bytes) = 0;
+  std::size_t read(std::vector<DecodedRecord>& out, std::size_t max_records) {
+    return read(out, max_records, std::numeric_limits<std::size_t>::max());
+  }
   // The resume point just past the last record returned by read().
   virtual Checkpoint position() const = 0;
+  // Bytes at the end of the source left unread because they may still be being written (a
+  // last line without its newline, not yet settled); the next run reads them.
+  virtual std::uint64_t pending_tail_bytes() const { return 0; }
 };
 
 }  // namespace tidemark::pipeline

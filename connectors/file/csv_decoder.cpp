@@ -114,6 +114,18 @@ void CsvDecoder::reject_header(std::string reason) {
   header_error_ = std::move(reason);
 }
 
+std::optional<std::string> CsvDecoder::header_problem() const {
+  if (!has_header_) return std::nullopt;
+  if (header_error_) return "unusable header row: " + *header_error_;
+  std::string missing;
+  for (std::size_t i = 0; i < kRecordFields.size(); ++i) {
+    if (columns_[i] || kRecordFields[i].optional) continue;
+    missing += (missing.empty() ? "" : ", ") + std::string(kRecordFields[i].name);
+  }
+  if (missing.empty()) return std::nullopt;
+  return "the header row lacks required column(s) " + missing;
+}
+
 pipeline::DecodedRecord CsvDecoder::decode(std::string_view raw, pipeline::SourcePosition position) const {
   pipeline::DecodedRecord record;
   record.raw = std::string(raw);

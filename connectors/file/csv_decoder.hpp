@@ -34,6 +34,9 @@ class CsvDecoder {
   // broken header makes every record of the file a decode error that says why.
   void read_header(std::string_view raw);
   void reject_header(std::string reason);
+  // Why the header makes the file unusable (it is broken, or it lacks a required column),
+  // or nullopt when it is fine or not read yet.
+  std::optional<std::string> header_problem() const;
   pipeline::DecodedRecord decode(std::string_view raw, pipeline::SourcePosition position) const;
 
  private:

@@ -1,9 +1,12 @@
 #pragma once
 // The file connector: a CSV or JSON Lines file, or a folder of them read in lexical order.
+#include <chrono>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,20 +17,37 @@
 
 namespace tidemark::connectors::file {
 
+// How long a file's last line without a newline must have been left alone (size and mtime
+// unchanged) before it is read as a record: until then it may be half written.
+inline constexpr std::chrono::milliseconds kDefaultSettle = std::chrono::seconds(2);
+// A file whose first this many records all fail to decode is not in the configured format
+// (looked at up to kFormatProbeBytes of their raw bytes, which bounds the look-ahead).
+inline constexpr std::size_t kFormatProbeRecords = 100;
+inline constexpr std::size_t kFormatProbeBytes = kMaxRecordBytes;
+
 // Reads in fixed-size chunks, so memory is bounded by the records returned. Checkpoints name
 // a file by its name inside the folder (a single file by its own name) and the byte offset
 // just past the last record returned.
+//
+// Unusable input fails fast: a CSV file whose header is broken or lacks a required column,
+// or a file whose first kFormatProbeRecords records all fail to decode, throws
+// pipeline::SourceError before any record of that file is returned (records of earlier files
+// are returned first; the error comes with the next read).
 class FileSource final : public pipeline::Source {
  public:
   // A folder yields its direct child regular files whose extension matches `format`; a
   // single file is read whatever its extension. Throws pipeline::SourceError when `path`
   // does not exist or the folder cannot be listed.
-  FileSource(const std::filesystem::path& path, Format format, std::size_t chunk_bytes = kDefaultChunkBytes);
+  FileSource(const std::filesystem::path& path, Format format, std::size_t chunk_bytes = kDefaultChunkBytes,
+             std::chrono::milliseconds settle = kDefaultSettle);
 
   const std::string& identity() const override { return identity_; }
   void seek(const pipeline::Checkpoint& from) override;
-  std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records) override;
+  using pipeline::Source::read;
+  std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
+                   std::size_t max_bytes) override;
   pipeline::Checkpoint position() const override { return position_; }
+  std::uint64_t pending_tail_bytes() const override { return pending_tail_bytes_; }
 
   static constexpr std::size_t kDefaultChunkBytes = 1024 * 1024;
 
@@ -41,8 +61,19 @@ class FileSource final : public pipeline::Source {
   // Appends the next chunk of the open file to the stream; sets at_eof_ at its end.
   void fill();
   std::size_t read_chunk();
+  // The next record of the open file; nullopt when the file is done (it is closed then) or
+  // when its last line is unterminated and not settled (the source stops there).
+  std::optional<pipeline::DecodedRecord> next_record();
+  // Whether the open file's size and mtime have been left unchanged for settle_.
+  bool settled() const;
+  // Opens files_[index] at its start and probes it; false (failure_ set) when it is unusable.
+  bool open_from_start(std::size_t index);
+  // Called when a file is opened at its start: reads ahead into lookahead_ until a record
+  // decodes (or kFormatProbeRecords have not); the reason the file is unusable, if it is.
+  std::optional<std::string> probe_start();
 
   Format format_;
+  std::chrono::milliseconds settle_;
   std::string identity_;
   std::vector<Entry> files_;   // in lexical order of name
   std::size_t next_file_ = 0;  // the file to open when the open one is done
@@ -52,9 +83,15 @@ class FileSource final : public pipeline::Source {
   std::string chunk_;
   RecordStream stream_;
   pipeline::Checkpoint position_;
+  bool tail_readable_ = false;   // the open file's unterminated last line has settled
+  bool stopped_ = false;         // at an unsettled last line: nothing more is read this time
+  std::uint64_t pending_tail_bytes_ = 0;
+  std::deque<pipeline::DecodedRecord> lookahead_;  // read by probe_start, not yet returned
+  std::optional<std::string> failure_;  // an unusable file, thrown by the next read()
 };
 
 // A FileSource behind the Source interface, as the run controller uses it.
-std::unique_ptr<pipeline::Source> open_file_source(const std::filesystem::path& path, Format format);
+std::unique_ptr<pipeline::Source> open_file_source(const std::filesystem::path& path, Format format,
+                                                   std::chrono::milliseconds settle = kDefaultSettle);
 
 }  // namespace tidemark::connectors::file

@@ -42,6 +42,13 @@ class RecordStream {
 
   // The file offset of the first byte not yet consumed.
   std::uint64_t offset() const { return buffer_offset_ + consumed_; }
+  // Bytes appended but not yet consumed: after next(false) found no record, the start of a
+  // record that has not ended yet.
+  std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
+  // CSV: why the file's header makes it unusable, once the header has been read.
+  std::optional<std::string> header_problem() const {
+    return format_ == Format::kCsv ? csv_.header_problem() : std::nullopt;
+  }
 
  private:
   struct Frame {

@@ -13,6 +13,14 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
+// Two lowercase hex digits per byte.
+void append_hex(std::string& out, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    out += kHex[c >> 4];
+    out += kHex[c & 0xF];
+  }
+}
+
 // Length of the valid UTF-8 sequence at the start of `bytes`, or 0.
 std::size_t utf8_sequence_length(std::string_view bytes) {
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
@@ -95,11 +103,62 @@ std::string storable_text(std::string_view bytes, bool& changed) {
   return text;
 }
 
+std::string escape_bytes(std::string_view bytes) {
+  std::string text;
+  text.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const std::size_t length = utf8_sequence_length(bytes);
+    if (length == 0) {
+      text += "\\x";
+      append_hex(text, bytes.substr(0, 1));
+      bytes.remove_prefix(1);
+      continue;
+    }
+    if (bytes[0] == '\\') text += '\\';
+    text.append(bytes.substr(0, length));
+    bytes.remove_prefix(length);
+  }
+  return text;
+}
+
+std::string unescape_bytes(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string bytes;
+  bytes.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\\') {
+      bytes += '\\';
+      ++i;
+    } else if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 &&
+               hex(text[i + 3]) >= 0) {
+      bytes += static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
+      i += 3;
+    } else {
+      bytes += text[i];
+    }
+  }
+  return bytes;
+}
+
+std::string stored_position(const Checkpoint& checkpoint) {
+  return Checkpoint{escape_bytes(checkpoint.file), checkpoint.offset}.to_string();
+}
+
+std::optional<Checkpoint> parse_stored_position(std::string_view text) {
+  auto checkpoint = Checkpoint::parse(text);
+  if (checkpoint) checkpoint->file = unescape_bytes(checkpoint->file);
+  return checkpoint;
+}
+
 Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
                      db::RetryPolicy retry)
     : url_(std::move(url)),
       pipeline_(std::move(pipeline)),
-      source_(std::move(source)),
+      source_(escape_bytes(source)),
       destinations_literal_(text_array_literal(destinations)),
       retry_(retry) {}
 
@@ -209,6 +268,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   }
   result.outcomes = resolve_outcomes(plan, verdicts);
   for (Outcome outcome : result.outcomes) ++result.counts[outcome];
+  if (batch.admit) batch.admit(result.counts);  // throws: txn is rolled back as it unwinds
 
   // 3. Quarantine every invalid and conflicting record, as received.
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
@@ -258,19 +318,19 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       line += '\t';
       if (replaced) {
         line += "\\\\x";
-        for (unsigned char c : decoded.raw) {
-          line += kHex[c >> 4];
-          line += kHex[c & 0xF];
-        }
+        append_hex(line, decoded.raw);
       } else {
         line += "\\N";
       }
       line += '\t';
       append_copy_text(line, origin.format);
       line += '\t';
-      append_nullable(line, origin.csv_header ? origin.csv_header(decoded.position.file) : std::nullopt);
+      const auto header = origin.csv_header ? origin.csv_header(decoded.position.file) : std::nullopt;
+      append_nullable(line, header ? std::optional<std::string>(escape_bytes(*header)) : std::nullopt);
       line += '\t';
-      append_copy_text(line, storable_text(decoded.position.describe(), ignored));
+      SourcePosition position = decoded.position;
+      position.file = escape_bytes(position.file);
+      append_copy_text(line, position.describe());
       line += '\t' + std::to_string(run_id);
       quarantine.write_line(line);
     }
@@ -286,13 +346,16 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   // 4. Ledger, then the checkpoint, last.
   const OutcomeCounts& c = result.counts;
   txn.exec_params(sql::statement("commit/record_batch.sql"), pipeline_, run_id, batch.batch_no, source_,
-                  batch.start_position, batch.end ? batch.end->to_string() : batch.start_position,
+                  batch.start_position, batch.end ? stored_position(*batch.end) : batch.start_position,
                   c.input(), c[Outcome::kInserted], c[Outcome::kUpdated], c[Outcome::kUnchanged],
                   c[Outcome::kStale], c[Outcome::kSuperseded], c[Outcome::kDuplicate], c[Outcome::kInvalid],
                   c[Outcome::kConflict]);
   if (batch.end) {
-    txn.exec_params(sql::statement("commit/advance_checkpoint.sql"), pipeline_, source_, batch.end->to_string(),
-                    batch.end->file, batch.end->offset, run_id);
+    // The name's bytes, as hex, order checkpoints exactly as the source reads its files.
+    std::string file_hex;
+    append_hex(file_hex, batch.end->file);
+    txn.exec_params(sql::statement("commit/advance_checkpoint.sql"), pipeline_, source_, stored_position(*batch.end),
+                    escape_bytes(batch.end->file), batch.end->offset, run_id, file_hex);
   }
   failpoint("before_commit");
   txn.commit();

@@ -34,6 +34,9 @@ struct BatchInput {
   // batch's own transaction.
   std::optional<std::int64_t> releases_quarantine_id;
   std::string released_by;
+  // Called with the batch's outcomes before it commits; an exception thrown from it rolls
+  // the batch back and ends the commit (a run's rejection threshold).
+  std::function<void(const OutcomeCounts&)> admit;
 };
 
 struct BatchResult {
@@ -88,5 +91,16 @@ void append_copy_text(std::string& line, std::string_view value);
 // Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
 // when anything was replaced.
 std::string storable_text(std::string_view bytes, bool& changed);
+
+// A name of any bytes (a file name, a source path, a header row) as valid text, reversibly:
+// a backslash becomes "\\", a NUL or a byte that is not part of valid UTF-8 "\xNN" (two
+// lowercase hex digits). Valid UTF-8 without backslashes is unchanged.
+std::string escape_bytes(std::string_view bytes);
+// The inverse of escape_bytes. A backslash that starts neither escape is kept as is.
+std::string unescape_bytes(std::string_view text);
+// A checkpoint as stored and shown (checkpoint table, batch ledger, run summary): its file
+// name escaped, "file:offset".
+std::string stored_position(const Checkpoint& checkpoint);
+std::optional<Checkpoint> parse_stored_position(std::string_view text);
 
 }  // namespace tidemark::pipeline

@@ -33,7 +33,8 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     const pqxx::binarystring bytes(rows[0][1]);
     raw = bytes.str();
     format = rows[0][2].c_str();
-    if (!rows[0][3].is_null()) csv_header = rows[0][3].c_str();
+    // Stored escaped (a header need not be UTF-8): decode with the file's own bytes.
+    if (!rows[0][3].is_null()) csv_header = unescape_bytes(rows[0][3].c_str());
   }
 
   // Decode exactly as the source did: a CSV record needs its file's header.

@@ -56,8 +56,9 @@ void finish_run(const std::string& url, std::int64_t run_id, const std::string& 
   // On its own connection: the committer's may be the reason the run failed.
   auto connection = db::connect(url);
   pqxx::work txn(*connection);
+  bool ignored = false;  // an error may quote a file name that is not UTF-8
   txn.exec_params("UPDATE runs SET status = $2, finished_at = now(), error = NULLIF($3, '') WHERE id = $1", run_id,
-                  status, error);
+                  status, storable_text(error, ignored));
   txn.commit();
 }
 
@@ -69,7 +70,7 @@ std::optional<Checkpoint> stored_checkpoint(pqxx::connection& connection, const 
   const auto rows = txn.exec_params("SELECT position FROM checkpoint WHERE pipeline = $1 AND source = $2", pipeline,
                                     source);
   if (rows.empty()) return std::nullopt;
-  return Checkpoint::parse(rows[0][0].c_str());
+  return parse_stored_position(rows[0][0].c_str());
 }
 
 std::string describe(const OutcomeCounts& counts) {
@@ -104,15 +105,17 @@ RunSummary run_pipeline(const RunRequest& request) {
     pqxx::connection& connection = committer->connection();
     run_id = start_run(connection, request);
     summary.run_id = run_id;
-    std::optional<Checkpoint> resume = stored_checkpoint(connection, request.pipeline, source->identity());
+    // Stored, logged and reported as valid text: a path need not be UTF-8.
+    const std::string source_name = escape_bytes(source->identity());
+    std::optional<Checkpoint> resume = stored_checkpoint(connection, request.pipeline, source_name);
     if (resume && !request.replay) {
       source->seek(*resume);
-      spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source->identity(), resume->to_string());
+      spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source_name, stored_position(*resume));
     } else {
-      spdlog::info("pipeline {}: reading {} from the start{}", request.pipeline, source->identity(),
+      spdlog::info("pipeline {}: reading {} from the start{}", request.pipeline, source_name,
                    request.replay ? " (replay)" : "");
     }
-    summary.checkpoint = resume ? resume->to_string() : "";
+    summary.checkpoint = resume ? stored_position(*resume) : "";
 
     std::map<std::string, std::optional<std::string>> headers;  // per CSV file of the source
     QuarantineOrigin origin{request.format, nullptr};
@@ -130,7 +133,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     // Two stages: a reader thread reads, decodes, validates and plans batch N+1 while this
     // thread commits batch N. Commits stay strictly sequential; the queue holds at most one
     // prepared batch, so memory stays O(batch size).
-    std::string start_position = source->position().to_string();  // before the reader moves it
+    std::string start_position = stored_position(source->position());  // before the reader moves it
     BoundedQueue<PreparedBatch> prepared(1);
     std::exception_ptr reader_error;
     std::thread reader([&] {
@@ -138,7 +141,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         while (true) {
           PreparedBatch batch;
           batch.started = Clock::now();
-          if (source->read(batch.decoded, request.batch_size) == 0) break;
+          if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) break;
           failpoint("after_decode");
           batch.validated.reserve(batch.decoded.size());
           for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));
@@ -161,6 +164,21 @@ RunSummary run_pipeline(const RunRequest& request) {
       }
     } join_reader{prepared, reader};
 
+    // The run's rejected records (invalid + conflict) with those of the batch in hand.
+    const auto check_rejections = [&](const OutcomeCounts& batch_counts) {
+      OutcomeCounts total = summary.counts;
+      total += batch_counts;
+      const std::uint64_t rejected = total[Outcome::kInvalid] + total[Outcome::kConflict];
+      if (!request.max_rejected->exceeded_by(rejected, total.input())) return;
+      throw RejectionLimitExceeded(
+          "pipeline " + request.pipeline + ": batch " + std::to_string(summary.batches + 1) +
+          " rolled back: the run's rejected records (" + std::to_string(total[Outcome::kInvalid]) + " invalid + " +
+          std::to_string(total[Outcome::kConflict]) + " conflict = " + std::to_string(rejected) + " of " +
+          std::to_string(total.input()) + " input) exceed max_rejected " + request.max_rejected->text +
+          "; the checkpoint stays at " + (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) +
+          ", after the last committed batch");
+    };
+
     const auto started = Clock::now();
     bool source_done = false;
     while (!(request.stop_requested && request.stop_requested->load())) {
@@ -169,13 +187,14 @@ RunSummary run_pipeline(const RunRequest& request) {
         source_done = true;
         break;
       }
-      const BatchInput batch{next->decoded, next->validated, next->plan, static_cast<int>(summary.batches) + 1,
-                             start_position, next->end};
+      BatchInput batch{next->decoded, next->validated, next->plan, static_cast<int>(summary.batches) + 1,
+                       start_position, next->end};
+      if (request.max_rejected) batch.admit = [&](const OutcomeCounts& counts) { check_rejections(counts); };
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;
       summary.counts += result.counts;
-      summary.checkpoint = next->end.to_string();
+      summary.checkpoint = stored_position(next->end);
       start_position = summary.checkpoint;
       if (request.on_batch) {
         request.on_batch({summary.batches, result.counts,
@@ -188,6 +207,13 @@ RunSummary run_pipeline(const RunRequest& request) {
     // Read only once the reader has closed the queue (it sets the error first).
     if (source_done && reader_error) std::rethrow_exception(reader_error);
     summary.stopped_early = request.stop_requested && request.stop_requested->load();
+    if (source_done) summary.pending_tail_bytes = source->pending_tail_bytes();
+    if (summary.pending_tail_bytes > 0) {
+      spdlog::warn("pipeline {}: stopped before a last line without a newline ({} bytes after {}): it may still be "
+                   "being written, so the next run reads it once the file has settled",
+                   request.pipeline, summary.pending_tail_bytes,
+                   summary.checkpoint.empty() ? "the start" : summary.checkpoint);
+    }
     finish_run(request.database_url, run_id, "succeeded", "");
     spdlog::info("pipeline {} run {} done: {} batches, {}", request.pipeline, run_id, summary.batches,
                  describe(summary.counts));

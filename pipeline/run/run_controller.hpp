@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/config.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/committer.hpp"
 #include "pipeline/record.hpp"
@@ -31,6 +32,8 @@ struct RunRequest {
   std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
   std::string format;                                     // "csv" or "jsonl"
   std::size_t batch_size = 10000;
+  std::size_t max_batch_bytes = kDefaultMaxBatchBytes;  // a batch closes before its raw bytes pass it
+  std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   bool replay = false;
   std::vector<std::string> destinations;
   std::string trigger = "cli";
@@ -51,6 +54,14 @@ struct RunSummary {
   OutcomeCounts counts;
   std::string checkpoint;  // the position the run ended at
   bool stopped_early = false;
+  // Bytes of a last line left for the next run: it had no newline and had not settled.
+  std::uint64_t pending_tail_bytes = 0;
+};
+
+// The run's rejected records crossed request.max_rejected; the batch that crossed it was
+// rolled back.
+struct RejectionLimitExceeded : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 RunSummary run_pipeline(const RunRequest& request);

@@ -208,7 +208,8 @@ TEST(CliRun, JsonSummaryIsTheLastStdoutLineAndReconciles) {
   std::set<std::string> keys;
   for (const auto& field : summary) keys.insert(std::string(field.key()));
   EXPECT_EQ(keys, (std::set<std::string>{"pipeline", "run_id", "batches", "input", "inserted", "updated", "unchanged",
-                                         "stale", "superseded", "duplicate", "invalid", "conflict", "checkpoint"}));
+                                         "stale", "superseded", "duplicate", "invalid", "conflict", "checkpoint",
+                                         "pending_tail_bytes"}));
   std::int64_t sum = 0;
   for (const char* outcome :
        {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid", "conflict"}) {
@@ -227,6 +228,89 @@ TEST(CliRun, JsonSummaryIsTheLastStdoutLineAndReconciles) {
   EXPECT_EQ(std::to_string(summary.at("run_id").to_number<std::int64_t>()),
             db.scalar("SELECT max(run_id) FROM batch_ledger"));
   EXPECT_EQ(db.scalar("SELECT sum(input) FROM batch_ledger"), "7");
+  EXPECT_EQ(summary.at("pending_tail_bytes").to_number<std::int64_t>(), 0);
+}
+
+// A config for pipeline p reading `source`, with `extra` lines appended to the pipeline.
+std::filesystem::path pipeline_config(const TempFolder& folder, const std::filesystem::path& source,
+                                      const std::string& source_extra, const std::string& extra = "") {
+  return folder.write("tidemark.yaml", "pipelines:\n  p:\n    source: {path: " + source.string() + source_extra +
+                                           "}\n" + extra);
+}
+
+TEST(CliRun, JsonSummaryReportsAPendingLastLine) {
+  TestDatabase db;
+  TempFolder folder;
+  const std::string done = "transaction_id,source_revision,account_id,amount\nW-1,1,ACC-W,10.00\n";
+  const auto source = folder.write("in.csv", done + "W-2,1,ACC-W,12");  // being written
+  const auto config = pipeline_config(folder, source, ", settle: 1h");
+  const ProcessResult result =
+      run_tidemark({"run", "--pipeline", "p", "--config", config.string(), "--database", db.url(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const boost::json::object summary = boost::json::parse(last_line(result.out)).as_object();
+  EXPECT_EQ(summary.at("pending_tail_bytes").to_number<std::int64_t>(), 14);
+  EXPECT_EQ(summary.at("inserted").to_number<std::int64_t>(), 1);
+  EXPECT_EQ(summary.at("checkpoint").as_string(), "in.csv:" + std::to_string(done.size()));
+  EXPECT_THAT(result.err, HasSubstr("without a newline (14 bytes"));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), "1");
+}
+
+TEST(CliRun, UnusableFileExitsOneNamingTheFileAndTheMissingColumns) {
+  TestDatabase db;
+  TempFolder folder;
+  const auto source = folder.write("in.csv", "transaction_id,amount\na,1.00\nb,2.00\n");
+  const ProcessResult result =
+      run_tidemark({"run", "--pipeline", "p", "--source", source.string(), "--database", db.url()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("in.csv"));
+  EXPECT_THAT(result.err, HasSubstr("lacks required column(s) source_revision"));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM checkpoint"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM quarantine"), "0");
+
+  const auto jsonl = folder.write("in.jsonl", [] {
+    std::string text = "transaction_id,source_revision,amount\n";
+    for (int i = 0; i < 120; ++i) text += "t" + std::to_string(i) + ",1,1.00\n";
+    return text;
+  }());
+  const ProcessResult wrong_format =
+      run_tidemark({"run", "--pipeline", "q", "--source", jsonl.string(), "--database", db.url()});
+  EXPECT_EQ(wrong_format.exit_code, 1);
+  EXPECT_THAT(wrong_format.err, HasSubstr("in.jsonl"));
+  EXPECT_THAT(wrong_format.err, HasSubstr("fail to decode as jsonl"));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM checkpoint"), "0");
+}
+
+TEST(CliRun, MaxRejectedExitsOneNamingTheThreshold) {
+  TestDatabase db;
+  TempFolder folder;
+  const auto source = folder.write("in.csv",
+                                   "transaction_id,source_revision,amount\n"
+                                   "a,1,1.00\nb,1,NaN\nc,1,NaN\nd,1,4.00\n");
+  const std::vector<std::string> args = {"run", "--pipeline", "p", "--source", source.string(), "--database", db.url(),
+                                         "--batch-size", "2"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), extra.begin(), extra.end());
+    return all;
+  };
+  const ProcessResult bad_value = run_tidemark(with({"--max-rejected", "ten"}));
+  EXPECT_EQ(bad_value.exit_code, 2);
+  EXPECT_THAT(bad_value.err, HasSubstr("--max-rejected"));
+
+  const ProcessResult result = run_tidemark(with({"--max-rejected", "1"}));
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_THAT(result.err, HasSubstr("max_rejected 1"));
+  EXPECT_THAT(result.err, HasSubstr("2 invalid + 0 conflict = 2 of 4 input"));
+  // Batch 1 (a, b) committed; batch 2 (c, d) crossed the threshold and rolled back.
+  EXPECT_EQ(db.scalar("SELECT position FROM checkpoint"), db.scalar("SELECT end_position FROM batch_ledger"));
+  EXPECT_EQ(db.scalar("SELECT string_agg(transaction_id, ',') FROM transaction_state"), "a");
+
+  // From the config, as a percentage: 2 of 4 is 50%.
+  const auto config = pipeline_config(folder, source, "", "    max_rejected: 50%\n");
+  const ProcessResult within = run_tidemark(
+      {"run", "--pipeline", "p", "--config", config.string(), "--database", db.url(), "--batch-size", "2"});
+  EXPECT_EQ(within.exit_code, 0) << within.err;
+  EXPECT_EQ(db.scalar("SELECT string_agg(transaction_id, ',' ORDER BY 1) FROM transaction_state"), "a,d");
 }
 
 // --- one active run per pipeline ------------------------------------------------------

@@ -103,6 +103,16 @@ TEST_F(QuarantineTest, CsvRecordWithInvalidUtf8AndNulBytesKeepsItsExactBytesAndI
   expect_released_as_invalid_again(id);
 }
 
+// Issue 10 item 6: a Latin-1 header (0xE9 is "é") is stored escaped, and a release decodes
+// with the header's own bytes, so the entry it quarantines again is identical.
+TEST_F(QuarantineTest, CsvRecordUnderALatin1HeaderIsQuarantinedWithTheHeaderEscapedAndReleasedIdentically) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",r\xE9" "f\n";
+  EXPECT_EQ(counts_text(send("in.csv", header + "tx-1,1,NaN,,x\n").counts), "invalid 1");
+  const std::int64_t id = latest_entry();
+  EXPECT_EQ(entry(id, "csv_header"), (Rows{{std::string(kHeaderLine) + ",r\\xe9f"}}));
+  expect_released_as_invalid_again(id);
+}
+
 TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIdentically) {
   const std::string line = std::string("{\"transaction_id\":\"a\xC3(b\",\"source_revision\":1,\"amount\":\"1.00\"}");
   EXPECT_EQ(counts_text(send("in.jsonl", line + "\n", connectors::file::Format::kJsonl).counts), "invalid 1");

@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_source.hpp"
 #include "pipeline/run/committer.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -257,6 +261,171 @@ TEST_F(RunTest, RunLeftRunningByADeadProcessIsMarkedFailedByTheNextRun) {
             std::string::npos);
   EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + other), "running");
   EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(summary.run_id)), "succeeded");
+}
+
+// --- a half-written last line (issue 10 item 5) ------------------------------------------
+
+// file_request with the source's settle time set.
+RunRequest settling_request(const TestDatabase& db, const std::filesystem::path& path, std::chrono::milliseconds settle) {
+  auto request = file_request(db, "p", path);
+  request.open_source = [path, settle] {
+    return connectors::file::open_file_source(path, connectors::file::Format::kCsv, settle);
+  };
+  return request;
+}
+
+TEST_F(RunTest, HalfWrittenLastLineIsNotStoredAndTheNextRunReadsItWhole) {
+  const std::string done = std::string(kHeader) + "W-1,1,10.00,ACC-W\n";
+  const auto path = dir_.write("in.csv", done + "W-2,1,12");  // on its way to 1234.50, just written
+  const RunSummary first = run_pipeline(settling_request(db_, path, std::chrono::hours(1)));
+  EXPECT_EQ(counts_text(first.counts), "inserted 1");
+  EXPECT_EQ(first.pending_tail_bytes, std::string("W-2,1,12").size());
+  EXPECT_EQ(first.checkpoint, "in.csv:" + std::to_string(done.size()));
+  EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), first.checkpoint);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state WHERE transaction_id = 'W-2'"), "0");
+
+  dir_.append("in.csv", "34.50,ACC-W\n");
+  const RunSummary second = run_pipeline(settling_request(db_, path, std::chrono::hours(1)));
+  EXPECT_EQ(counts_text(second.counts), "inserted 1");
+  EXPECT_EQ(second.pending_tail_bytes, 0u);
+  EXPECT_EQ(db_.scalar("SELECT amount FROM transaction_state WHERE transaction_id = 'W-2'"), "1234.50");
+}
+
+TEST_F(RunTest, SettledLastLineWithoutNewlineIsARecord) {
+  const std::string text = std::string(kHeader) + "W-1,1,10.00,ACC-W\nW-2,1,12.00,ACC-W";
+  const auto path = dir_.write("in.csv", text);
+  std::filesystem::last_write_time(path, std::filesystem::file_time_type::clock::now() - std::chrono::hours(2));
+  const RunSummary summary = run_pipeline(settling_request(db_, path, std::chrono::hours(1)));
+  EXPECT_EQ(counts_text(summary.counts), "inserted 2");
+  EXPECT_EQ(summary.pending_tail_bytes, 0u);
+  EXPECT_EQ(summary.checkpoint, "in.csv:" + std::to_string(text.size()));
+}
+
+// --- unusable input fails fast (issue 10 item 7) -----------------------------------------
+
+// Runs `request`, expecting it to throw; returns the message.
+std::string run_error(const RunRequest& request) {
+  try {
+    run_pipeline(request);
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST_F(RunTest, CsvWithoutARequiredColumnFailsTheRunAndTheCheckpointStaysBeforeIt) {
+  dir_.write("a.csv", std::string(kHeader) + "tx-1,1,1.00,\n");
+  const RunSummary first = run_pipeline(file_request(db_, "p", dir_.path()));
+  dir_.write("b.csv", "transaction_id,amount\ntx-2,2.00\ntx-3,3.00\n");
+  dir_.write("c.csv", std::string(kHeader) + "tx-4,1,4.00,\n");
+
+  const std::string error = run_error(file_request(db_, "p", dir_.path(), 1));
+  EXPECT_THAT(error, ::testing::HasSubstr("b.csv"));
+  EXPECT_THAT(error, ::testing::HasSubstr("source_revision"));
+  EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), first.checkpoint);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM quarantine"), "0");
+  EXPECT_EQ(db_.scalar("SELECT string_agg(transaction_id, ',' ORDER BY 1) FROM transaction_state"), "tx-1");
+  EXPECT_EQ(query_rows(db_, "SELECT status, COALESCE(error LIKE '%b.csv%', false) FROM runs ORDER BY id"),
+            (Rows{{"succeeded", "f"}, {"failed", "t"}}));
+}
+
+TEST_F(RunTest, CsvReadAsJsonLinesFailsTheRunNamingTheFormat) {
+  std::string text(kHeader);
+  for (int i = 0; i < 150; ++i) text += "tx-" + std::to_string(i) + ",1,1.00,\n";
+  const auto path = dir_.write("in.csv", text);
+  const std::string error =
+      run_error(file_request(db_, "p", path, 10, false, connectors::file::Format::kJsonl));
+  EXPECT_THAT(error, ::testing::HasSubstr("in.csv"));
+  EXPECT_THAT(error, ::testing::HasSubstr("jsonl"));
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM checkpoint"), "0");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM quarantine"), "0");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM batch_ledger"), "0");
+}
+
+TEST_F(RunTest, BatchThatCrossesMaxRejectedRollsBackAndTheRunFailsNamingTheCounts) {
+  // Batches of 2: 1 invalid in batch 1, 1 in batch 2 (2 in all: at the limit), 1 in batch 3.
+  const std::string text = std::string(kHeader) +
+                           "tx-1,1,1.00,\nbad-1,1,NaN,\n"
+                           "bad-2,1,NaN,\ntx-2,1,2.00,\n"
+                           "tx-3,1,3.00,\nbad-3,1,NaN,\n"
+                           "tx-4,1,4.00,\n";
+  const auto path = dir_.write("in.csv", text);
+  auto request = file_request(db_, "p", path, 2);
+  request.max_rejected = parse_rejection_limit("2");
+  try {
+    run_pipeline(request);
+    ADD_FAILURE() << "the run did not fail";
+  } catch (const RejectionLimitExceeded& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("max_rejected 2"));
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("3 invalid + 0 conflict = 3 of 6 input"));
+  }
+  const std::string after_batch_2 = db_.scalar("SELECT end_position FROM batch_ledger WHERE batch_no = 2");
+  EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), after_batch_2);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM batch_ledger"), "2");
+  EXPECT_EQ(db_.scalar("SELECT string_agg(transaction_id, ',' ORDER BY 1) FROM quarantine"), "bad-1,bad-2");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state WHERE transaction_id = 'tx-3'"), "0");
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs"), "failed");
+
+  // A share of the input: 3 of 7 is above 40%; without a limit the rest loads.
+  request.max_rejected = parse_rejection_limit("40%");
+  EXPECT_THAT(run_error(request), ::testing::HasSubstr("max_rejected 40%"));
+  request.max_rejected.reset();
+  EXPECT_EQ(counts_text(run_pipeline(request).counts), "inserted 2, invalid 1");
+}
+
+// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+
+TEST_F(RunTest, BatchClosesAtMaxBatchBytesBeforeBatchSizeAndEveryBatchReconciles) {
+  // Five records of 13 raw bytes each: 2 fit in 30 bytes.
+  const std::string text = std::string(kHeader) + "tx-1,1,1.00,\ntx-2,1,2.00,\ntx-3,1,3.00,\ntx-4,1,4.00,\ntx-5,1,5.00,\n";
+  auto request = file_request(db_, "p", dir_.write("in.csv", text), 1000);
+  request.max_batch_bytes = 30;
+  const RunSummary summary = run_pipeline(request);
+  EXPECT_EQ(summary.batches, 3u);
+  EXPECT_EQ(counts_text(summary.counts), "inserted 5");
+  EXPECT_EQ(summary.checkpoint, "in.csv:" + std::to_string(text.size()));
+  EXPECT_EQ(query_rows(db_, "SELECT batch_no, input FROM batch_ledger ORDER BY batch_no"),
+            (Rows{{"1", "2"}, {"2", "2"}, {"3", "1"}}));
+}
+
+// --- bytes that are not text (issue 10 item 6) -------------------------------------------
+
+TEST(StoredNames, EscapeIsReversibleAndLeavesUtf8Alone) {
+  EXPECT_EQ(escape_bytes("caf\xc3\xa9.csv"), "caf\xc3\xa9.csv");
+  EXPECT_EQ(escape_bytes("a\xff\\b"), "a\\xff\\\\b");
+  EXPECT_EQ(escape_bytes(std::string("n\0l", 3)), "n\\x00l");
+  for (const std::string& name : {std::string("a\xff\\b\\x41\xc3"), std::string("\\\\x"), std::string("x\\")}) {
+    EXPECT_EQ(unescape_bytes(escape_bytes(name)), name) << escape_bytes(name);
+  }
+  const Checkpoint checkpoint{"b\xe9:1.csv", 42};
+  EXPECT_EQ(stored_position(checkpoint), "b\\xe9:1.csv:42");
+  EXPECT_EQ(parse_stored_position(stored_position(checkpoint)), checkpoint);
+}
+
+TEST_F(RunTest, FileNamesAndHeadersThatAreNotUtf8NeverStallThePipeline) {
+  // A Latin-1 file name and header (the é of "réf" is 0xE9), a record with a Latin-1 value,
+  // and a file after them. "a\xc3\xa9" (é in UTF-8) sorts before "a\xff" as bytes but after
+  // its escaped form "a\\xff".
+  const std::string latin1_header = "transaction_id,source_revision,amount,account_id,r\xe9" "f\n";
+  const std::string line2 = "tx-2,1,2.00,,x\n";
+  const std::string line3 = "tx-3,1,3.00,caf\xe9,y\n";
+  dir_.write("a\xc3\xa9.csv", std::string(kHeader) + "tx-1,1,1.00,\n");
+  dir_.write("a\xff.csv", latin1_header + line2 + line3);
+  // A batch per record, so the checkpoint moves from one file to the next.
+  const RunSummary first = run_pipeline(file_request(db_, "p", dir_.path(), 1));
+  EXPECT_EQ(counts_text(first.counts), "inserted 2, invalid 1");
+  EXPECT_EQ(first.checkpoint, "a\\xff.csv:" + std::to_string(latin1_header.size() + line2.size() + line3.size()));
+  EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), first.checkpoint);
+  EXPECT_EQ(query_rows(db_, "SELECT reason, transaction_id, position, csv_header FROM quarantine"),
+            (Rows{{"invalid", "tx-3", "a\\xff.csv:3 (byte " + std::to_string(latin1_header.size() + line2.size()) + ")",
+                   "transaction_id,source_revision,amount,account_id,r\\xe9f"}}));
+
+  // The next run resumes inside the escaped file name and moves on to later files.
+  dir_.write("b.csv", std::string(kHeader) + "tx-4,1,4.00,\n");
+  const RunSummary second = run_pipeline(file_request(db_, "p", dir_.path()));
+  EXPECT_EQ(counts_text(second.counts), "inserted 1");
+  EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), second.checkpoint);
+  EXPECT_EQ(second.checkpoint, "b.csv:" + std::to_string(std::string(kHeader).size() + 13));
 }
 
 }  // namespace

@@ -46,7 +46,9 @@ CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size)
   std::ofstream config(folder_ / "config.yaml");
   config << "pipelines:\n"
          << "  " << kPipeline << ":\n"
-         << "    source: {kind: file, path: " << (folder_ / "in").string() << ", format: csv}\n"
+         // The workload's files are complete, some with a last line that has no newline: it is
+         // a record at once, not after source.settle.
+         << "    source: {kind: file, path: " << (folder_ / "in").string() << ", format: csv, settle: 0s}\n"
          << "    batch_size: " << workload_.batch_size << "\n"
          << "    destinations:\n";
   for (const auto& destination : kDestinations) {

@@ -111,6 +111,67 @@ TEST(ParseConfig, OmittedSectionsTakeTheDefaults) {
   EXPECT_EQ(config.relay.request_timeout, defaults.request_timeout);
 }
 
+TEST(ParseConfig, SettleAndMaxRejectedDefaultToTwoSecondsAndUnlimited) {
+  const auto& pipeline = parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions");
+  EXPECT_EQ(pipeline.source.settle, seconds(2));
+  EXPECT_FALSE(pipeline.max_rejected.has_value());
+  EXPECT_EQ(pipeline.max_batch_bytes, 16u * 1024 * 1024);
+}
+
+TEST(ParseConfig, MaxBatchBytesIsReadAndChecked) {
+  EXPECT_EQ(parse_config(std::string(kPipelineHead) + "    max_batch_bytes: 1048576\n", "config.yaml")
+                .pipelines.at("transactions")
+                .max_batch_bytes,
+            1048576u);
+  for (const auto* bad : {"0", "16MiB", "-1", "1073741825"}) {
+    EXPECT_THAT(config_error(std::string(kPipelineHead) + "    max_batch_bytes: " + bad + "\n"),
+                StartsWith("config.yaml:4: pipelines.transactions.max_batch_bytes: expected a number of bytes from 1 "
+                           "to 1073741824"))
+        << bad;
+  }
+}
+
+TEST(ParseConfig, SettleAndMaxRejectedAreRead) {
+  const auto config = parse_config(
+      "pipelines:\n"
+      "  a: {source: {path: a.csv, settle: 0s}, max_rejected: 25}\n"
+      "  b: {source: {path: b.csv, settle: 500ms}, max_rejected: 2.5%}\n",
+      "config.yaml");
+  const auto& a = config.pipelines.at("a");
+  EXPECT_EQ(a.source.settle, milliseconds(0));
+  ASSERT_TRUE(a.max_rejected.has_value());
+  EXPECT_EQ(a.max_rejected->count, 25u);
+  EXPECT_FALSE(a.max_rejected->percent.has_value());
+  const auto& b = config.pipelines.at("b");
+  EXPECT_EQ(b.source.settle, milliseconds(500));
+  ASSERT_TRUE(b.max_rejected.has_value());
+  EXPECT_EQ(b.max_rejected->percent, 2.5);
+  EXPECT_EQ(b.max_rejected->text, "2.5%");
+}
+
+TEST(ParseConfigErrors, BadSettleOrMaxRejectedNamesLineAndKey) {
+  EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {path: a.csv, settle: soon}\n"),
+              StartsWith("config.yaml:3: pipelines.p.source.settle: expected a duration"));
+  for (const auto* bad : {"-1", "ten", "5 %", "101%", "%", "1e2%", ".5%", "-5%"}) {
+    EXPECT_THAT(config_error(std::string(kPipelineHead) + "    max_rejected: \"" + bad + "\"\n"),
+                StartsWith("config.yaml:4: pipelines.transactions.max_rejected: expected a count (e.g. 100) or a "
+                           "percentage (e.g. 5%)"))
+        << bad;
+  }
+}
+
+TEST(RejectionLimit, CountAndPercentOfTheInput) {
+  const auto count = parse_rejection_limit("3").value();
+  EXPECT_FALSE(count.exceeded_by(3, 3));
+  EXPECT_TRUE(count.exceeded_by(4, 1000));
+  const auto percent = parse_rejection_limit("10%").value();
+  EXPECT_FALSE(percent.exceeded_by(10, 100));
+  EXPECT_TRUE(percent.exceeded_by(11, 100));
+  EXPECT_TRUE(parse_rejection_limit("0").value().exceeded_by(1, 1));
+  EXPECT_FALSE(parse_rejection_limit("100%").value().exceeded_by(5, 5));
+  EXPECT_FALSE(parse_rejection_limit("0%").value().exceeded_by(0, 5));
+}
+
 TEST(ParseConfig, EmptyFileIsAllDefaults) {
   const auto config = parse_config("# nothing configured\n", "config.yaml");
   EXPECT_TRUE(config.pipelines.empty());
@@ -143,7 +204,7 @@ TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
 TEST(ParseConfigErrors, UnknownNestedKeyNamesLineAndPath) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batchsize: 10\n"),
             "config.yaml:4: unknown key 'batchsize' in pipelines.transactions "
-            "(expected one of: source, batch_size, schedule, destinations)");
+            "(expected one of: source, batch_size, max_batch_bytes, max_rejected, schedule, destinations)");
 }
 
 TEST(ParseConfigErrors, SecretInTheFileIsAnUnknownKeyThatPointsToSecretEnv) {

@@ -1,7 +1,9 @@
 // FileSource: folder listing and order, batches across files, exact resume from a checkpoint.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -35,7 +37,15 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const fs::path& path() const { return path_; }
+  // A finished file: its mtime is an hour ago, so even a last line without a newline has
+  // settled.
   fs::path write(const std::string& name, std::string_view content) const {
+    const fs::path file = write_fresh(name, content);
+    fs::last_write_time(file, fs::file_time_type::clock::now() - std::chrono::hours(1));
+    return file;
+  }
+  // A file written just now, as one a writer may still be appending to.
+  fs::path write_fresh(const std::string& name, std::string_view content) const {
     const fs::path file = path_ / name;
     std::ofstream(file, std::ios::binary) << content;
     return file;
@@ -157,7 +167,7 @@ TEST(FileSource, CsvFolderResumesExactlyAtEverySplitPoint) {
   TempDir dir;
   dir.write("a.csv", "\xEF\xBB\xBF" + std::string(kHeader) + "a1,1,1,,\r\n\"a\n2\",2,2,\"x,y\",\r\n\r\nbad\"q,1,1,,\r\n");
   dir.write("b.csv", csv({}));  // header only
-  dir.write("c.csv", "amount,transaction_id\n\n5,c1\n6,\"c\"\"2\"\n7,c3");  // no trailing newline
+  dir.write("c.csv", "amount,transaction_id,source_revision\n\n5,c1,1\n6,\"c\"\"2\",1\n7,c3,1");  // no trailing newline
   dir.write("d.csv", "");
   dir.write("e.csv", std::string(kHeader) + "e1,1,1,,\n\"unterminated,1,1,,\ne3,1,1,,\n");
   expect_exact_resume(dir.path(), Format::kCsv, 8);
@@ -279,6 +289,158 @@ TEST(FileSource, EmptyFolderHasNoRecords) {
   std::vector<DecodedRecord> batch;
   EXPECT_EQ(source->read(batch, 10), 0u);
   EXPECT_EQ(source->position().to_string(), Checkpoint{}.to_string());
+}
+
+// --- a last line without a newline (issue 10 item 5) -----------------------------------
+
+constexpr std::chrono::hours kLongSettle{1};  // a fresh file cannot settle during the test
+constexpr std::string_view kGrowingHeader = "transaction_id,source_revision,account_id,amount\n";
+const std::string kGrowing = std::string(kGrowingHeader) + "W-1,1,ACC-W,1.00\nW-2,1,ACC-W,12";  // on its way to 1234.50
+
+TEST(FileSource, UnterminatedLastLineOfAFileStillBeingWrittenIsNotARecord) {
+  TempDir dir;
+  const fs::path file = dir.write_fresh("in.csv", kGrowing);
+  FileSource source(file, Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
+  const auto records = read_all(source);
+  EXPECT_EQ(ids_of(records), (std::vector<std::string>{"W-1"}));
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.csv", kGrowingHeader.size() + 17}.to_string()));
+  EXPECT_EQ(source.pending_tail_bytes(), std::string("W-2,1,ACC-W,12").size());
+}
+
+TEST(FileSource, UnterminatedLastLineIsReadOnceTheFileHasSettled) {
+  TempDir dir;
+  const fs::path file = dir.write_fresh("in.csv", kGrowing);
+  fs::last_write_time(file, fs::file_time_type::clock::now() - 2 * kLongSettle);
+  FileSource source(file, Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
+  const auto records = read_all(source);
+  ASSERT_EQ(ids_of(records), (std::vector<std::string>{"W-1", "W-2"}));
+  EXPECT_EQ(records[1].amount->text, "12");
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.csv", kGrowing.size()}.to_string()));
+  EXPECT_EQ(source.pending_tail_bytes(), 0u);
+}
+
+TEST(FileSource, ZeroSettleReadsAnUnterminatedLastLineAtOnce) {
+  TempDir dir;
+  const fs::path file = dir.write_fresh("in.jsonl", "{\"transaction_id\":\"j1\"}\n{\"transaction_id\":\"j2\"}");
+  FileSource source(file, Format::kJsonl, FileSource::kDefaultChunkBytes, std::chrono::milliseconds(0));
+  EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"j1", "j2"}));
+  EXPECT_EQ(source.pending_tail_bytes(), 0u);
+}
+
+TEST(FileSource, PendingLastLineHoldsBackLaterFilesAndTheNextReadCompletesIt) {
+  TempDir dir;
+  dir.write_fresh("a.csv", kGrowing);
+  dir.write("b.csv", csv({"b1"}));
+  FileSource first(dir.path(), Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
+  EXPECT_EQ(ids_of(read_all(first)), (std::vector<std::string>{"W-1"}));  // b.csv must wait: the checkpoint
+  const Checkpoint checkpoint = first.position();                          // may not pass a.csv's last line
+
+  // The writer finishes the line; the next run resumes at the checkpoint and reads it whole.
+  std::ofstream(dir.path() / "a.csv", std::ios::binary | std::ios::app) << "34.50\n";
+  FileSource second(dir.path(), Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
+  second.seek(checkpoint);
+  const auto records = read_all(second);
+  ASSERT_EQ(ids_of(records), (std::vector<std::string>{"W-2", "b1"}));
+  EXPECT_EQ(records[0].amount->text, "1234.50");
+  EXPECT_EQ(second.pending_tail_bytes(), 0u);
+}
+
+TEST(FileSource, HalfWrittenHeaderIsNotAHeader) {
+  TempDir dir;
+  dir.write_fresh("a.csv", "transaction_id,source_rev");
+  FileSource source(dir.path(), Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
+  EXPECT_TRUE(read_all(source).empty());
+  EXPECT_EQ(source.pending_tail_bytes(), std::string("transaction_id,source_rev").size());
+}
+
+// --- unusable files fail fast (issue 10 item 7) -----------------------------------------
+
+std::string error_of(pipeline::Source& source, std::vector<DecodedRecord>& out) {
+  try {
+    while (source.read(out, 1000) > 0) {
+    }
+  } catch (const pipeline::SourceError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+TEST(FileSource, CsvHeaderWithoutARequiredColumnFailsBeforeAnyOfItsRecords) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("b.csv", "transaction_id,revision,account_id\nb1,1,x\n");
+  dir.write("c.csv", csv({"c1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  std::vector<DecodedRecord> records;
+  const std::string error = error_of(source, records);
+  EXPECT_THAT(error, ::testing::HasSubstr("b.csv"));
+  EXPECT_THAT(error, ::testing::HasSubstr("source_revision, amount"));
+  EXPECT_EQ(ids_of(records), (std::vector<std::string>{"a1"}));  // what came before, nothing of b.csv
+  EXPECT_EQ(source.position().file, "a.csv");
+}
+
+TEST(FileSource, FileWhoseFirstHundredRecordsAllFailToDecodeFailsNamingTheFormat) {
+  TempDir dir;
+  std::string text(kHeader);
+  for (std::size_t i = 0; i < kFormatProbeRecords; ++i) text += "t" + std::to_string(i) + ",1,1.00,,\n";
+  dir.write("in.csv", text);
+  FileSource source(dir.path() / "in.csv", Format::kJsonl);  // a CSV read as JSON Lines
+  std::vector<DecodedRecord> records;
+  const std::string error = error_of(source, records);
+  EXPECT_THAT(error, ::testing::HasSubstr("in.csv"));
+  EXPECT_THAT(error, ::testing::HasSubstr("jsonl"));
+  EXPECT_TRUE(records.empty());
+}
+
+TEST(FileSource, BadRecordsBeforeTheHundredthGoodOneAreReturnedInOrder) {
+  TempDir dir;
+  std::string text;
+  for (std::size_t i = 0; i + 1 < kFormatProbeRecords; ++i) text += "not json\n";
+  text += "{\"transaction_id\":\"good\"}\n";
+  dir.write("in.jsonl", text);
+  FileSource source(dir.path() / "in.jsonl", Format::kJsonl);
+  const auto records = read_all(source, 7);
+  ASSERT_EQ(records.size(), kFormatProbeRecords);
+  EXPECT_TRUE(records[0].decode_error.has_value());
+  EXPECT_EQ(records.back().transaction_id->text, "good");
+  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.jsonl", text.size()}.to_string()));
+}
+
+TEST(FileSource, FormatProbeHoldsAtMostItsByteBudgetOfUndecodableLines) {
+  TempDir dir;
+  // Two undecodable lines fill the probe's byte budget: it stops there, so the file is read
+  // (its lines quarantined one by one) instead of failing or holding 100 such lines.
+  const std::string big(kFormatProbeBytes / 2, 'x');
+  std::string text = big + "\n" + big + "\n";
+  for (std::size_t i = 2; i < kFormatProbeRecords; ++i) text += "not json\n";
+  dir.write("in.jsonl", text);
+  FileSource source(dir.path() / "in.jsonl", Format::kJsonl);
+  std::vector<DecodedRecord> records;
+  EXPECT_EQ(error_of(source, records), "no error");
+  EXPECT_EQ(records.size(), kFormatProbeRecords);
+}
+
+// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+
+TEST(FileSource, ReadStopsBeforeTheRecordsRawBytesPassMaxBytesAndNeverReturnsLessThanOne) {
+  TempDir dir;
+  // Raw sizes (without the newline): 11, 11, 26, 11, 11.
+  dir.write("in.csv", std::string(kHeader) + "t1,1,1.00,,\nt2,1,1.00,,\nt3-long-id-xxxxxx,1,1.00,,\nt4,1,1.00,,\nt5,1,1.00,,\n");
+  FileSource source(dir.path() / "in.csv", Format::kCsv);
+  std::vector<std::size_t> sizes;
+  std::vector<std::string> ids;
+  for (std::vector<DecodedRecord> batch; source.read(batch, 100, 22) > 0; batch.clear()) {
+    sizes.push_back(batch.size());
+    for (const auto& id : ids_of(batch)) ids.push_back(id);
+    EXPECT_EQ(source.position().offset, batch.back().position.end_offset);
+  }
+  // t1+t2 = 22 bytes; t3 alone is over the limit; t4+t5 = 22.
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 1, 2}));
+  EXPECT_EQ(ids, (std::vector<std::string>{"t1", "t2", "t3-long-id-xxxxxx", "t4", "t5"}));
+
+  FileSource by_count(dir.path() / "in.csv", Format::kCsv);
+  std::vector<DecodedRecord> batch;
+  EXPECT_EQ(by_count.read(batch, 1, 22), 1u);  // whichever limit comes first
 }
 
 TEST(FileFormat, ParsesNamesAndExtensions) {
