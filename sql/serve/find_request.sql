@@ -1,5 +1,6 @@
--- The run a webhook-id already got: a repeated request returns it and starts nothing.
-SELECT r.id, r.status
+-- What a webhook-id already got: the pipeline whose path first saw it and, unless that path
+-- had no pipeline, its run. A repeated request returns the run and starts nothing.
+SELECT q.pipeline, r.id, r.status
 FROM run_requests q
-JOIN runs r ON r.id = q.run_id
+LEFT JOIN runs r ON r.id = q.run_id
 WHERE q.request_id = $1
