@@ -57,15 +57,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (!parser.is_done()) {
     const std::size_t used = parser.put(boost::asio::const_buffer(data + offset, size - offset), error);
     offset += used;
-    if (error == bhttp::error::need_more) {
-      if (used != 0) continue;
-      parser.put_eof(error);  // everything there was has been offered: the client closed
-      break;
-    }
+    if (error == bhttp::error::need_more) error = {};
     if (error) break;
     if (parser.is_header_done() && !header_checked) {
       header_checked = true;
       if (refuse_head(parser)) return 0;  // answered 400 unread, never routed
+    }
+    if (used == 0) {
+      // Everything there was has been offered: the client closed (as Beast's read does it).
+      if (parser.got_some()) parser.put_eof(error);
+      break;
     }
   }
   if (!parser.is_header_done()) return 0;  // a malformed or cut-off head: 400 or nothing
