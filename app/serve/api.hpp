@@ -1,7 +1,8 @@
 #pragma once
 // The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
 // quarantine, metrics and health. handle() is blocking (database): call it on a worker
-// thread, never on the thread that runs the sockets.
+// thread, never on the thread that runs the sockets — except for GET /healthz, which
+// touches nothing and must answer even when every worker is busy.
 #include <cstddef>
 #include <optional>
 #include <string>

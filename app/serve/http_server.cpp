@@ -137,7 +137,11 @@ asio::awaitable<HttpResponse> handle_on_worker(std::shared_ptr<HttpServerState> 
 // The handler's answer; a handler that waits for something (read-your-writes) answers
 // `retry_after` instead and is asked again after it, on a timer that holds no thread.
 asio::awaitable<HttpResponse> answer(std::shared_ptr<HttpServerState> state, const HttpRequest& request) {
-  asio::thread_pool& lane = route_of(request.target).probe() ? state->probes : state->workers;
+  const Route route = route_of(request.target);
+  // /healthz does no blocking work: answered here, it waits for nothing, not even a probe
+  // lane held by a /readyz whose database does not answer.
+  if (route.kind == RouteKind::kHealth) co_return state->handle(request);
+  asio::thread_pool& lane = route.probe() ? state->probes : state->workers;
   asio::steady_timer timer(state->acceptor.get_executor());
   for (;;) {
     HttpResponse response = co_await asio::co_spawn(lane, handle_on_worker(state, request), asio::use_awaitable);

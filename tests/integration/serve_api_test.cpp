@@ -566,9 +566,9 @@ TEST_F(ServeApiTest, RunRequestsPastRetentionRequestsAreDeletedByServe) {
   EXPECT_EQ(db_.scalar("SELECT string_agg(request_id, ',') FROM run_requests"), "msg-recent");
 }
 
-TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosedOrTheNewOneRefused) {
+TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosed) {
   extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
-  start(10);
+  start(10, 1000, std::nullopt, "", 30s);  // idle connections are not cut off by the timeout meanwhile
   // Four keep-alive connections, each idle after one answered request.
   std::vector<int> idle;
   for (int i = 0; i < 4; ++i) {
@@ -582,9 +582,45 @@ TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosedOrTheNew
   }
   const HttpAnswer fifth = http_request(port_, "GET", "/healthz");
   EXPECT_EQ(fifth.status, 200);
-  EXPECT_TRUE(closed_by_peer(idle[0], 5s)) << "the oldest idle connection stays open";
+  EXPECT_TRUE(closed_by_peer(idle[0], 2s)) << "the oldest idle connection stays open";
   EXPECT_FALSE(closed_by_peer(idle[3], 200ms)) << "the newest idle connection was closed";
   for (int fd : idle) ::close(fd);
+}
+
+TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswered503) {
+  extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
+  start(10, 1000, std::nullopt, "", 30s, "[{name: account_balance, kind: view}]");
+  // Four connections, each with a request in hand: a wait for a sequence that never comes.
+  std::vector<int> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(connect_to(port_));
+    ASSERT_GE(busy.back(), 0);
+    const std::string request =
+        "GET /v1/views/account_balance/accounts/acct-1?min_sequence=9&timeout_ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::send(busy.back(), request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  }
+  // Until all four are in hand, a fifth connection is still served (and closes).
+  std::string fifth;
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (fifth.rfind("HTTP/1.1 503 ", 0) != 0 && std::chrono::steady_clock::now() < deadline) {
+    fifth = testing::raw_exchange(port_, "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").received;
+  }
+  EXPECT_EQ(fifth.rfind("HTTP/1.1 503 ", 0), 0u) << fifth;
+  EXPECT_NE(fifth.find("http.max_connections"), std::string::npos) << fifth;
+  // The busy ones are answered in full, then there is room again.
+  for (int fd : busy) {
+    char answer[512];
+    const ssize_t got = ::recv(fd, answer, sizeof answer, 0);
+    ASSERT_GT(got, 0);
+    EXPECT_EQ(std::string(answer, static_cast<std::size_t>(got)).rfind("HTTP/1.1 409 ", 0), 0u);
+    ::close(fd);
+  }
+  const auto again = std::chrono::steady_clock::now() + 5s;
+  int status = 0;
+  while ((status = http_request(port_, "GET", "/healthz").status) != 200 && std::chrono::steady_clock::now() < again) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status, 200);
 }
 
 TEST_F(ServeApiTest, ProbesDoNotWaitForSlowReadYourWritesRequests) {
