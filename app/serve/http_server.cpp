@@ -230,13 +230,19 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
 
 // At the connection cap with every connection busy: a short 503 instead of a silent close.
 void refuse(HttpServerState& state, tcp::socket socket) {
-  static constexpr std::string_view kBusy =
-      "HTTP/1.1 503 Service Unavailable\r\nServer: tidemark\r\nContent-Type: application/json\r\n"
-      "Connection: close\r\nRetry-After: 1\r\nContent-Length: 57\r\n\r\n"
-      "{\"error\":\"too many connections (http.max_connections)\"}\n";
+  static const std::string kBusy = [] {
+    const std::string body = "{\"error\":\"too many connections (http.max_connections)\"}\n";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: tidemark\r\nContent-Type: application/json\r\n"
+           "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
   beast::error_code ignored;
   socket.non_blocking(true, ignored);
   socket.write_some(asio::buffer(kBusy), ignored);  // a fresh socket's buffer holds it; else it is lost
+  // Best effort, without waiting: a close with the request unread would reset the
+  // connection, and the client could lose the 503.
+  std::array<char, 16 * 1024> discard;
+  socket.read_some(asio::buffer(discard), ignored);
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
   if (const auto held = state.refusals.admit()) {
