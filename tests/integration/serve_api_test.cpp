@@ -662,11 +662,13 @@ TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHa
   std::set<std::int64_t> listed;
   std::string target = "/v1/quarantine?limit=1000";
   int pages = 0;
+  std::size_t largest_page = 0;
   std::int64_t big_id = 0;
   while (!target.empty()) {
     const HttpAnswer page = http_request(port_, "GET", target);
     ASSERT_EQ(page.status, 200) << page.body;
     EXPECT_LT(page.body.size(), 1200u * 1024) << "a page over the byte budget";
+    largest_page = std::max(largest_page, page.body.size());
     auto body = parse_object(page.body);
     for (const auto& value : body["entries"].as_array()) {
       const auto& entry = value.as_object();
@@ -681,6 +683,8 @@ TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHa
   }
   EXPECT_GE(pages, 2);
   EXPECT_EQ(listed.size(), 303u);
+  std::cout << "303 entries of 8 KiB records: " << pages << " pages, the largest " << largest_page << " bytes"
+            << std::endl;
 
   const HttpAnswer whole = http_request(port_, "GET", "/v1/quarantine/" + std::to_string(big_id));
   ASSERT_EQ(whole.status, 200) << whole.body;
