@@ -83,7 +83,10 @@ std::string RunQueue::bind_request(const std::string& request_id, const std::str
   std::string bound;
   pool_.with_connection("recording a webhook-id", [&](pqxx::connection& connection) {
     pqxx::work txn(connection);
-    bound = txn.exec_params1(sql::statement("serve/bind_request.sql"), request_id, pipeline)[0].c_str();
+    // Also an id past retention.requests whose run is kept belongs to that run's pipeline.
+    const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
+    bound = rows.empty() ? txn.exec_params1(sql::statement("serve/bind_request.sql"), request_id, pipeline)[0].c_str()
+                         : rows[0][0].c_str();
     txn.commit();
   });
   return bound;

@@ -567,6 +567,26 @@ TEST_F(ServeApiTest, RunRequestsPastRetentionRequestsAreDeletedByServe) {
   EXPECT_EQ(db_.scalar("SELECT string_agg(request_id, ',') FROM run_requests"), "msg-recent");
 }
 
+TEST_F(ServeApiTest, AWebhookIdPastRetentionStillAnswersWithTheRunItStarted) {
+  extra_yaml_ = "retention: {requests: 24h}\n";
+  const std::string run_id = db_.scalar(
+      "INSERT INTO runs (pipeline, trigger, mode, status, request_id, requested_at) "
+      "VALUES ('transactions', 'webhook', 'resume', 'succeeded', 'msg-aged', now() - interval '2 days') RETURNING id");
+  db_.scalar("INSERT INTO run_requests (request_id, run_id, pipeline, received_at) VALUES ('msg-aged', " + run_id +
+             ", 'transactions', now() - interval '2 days') RETURNING 1");
+  start(10);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (db_.scalar("SELECT count(*) FROM run_requests") != "0" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(db_.scalar("SELECT count(*) FROM run_requests"), "0");
+  const HttpAnswer again = trigger("msg-aged");
+  ASSERT_EQ(again.status, 202) << again.body;  // not a unique violation on runs.request_id
+  EXPECT_EQ(parse_object(again.body)["run_id"].as_int64(), std::stoll(run_id));
+  EXPECT_EQ(trigger("msg-aged", R"({"mode":"resume","reason":"test"})", "elsewhere").status, 409);
+  EXPECT_EQ(runs(), "1");
+}
+
 TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosed) {
   extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
   start(10, 1000, std::nullopt, "", 30s);  // idle connections are not cut off by the timeout meanwhile
