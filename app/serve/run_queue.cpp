@@ -72,8 +72,11 @@ std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn,
     found.other_pipeline = rows[0][0].c_str();
     return found;
   }
-  // Bound while the config had no such pipeline: asks for a run like a new id (below).
-  if (rows[0][1].is_null()) return std::nullopt;
+  if (rows[0][1].is_null()) {
+    // Bound while the config had no such pipeline, which it has now: asks for a run like a new id.
+    txn.exec_params(sql::statement("serve/unbind_request.sql"), request_id, pipeline);
+    return std::nullopt;
+  }
   found.run_id = rows[0][1].as<std::int64_t>();
   found.status = rows[0][2].c_str();
   return found;
@@ -136,7 +139,6 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
           result = std::move(*found);
           return;
         }
-        txn.exec_params(sql::statement("serve/unbind_request.sql"), *request.request_id, request.pipeline);
       }
       if (slot.queued) {
         result.run_id = slot.queued->run_id;

@@ -87,7 +87,8 @@ class RunQueue {
   void drive(Slot& slot, QueuedRun run);
   Attempt execute(Slot& slot, const QueuedRun& run);
   void fail_queued(std::int64_t run_id, const std::string& error);
-  // What `request_id` got before, as the answer to a request on `pipeline`'s path.
+  // What `request_id` got before, as the answer to a request on `pipeline`'s path; nullopt
+  // when it is new here (an id bound to this path without a run is unbound, in `txn`).
   std::optional<TriggerResult> find_request(pqxx::transaction_base& txn, const std::string& request_id,
                                             const std::string& pipeline);
   // Expires run_requests at start-up and then hourly, until stopping.

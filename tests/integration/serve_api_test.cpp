@@ -551,7 +551,14 @@ TEST_F(ServeApiTest, AWebhookIdFirstSeenOnOnePathIsRefusedOnAnotherEvenAfterA404
   EXPECT_EQ(trigger("msg-here", R"({"mode":"resume","reason":"test"})", "elsewhere").status, 409);
   EXPECT_EQ(trigger("msg-here").status, 202);  // on its own path it is still a repeat
   EXPECT_EQ(runs(), "1");
+  // Bound to this path while an earlier config had no such pipeline: a new request now.
+  db_.scalar("INSERT INTO run_requests (request_id, pipeline) VALUES ('msg-before', 'transactions') RETURNING 1");
+  const HttpAnswer before = trigger("msg-before");
+  ASSERT_EQ(before.status, 202) << before.body;
+  EXPECT_EQ(db_.scalar("SELECT run_id FROM run_requests WHERE request_id = 'msg-before'"),
+            std::to_string(parse_object(before.body)["run_id"].as_int64()));
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"other_pipeline\"}"), 2);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 2);
 }
 
 TEST_F(ServeApiTest, RunRequestsPastRetentionRequestsAreDeletedByServe) {
