@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/commands.hpp"
+#include "app/serve/http_server.hpp"
 #include "app/serve/service.hpp"
 #include "connectors/http/signature.hpp"
 
@@ -50,6 +51,18 @@ void register_serve_command(CLI::App& root, int& exit_code) {
       spdlog::warn("TIDEMARK_WEBHOOK_SECRET is not set: POST /v1/pipelines/NAME/runs answers 401");
     }
     serve_options.api.api_token = environment("TIDEMARK_API_TOKEN");
+    if (!serve_options.api.api_token) {
+      // Without a token the quarantine's raw records can be read and released by anyone who
+      // can connect: only this host's users, unless the operator says otherwise.
+      if (!config->http.allow_unauthenticated && !serve::is_loopback_listen(serve_options.listen)) {
+        throw UsageError("--listen " + serve_options.listen +
+                         ": refusing a non-loopback address without TIDEMARK_API_TOKEN (anyone who can connect could "
+                         "read and release quarantined records); set TIDEMARK_API_TOKEN, listen on 127.0.0.1, or set "
+                         "http.allow_unauthenticated: true in the config");
+      }
+      spdlog::warn("TIDEMARK_API_TOKEN is not set: the /v1 read and release endpoints answer anyone who can connect "
+                   "to {}", serve_options.listen);
+    }
     serve_options.handle_signals = true;
     serve_options.database_url = options->database.connect_url(config);
     serve_options.config = std::move(*config);

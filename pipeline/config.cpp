@@ -100,13 +100,14 @@ class Parser {
   Config parse(const YAML::Node& root) {
     Config config;
     if (root.IsNull()) return config;  // an empty file: every default
-    const auto top = fields({YAML::Node(), root, ""}, {"database", "http", "pipelines", "relay"});
+    const auto top = fields({YAML::Node(), root, ""}, {"database", "http", "pipelines", "relay", "retention"});
     if (const auto* database = find(top, "database")) {
       config.database = non_empty_string(*database);
     }
     if (const auto* http = find(top, "http")) config.http = parse_http(*http);
     if (const auto* pipelines = find(top, "pipelines")) parse_pipelines(*pipelines, config);
     if (const auto* relay = find(top, "relay")) config.relay = parse_relay(*relay);
+    if (const auto* retention = find(top, "retention")) config.retention = parse_retention(*retention);
     return config;
   }
 
@@ -189,6 +190,13 @@ class Parser {
     return *value;
   }
 
+  bool boolean_value(const Entry& entry) const {
+    if (!entry.value.IsScalar() || (entry.value.Scalar() != "true" && entry.value.Scalar() != "false")) {
+      fail_value(entry, "true or false");
+    }
+    return entry.value.Scalar() == "true";
+  }
+
   Duration duration_value(const Entry& entry) const {
     const auto value = entry.value.IsScalar() ? parse_duration(entry.value.Scalar()) : std::nullopt;
     if (!value || value->count() <= 0) {
@@ -199,7 +207,7 @@ class Parser {
 
   HttpConfig parse_http(const Entry& map) const {
     HttpConfig http;
-    const auto keys = fields(map, {"listen"});
+    const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated"});
     if (const auto* listen = find(keys, "listen")) {
       http.listen = string_value(*listen);
       const auto colon = http.listen.rfind(':');
@@ -207,7 +215,18 @@ class Parser {
           colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(http.listen).substr(colon + 1));
       if (colon == 0 || !port || *port > 65535) fail_value(*listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
     }
+    if (const auto* entry = find(keys, "max_connections")) {
+      http.max_connections = integer_value(*entry, 1, 1000000, "an integer from 1 to 1000000");
+    }
+    if (const auto* entry = find(keys, "allow_unauthenticated")) http.allow_unauthenticated = boolean_value(*entry);
     return http;
+  }
+
+  RetentionConfig parse_retention(const Entry& map) const {
+    RetentionConfig retention;
+    const auto keys = fields(map, {"requests"});
+    if (const auto* entry = find(keys, "requests")) retention.requests = duration_value(*entry);
+    return retention;
   }
 
   void parse_pipelines(const Entry& map, Config& config) {

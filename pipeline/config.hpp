@@ -80,6 +80,13 @@ struct RelayConfig {
 
 struct HttpConfig {
   std::string listen = "127.0.0.1:8080";
+  std::size_t max_connections = 1024;   // open connections at once; beyond it the oldest idle one closes
+  bool allow_unauthenticated = false;   // serve without TIDEMARK_API_TOKEN on a non-loopback address
+};
+
+// How long each kind of history is kept (one section for every retention window).
+struct RetentionConfig {
+  Duration requests = std::chrono::hours(24 * 7);  // run_requests: webhook-ids and the runs they got
 };
 
 struct Config {
@@ -87,6 +94,7 @@ struct Config {
   HttpConfig http;
   std::map<std::string, PipelineConfig> pipelines;
   RelayConfig relay;
+  RetentionConfig retention;
 
   // Every destination of every pipeline, by name.
   std::map<std::string, DestinationConfig> destinations() const;

@@ -3,15 +3,17 @@
 #include <charconv>
 #include <chrono>
 #include <ctime>
-#include <thread>
 #include <vector>
 
 #include <openssl/crypto.h>
 
 #include <boost/json.hpp>
+#include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/serve/front_door.hpp"
 #include "app/serve/schedule.hpp"
 #include "app/sinks.hpp"
 #include "connectors/http/signature.hpp"
@@ -29,7 +31,7 @@ constexpr std::int64_t kDefaultQuarantineLimit = 100;
 constexpr std::int64_t kMaxQuarantineLimit = 1000;
 constexpr std::int64_t kDefaultViewWaitMs = 5000;
 constexpr std::int64_t kMaxViewWaitMs = 30000;
-constexpr auto kViewPollInterval = std::chrono::milliseconds(50);
+constexpr std::chrono::milliseconds kViewPollInterval{50};
 
 HttpResponse json_response(int status, const boost::json::value& body) {
   return HttpResponse{status, "application/json", boost::json::serialize(body) + "\n", {}};
@@ -57,16 +59,6 @@ std::string verification_result(connectors::http::Verification verification) {
   }
 }
 
-bool is_trigger_route(const std::vector<std::string>& path) {
-  return path.size() == 4 && path[0] == "v1" && path[1] == "pipelines" && path[3] == "runs";
-}
-
-std::vector<std::string> path_segments(const boost::urls::url_view& url) {
-  std::vector<std::string> segments;
-  for (auto segment : url.segments()) segments.push_back(segment);
-  return segments;
-}
-
 HttpResponse method_not_allowed(const std::string& allowed) {
   HttpResponse response = error_response(405, "method not allowed; use " + allowed);
   response.headers.emplace_back("Allow", allowed);
@@ -75,17 +67,12 @@ HttpResponse method_not_allowed(const std::string& allowed) {
 
 }  // namespace
 
-const std::string& HttpRequest::header(const std::string& lower_case_name) const {
-  static const std::string kEmpty;
-  const auto found = headers.find(lower_case_name);
-  return found == headers.end() ? kEmpty : found->second;
-}
-
 Api::Api(const pipeline::Config& config, RunQueue& runs, ConnectionPool& pool, metrics::Metrics& metrics,
          ApiOptions options)
     : config_(config), runs_(runs), pool_(pool), metrics_(metrics), options_(std::move(options)) {
   for (const char* result : {"accepted", "repeated", "missing_headers", "bad_timestamp", "bad_signature",
-                             "bad_request", "unknown_pipeline", "too_large", "timeout", "unavailable"}) {
+                             "bad_request", "unknown_pipeline", "other_pipeline", "too_large", "timeout",
+                             "unavailable"}) {
     metrics_.webhook_requests_total.Add({{"result", result}});
   }
 }
@@ -100,8 +87,7 @@ HttpResponse Api::reject_webhook(const std::string& result, int status, const st
 }
 
 void Api::on_timeout(const HttpRequest& request) {
-  const auto url = boost::urls::parse_origin_form(request.target);
-  if (url && request.method == "POST" && is_trigger_route(path_segments(*url))) count_webhook("timeout");
+  if (request.method == "POST" && route_of(request.target).kind == RouteKind::kTrigger) count_webhook("timeout");
 }
 
 bool Api::authorized(const HttpRequest& request) const {
@@ -112,39 +98,38 @@ bool Api::authorized(const HttpRequest& request) const {
 }
 
 HttpResponse Api::handle(const HttpRequest& request) {
-  const auto url = boost::urls::parse_origin_form(request.target);
-  if (!url) return error_response(400, "malformed request target");
-  const std::vector<std::string> path = path_segments(*url);
-  const bool trigger = is_trigger_route(path);
+  const Route route = route_of(request.target);
+  if (route.kind == RouteKind::kBadTarget) return error_response(400, "malformed request target");
+  const bool trigger = route.kind == RouteKind::kTrigger;
   if (request.body_too_large && !trigger) {
     return error_response(413, "request body over " + std::to_string(kMaxBodyBytes) + " bytes");
   }
+  if (route.kind == RouteKind::kNotFound) return error_response(404, "no such route: " + route.path);
+  if (request.method != route.method) return method_not_allowed(route.method);
+  if (route.needs_token() && !authorized(request)) {
+    HttpResponse response = error_response(401, "missing or wrong bearer token (TIDEMARK_API_TOKEN)");
+    response.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return response;
+  }
+  const auto& path = route.segments;
   try {
-    if (trigger) return request.method == "POST" ? trigger_run(request, path[2]) : method_not_allowed("POST");
-    if (path.size() == 1 && (path[0] == "healthz" || path[0] == "readyz" || path[0] == "metrics")) {
-      if (request.method != "GET") return method_not_allowed("GET");
-      if (path[0] == "healthz") return json_response(200, boost::json::object{{"status", "ok"}});
-      if (path[0] == "readyz") return ready();
-      export_view_lag();
-      return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.serialize(), {}};
+    switch (route.kind) {
+      case RouteKind::kTrigger: return trigger_run(request, path[2]);
+      case RouteKind::kHealth: return json_response(200, boost::json::object{{"status", "ok"}});
+      case RouteKind::kReady: return ready();
+      case RouteKind::kMetrics:
+        export_view_lag();
+        return HttpResponse{200, "text/plain; version=0.0.4; charset=utf-8", metrics_.serialize(), {}};
+      case RouteKind::kRun: return run_status(path[2]);
+      case RouteKind::kPipelines: return pipelines();
+      case RouteKind::kQuarantineList: return quarantine(request);
+      case RouteKind::kQuarantineEntry: return quarantine_entry(path[2]);
+      case RouteKind::kRelease: return release(path[2]);
+      case RouteKind::kAccountView: return account_view(request, path[2], path[4]);
+      case RouteKind::kBadTarget:
+      case RouteKind::kNotFound: break;
     }
-    if (path.empty() || path[0] != "v1") return error_response(404, "no such route: " + std::string(url->path()));
-    const bool release_route = path.size() == 4 && path[1] == "quarantine" && path[3] == "release";
-    const bool view_route = path.size() == 5 && path[1] == "views" && path[3] == "accounts";
-    const bool read_route = (path.size() == 3 && path[1] == "runs") || (path.size() == 2 && path[1] == "pipelines") ||
-                            (path.size() == 2 && path[1] == "quarantine") || view_route;
-    if (!release_route && !read_route) return error_response(404, "no such route: " + std::string(url->path()));
-    if (request.method != (release_route ? "POST" : "GET")) return method_not_allowed(release_route ? "POST" : "GET");
-    if (!authorized(request)) {
-      HttpResponse response = error_response(401, "missing or wrong bearer token (TIDEMARK_API_TOKEN)");
-      response.headers.emplace_back("WWW-Authenticate", "Bearer");
-      return response;
-    }
-    if (release_route) return release(path[2]);
-    if (path[1] == "runs") return run_status(path[2]);
-    if (path[1] == "pipelines") return pipelines();
-    if (view_route) return account_view(request, path[2], path[4]);
-    return quarantine(request);
+    return error_response(404, "no such route: " + route.path);
   } catch (const pipeline::db::RetriesExhausted& error) {
     spdlog::warn("{} {}: {}", request.method, request.target, error.what());
     if (trigger) count_webhook("unavailable");
@@ -165,6 +150,10 @@ HttpResponse Api::trigger_run(const HttpRequest& request, const std::string& pip
   }
   const connectors::http::SignedHeaders headers{request.header("webhook-id"), request.header("webhook-timestamp"),
                                                 request.header("webhook-signature")};
+  if (!headers.id.empty() && !valid_webhook_id(headers.id)) {
+    return reject_webhook("bad_request", 400,
+                          "webhook-id must be 1 to " + std::to_string(kMaxWebhookIdBytes) + " bytes of printable ASCII");
+  }
   const auto verification = connectors::http::verify(*options_.webhook_key, headers, request.body, std::time(nullptr));
   if (verification != connectors::http::Verification::kValid) {
     return reject_webhook(verification_result(verification), 401, std::string(connectors::http::to_string(verification)));
@@ -189,11 +178,20 @@ HttpResponse Api::trigger_run(const HttpRequest& request, const std::string& pip
       return reject_webhook("bad_request", 400, "unknown field \"" + std::string(key) + "\" (expected mode, reason)");
     }
   }
+  // The signature does not cover the path: a webhook-id stays with the path that first saw
+  // it, so that a captured request cannot be replayed to another pipeline.
+  const auto other_pipeline = [&](const std::string& bound) {
+    return reject_webhook("other_pipeline", 409,
+                          "webhook-id " + trigger.request_id.value() + " was sent to pipeline \"" + bound + "\" first");
+  };
   if (!runs_.has_pipeline(pipeline)) {
+    const std::string bound = runs_.bind_request(*trigger.request_id, pipeline);
+    if (bound != pipeline) return other_pipeline(bound);
     return reject_webhook("unknown_pipeline", 404, "no pipeline named \"" + pipeline + "\" in the config");
   }
   const auto result = runs_.trigger(trigger);
   if (!result) return reject_webhook("unavailable", 503, "tidemark serve is shutting down");
+  if (result->other_pipeline) return other_pipeline(*result->other_pipeline);
   count_webhook(result->repeated ? "repeated" : "accepted");
   HttpResponse response =
       json_response(202, boost::json::object{{"run_id", result->run_id}, {"status", result->status}});
@@ -244,6 +242,7 @@ HttpResponse Api::quarantine(const HttpRequest& request) {
   const auto url = boost::urls::parse_origin_form(request.target);
   std::string pipeline;
   std::int64_t limit = kDefaultQuarantineLimit;
+  std::int64_t after = 0;
   for (const auto& param : url->params()) {
     if (param.key == "pipeline") {
       pipeline = param.value;
@@ -253,16 +252,66 @@ HttpResponse Api::quarantine(const HttpRequest& request) {
         return error_response(400, "limit must be an integer from 1 to " + std::to_string(kMaxQuarantineLimit));
       }
       limit = *parsed;
+    } else if (param.key == "after") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed) return error_response(400, "after must be a positive integer (an entry id, from `next`)");
+      after = *parsed;
     } else {
-      return error_response(400, "unknown query parameter \"" + param.key + "\" (expected pipeline, limit)");
+      return error_response(400, "unknown query parameter \"" + param.key + "\" (expected pipeline, limit, after)");
     }
   }
-  std::string json;
+  std::string entries;  // the serialised entries, comma-separated
+  std::int64_t listed = 0;
+  std::int64_t last_id = 0;
+  bool more = false;
   pool_.with_connection("reading the quarantine", [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
-    json = txn.exec_params1(sql::statement("serve/quarantine_list.sql"), pipeline, limit)[0].c_str();
+    entries.clear();
+    listed = 0;
+    more = false;
+    // One row more than the limit tells whether another page follows.
+    const auto rows = txn.exec_params(sql::statement("serve/quarantine_list.sql"), pipeline, limit + 1, after);
+    for (const auto& row : rows) {
+      if (listed == limit || (listed > 0 && entries.size() >= kListPageBytes)) {
+        more = true;
+        break;
+      }
+      boost::json::object entry = boost::json::parse(row[1].c_str()).as_object();
+      std::string raw(entry["raw"].as_string());
+      if (raw.size() > kListRawBytes) {
+        // Never inside a UTF-8 sequence: back to the start of the one the cut would split.
+        std::size_t cut = kListRawBytes;
+        while (cut > 0 && (static_cast<unsigned char>(raw[cut]) & 0xC0) == 0x80) --cut;
+        raw.resize(cut);
+      }
+      entry["raw"] = raw;
+      entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();
+      if (listed++ > 0) entries += ',';
+      entries += boost::json::serialize(entry);
+      last_id = row[0].as<std::int64_t>();
+    }
   });
-  return HttpResponse{200, "application/json", json + "\n", {}};
+  boost::json::value next = nullptr;
+  if (more) {
+    std::string link = "/v1/quarantine?limit=" + std::to_string(limit) + "&after=" + std::to_string(last_id);
+    if (!pipeline.empty()) link += "&pipeline=" + boost::urls::encode(pipeline, boost::urls::unreserved_chars);
+    next = link;
+  }
+  return HttpResponse{200, "application/json",
+                      "{\"entries\":[" + entries + "],\"next\":" + boost::json::serialize(next) + "}\n", {}};
+}
+
+HttpResponse Api::quarantine_entry(const std::string& id) {
+  const auto entry_id = positive_integer(id);
+  if (!entry_id) return error_response(404, "no quarantine entry " + id);
+  std::optional<std::string> json;
+  pool_.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    const auto rows = txn.exec_params(sql::statement("serve/quarantine_show.sql"), *entry_id);
+    if (!rows.empty()) json = rows[0][0].c_str();
+  });
+  if (!json) return error_response(404, "no quarantine entry " + id);
+  return HttpResponse{200, "application/json", *json + "\n", {}};
 }
 
 HttpResponse Api::release(const std::string& id) {
@@ -314,29 +363,31 @@ HttpResponse Api::account_view(const HttpRequest& request, const std::string& vi
                                      std::to_string(kMaxViewWaitMs) + "); got \"" + param.key + "\"");
     }
   }
-  // Read-your-writes: wait until the view has applied the account's sequence S, polling
-  // briefly (the view is fed by the relay, in another transaction).
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (true) {
-    std::optional<pipeline::views::AccountBalance> reading;
-    pool_.with_connection("reading account_balance", [&](pqxx::connection& connection) {
-      reading = pipeline::views::read_account_balance(connection, account);
-    });
-    if (!reading) return error_response(404, "account_balance has no live version; see `tidemark views list`");
-    if (reading->sequence >= min_sequence) {
-      return json_response(200, boost::json::object{{"view", pipeline::views::table_name(view, reading->view_version)},
-                                                    {"account_id", account},
-                                                    {"balance", reading->balance},
-                                                    {"sequence", reading->sequence},
-                                                    {"updated_at", reading->updated_at}});
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      return error_response(409, "account_balance has applied sequence " + std::to_string(reading->sequence) +
-                                     " of account " + account + ", not yet " + std::to_string(min_sequence) +
-                                     " (waited " + std::to_string(timeout_ms) + " ms)");
-    }
-    std::this_thread::sleep_for(kViewPollInterval);
+  // Read-your-writes: wait until the view has applied the account's sequence S (the view
+  // is fed by the relay, in another transaction). Each look is one read; between looks the
+  // server waits on a timer, so slow waits never hold a worker thread.
+  std::optional<pipeline::views::AccountBalance> reading;
+  pool_.with_connection("reading account_balance", [&](pqxx::connection& connection) {
+    reading = pipeline::views::read_account_balance(connection, account);
+  });
+  if (!reading) return error_response(404, "account_balance has no live version; see `tidemark views list`");
+  if (reading->sequence >= min_sequence) {
+    return json_response(200, boost::json::object{{"view", pipeline::views::table_name(view, reading->view_version)},
+                                                  {"account_id", account},
+                                                  {"balance", reading->balance},
+                                                  {"sequence", reading->sequence},
+                                                  {"updated_at", reading->updated_at}});
   }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      request.received + std::chrono::milliseconds(timeout_ms) - std::chrono::steady_clock::now());
+  if (left.count() <= 0) {
+    return error_response(409, "account_balance has applied sequence " + std::to_string(reading->sequence) +
+                                   " of account " + account + ", not yet " + std::to_string(min_sequence) +
+                                   " (waited " + std::to_string(timeout_ms) + " ms)");
+  }
+  HttpResponse again;
+  again.retry_after = std::min(left, kViewPollInterval);
+  return again;
 }
 
 void Api::export_view_lag() {

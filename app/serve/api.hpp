@@ -1,7 +1,8 @@
 #pragma once
 // The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
 // quarantine, metrics and health. handle() is blocking (database): call it on a worker
-// thread, never on the thread that runs the sockets.
+// thread, never on the thread that runs the sockets — except for GET /healthz, which
+// touches nothing and must answer even when every worker is busy.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -16,6 +17,11 @@ namespace tidemark::app::serve {
 
 // Larger request bodies get 413 before any signature work.
 inline constexpr std::size_t kMaxBodyBytes = 64 * 1024;
+// GET /v1/quarantine: each raw record is cut to this many bytes (raw_truncated: true; the
+// whole one is at GET /v1/quarantine/{id}), and a page stops once it holds about this many
+// bytes (at least one entry), with a `next` link to the rest.
+inline constexpr std::size_t kListRawBytes = 4 * 1024;
+inline constexpr std::size_t kListPageBytes = 1024 * 1024;
 
 struct ApiOptions {
   // The key bytes of TIDEMARK_WEBHOOK_SECRET; without one every run trigger gets 401.
@@ -38,6 +44,7 @@ class Api {
   HttpResponse run_status(const std::string& id);
   HttpResponse pipelines();
   HttpResponse quarantine(const HttpRequest& request);
+  HttpResponse quarantine_entry(const std::string& id);
   HttpResponse release(const std::string& id);
   HttpResponse ready();
   // GET /v1/views/account_balance/accounts/{id}?min_sequence=S: 200 once applied, else 409.

@@ -2,20 +2,24 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
+#include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "app/serve/api.hpp"
+#include "app/serve/front_door.hpp"
 
 namespace tidemark::app::serve {
 
@@ -29,22 +33,6 @@ namespace {
 constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 constexpr std::size_t kMaxDrainBytes = 1024 * 1024;
 
-using Parser = bhttp::request_parser<bhttp::string_body>;
-
-// Method, target and headers of what the parser has seen so far (also after a body error).
-HttpRequest request_head(const Parser& parser) {
-  const auto& message = parser.get();
-  HttpRequest request;
-  request.method = std::string(message.method_string());
-  request.target = std::string(message.target());
-  for (const auto& field : message) {
-    std::string name(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    request.headers[name] = std::string(field.value());
-  }
-  return request;
-}
-
 bhttp::response<bhttp::string_body> to_beast(const HttpResponse& response, unsigned version, bool keep_alive) {
   bhttp::response<bhttp::string_body> message{static_cast<bhttp::status>(response.status), version};
   message.set(bhttp::field::server, "tidemark");
@@ -56,19 +44,56 @@ bhttp::response<bhttp::string_body> to_beast(const HttpResponse& response, unsig
   return message;
 }
 
+// At most one log line per interval for a condition that can recur thousands of times a
+// second (an exhausted descriptor table); the lines held back are counted in the next one.
+class LogThrottle {
+ public:
+  explicit LogThrottle(std::chrono::steady_clock::duration interval) : interval_(interval) {}
+
+  // The number of lines held back since the last one when this one may be logged, else nullopt.
+  std::optional<std::size_t> admit() {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < next_) {
+      ++held_back_;
+      return std::nullopt;
+    }
+    next_ = now + interval_;
+    return std::exchange(held_back_, 0);
+  }
+
+ private:
+  std::chrono::steady_clock::duration interval_;
+  std::chrono::steady_clock::time_point next_{};
+  std::size_t held_back_ = 0;
+};
+
+std::string held_back(std::size_t count) {
+  return count == 0 ? "" : " (" + std::to_string(count) + " more since the last report)";
+}
+
 }  // namespace
 
 struct HttpServerState {
-  HttpServerState(asio::io_context& io, asio::thread_pool& pool, HttpHandlers http_handlers, std::chrono::milliseconds limit)
-      : acceptor(io), workers(pool), handlers(std::move(http_handlers)), timeout(limit) {}
+  HttpServerState(asio::io_context& io, asio::thread_pool& pool, asio::thread_pool& probe_pool,
+                  HttpHandlers http_handlers, HttpServerLimits server_limits)
+      : acceptor(io), workers(pool), probes(probe_pool), handlers(std::move(http_handlers)), limits(server_limits) {}
+
+  // A connection, and since when it waits for a request (nullopt while one is in hand).
+  struct Connection {
+    std::optional<std::chrono::steady_clock::time_point> idle_since;
+    bool closing = false;  // closed to make room; its session has not ended yet
+  };
 
   tcp::acceptor acceptor;
   asio::thread_pool& workers;
+  asio::thread_pool& probes;
   HttpHandlers handlers;
-  std::chrono::milliseconds timeout;
+  HttpServerLimits limits;
   bool stopping = false;
-  // Open connections, and whether each is between requests (closed at once on stop).
-  std::map<beast::tcp_stream*, bool> connections;
+  std::map<beast::tcp_stream*, Connection> connections;
+  std::size_t closing = 0;  // connections with Connection::closing set
+  LogThrottle accept_errors{std::chrono::seconds(10)};
+  LogThrottle refusals{std::chrono::seconds(10)};
 
   HttpResponse handle(const HttpRequest& request) noexcept {
     try {
@@ -78,6 +103,28 @@ struct HttpServerState {
       return HttpResponse{500, "application/json", "{\"error\":\"internal error; see the server log\"}\n", {}};
     }
   }
+
+  std::size_t live_connections() const { return connections.size() - closing; }
+
+  // Closes the connection that has waited longest for its next request; false when every
+  // connection has a request in hand.
+  bool close_oldest_idle() {
+    Connection* oldest = nullptr;
+    beast::tcp_stream* oldest_stream = nullptr;
+    for (auto& [stream, connection] : connections) {
+      if (connection.closing || !connection.idle_since) continue;
+      if (oldest == nullptr || *connection.idle_since < *oldest->idle_since) {
+        oldest = &connection;
+        oldest_stream = stream;
+      }
+    }
+    if (oldest == nullptr) return false;
+    oldest->closing = true;
+    ++closing;
+    beast::error_code ignored;
+    oldest_stream->socket().close(ignored);
+    return true;
+  }
 };
 
 namespace {
@@ -86,28 +133,52 @@ asio::awaitable<HttpResponse> handle_on_worker(std::shared_ptr<HttpServerState> 
   co_return state->handle(request);
 }
 
+// The handler's answer; a handler that waits for something (read-your-writes) answers
+// `retry_after` instead and is asked again after it, on a timer that holds no thread.
+asio::awaitable<HttpResponse> answer(std::shared_ptr<HttpServerState> state, const HttpRequest& request) {
+  const Route route = route_of(request.target);
+  // /healthz does no blocking work: answered here, it waits for nothing, not even a probe
+  // lane held by a /readyz whose database does not answer.
+  if (route.kind == RouteKind::kHealth) co_return state->handle(request);
+  asio::thread_pool& lane = route.probe() ? state->probes : state->workers;
+  asio::steady_timer timer(state->acceptor.get_executor());
+  for (;;) {
+    HttpResponse response = co_await asio::co_spawn(lane, handle_on_worker(state, request), asio::use_awaitable);
+    if (!response.retry_after) co_return response;
+    timer.expires_after(*response.retry_after);
+    beast::error_code ignored;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
+  }
+}
+
 asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socket socket) {
   beast::tcp_stream stream(std::move(socket));
-  state->connections[&stream] = true;
+  HttpServerState::Connection& connection = state->connections[&stream];
   beast::flat_buffer buffer;
   beast::error_code error;
   bool keep_alive = true;
-  while (keep_alive && !state->stopping) {
-    Parser parser;
+  while (keep_alive && !state->stopping && !connection.closing) {
+    RequestParser parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(kMaxBodyBytes);
-    state->connections[&stream] = true;
-    stream.expires_after(state->timeout);
+    connection.idle_since = std::chrono::steady_clock::now();
+    stream.expires_after(state->limits.timeout);
     co_await bhttp::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-    state->connections[&stream] = false;
-    if (!error && !parser.is_done()) {
-      stream.expires_after(state->timeout);
+    connection.idle_since.reset();
+    std::optional<std::string> refused;
+    if (!error) refused = refuse_head(parser);
+    if (!error && !refused && !parser.is_done()) {
+      stream.expires_after(state->limits.timeout);
       co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
     }
     HttpRequest request = request_head(parser);
+    request.received = std::chrono::steady_clock::now();
     unsigned version = parser.get().version();
     bool drain = false;
-    if (error == bhttp::error::body_limit) {
+    if (refused) {
+      drain = true;  // the body's framing is not trusted: answered unread, then the connection closes
+      keep_alive = false;
+    } else if (error == bhttp::error::body_limit) {
       drain = true;
       // Answered without reading the body (the stream cannot be resynchronised): 413.
       request.body_too_large = true;
@@ -120,7 +191,7 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
       request = HttpRequest{};
       keep_alive = false;
     } else if (error) {
-      break;  // closed by the client, reset, or closed by stop()
+      break;  // closed by the client, reset, or closed by stop() or to make room
     } else {
       request.body = std::move(parser.get().body());
       keep_alive = parser.get().keep_alive();
@@ -129,17 +200,19 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
     if (request.method.empty()) {
       response = HttpResponse{400, "application/json", "{\"error\":\"malformed HTTP request\"}\n", {}};
       version = 11;
+    } else if (refused) {
+      response = HttpResponse{400, "application/json", boost::json::serialize(boost::json::object{{"error", *refused}}) + "\n", {}};
     } else {
-      response = co_await asio::co_spawn(state->workers, handle_on_worker(state, std::move(request)), asio::use_awaitable);
+      response = co_await answer(state, request);
     }
     keep_alive = keep_alive && !state->stopping;
     auto message = to_beast(response, version, keep_alive);
-    stream.expires_after(state->timeout);
+    stream.expires_after(state->limits.timeout);
     co_await bhttp::async_write(stream, message, asio::redirect_error(asio::use_awaitable, error));
     if (error) break;
     if (drain) {
       // Reads (a bounded amount of) what the client still sends before closing: closing
-      // with unread data resets the connection, and the client could lose the 413.
+      // with unread data resets the connection, and the client could lose the answer.
       stream.socket().shutdown(tcp::socket::shutdown_send, error);
       std::array<char, 16 * 1024> discard;
       std::size_t drained = 0;
@@ -150,16 +223,66 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
     }
   }
   stream.socket().shutdown(tcp::socket::shutdown_send, error);
+  if (connection.closing) --state->closing;
   state->connections.erase(&stream);
 }
 
+// At the connection cap with every connection busy: a short 503 instead of a silent close.
+void refuse(HttpServerState& state, tcp::socket socket) {
+  static const std::string kBusy = [] {
+    const std::string body = "{\"error\":\"too many connections (http.max_connections)\"}\n";
+    return "HTTP/1.1 503 Service Unavailable\r\nServer: tidemark\r\nContent-Type: application/json\r\n"
+           "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
+           std::to_string(body.size()) + "\r\n\r\n" + body;
+  }();
+  beast::error_code ignored;
+  socket.non_blocking(true, ignored);
+  socket.write_some(asio::buffer(kBusy), ignored);  // a fresh socket's buffer holds it; else it is lost
+  // Best effort, without waiting: a close with the request unread would reset the
+  // connection, and the client could lose the 503.
+  std::array<char, 16 * 1024> discard;
+  socket.read_some(asio::buffer(discard), ignored);
+  socket.shutdown(tcp::socket::shutdown_both, ignored);
+  socket.close(ignored);
+  if (const auto held = state.refusals.admit()) {
+    spdlog::warn("refused a connection: {} open, every one with a request in hand (http.max_connections){}",
+                 state.connections.size(), held_back(*held));
+  }
+}
+
+bool out_of_descriptors(const beast::error_code& error) {
+  return error == asio::error::no_descriptors || error == beast::error_code(ENFILE, boost::system::system_category());
+}
+
 asio::awaitable<void> accept_loop(std::shared_ptr<HttpServerState> state) {
+  // Out of file descriptors, accepting again at once fails again at once (100% CPU): pause,
+  // doubling up to a second, until an accept succeeds.
+  constexpr std::chrono::milliseconds kFirstPause{10};
+  constexpr std::chrono::milliseconds kLongestPause{1000};
+  std::chrono::milliseconds pause = kFirstPause;
+  asio::steady_timer timer(state->acceptor.get_executor());
   for (;;) {
     beast::error_code error;
     tcp::socket socket = co_await state->acceptor.async_accept(asio::redirect_error(asio::use_awaitable, error));
     if (state->stopping || !state->acceptor.is_open()) co_return;
     if (error) {
-      spdlog::warn("accepting a connection: {}", error.message());
+      const bool exhausted = out_of_descriptors(error);
+      if (const auto held = state->accept_errors.admit()) {
+        spdlog::warn("accepting a connection: {}{}{}", error.message(),
+                     exhausted ? "; pausing accepts and closing the oldest idle connection" : "", held_back(*held));
+      }
+      if (exhausted) {
+        state->close_oldest_idle();
+        timer.expires_after(pause);
+        pause = std::min(pause * 2, kLongestPause);
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
+        if (state->stopping) co_return;
+      }
+      continue;
+    }
+    pause = kFirstPause;
+    if (state->live_connections() >= state->limits.max_connections && !state->close_oldest_idle()) {
+      refuse(*state, std::move(socket));
       continue;
     }
     asio::co_spawn(state->acceptor.get_executor(), session(state, std::move(socket)), asio::detached);
@@ -182,9 +305,14 @@ tcp::endpoint resolve(asio::io_context& io, const std::string& listen) {
 
 }  // namespace
 
+bool is_loopback_listen(const std::string& listen) {
+  asio::io_context io;
+  return resolve(io, listen).address().is_loopback();
+}
+
 HttpServer::HttpServer(asio::io_context& io, asio::thread_pool& workers, const std::string& listen,
-                       HttpHandlers handlers, std::chrono::milliseconds timeout)
-    : state_(std::make_shared<HttpServerState>(io, workers, std::move(handlers), timeout)) {
+                       HttpHandlers handlers, HttpServerLimits limits)
+    : state_(std::make_shared<HttpServerState>(io, workers, probes_, std::move(handlers), limits)) {
   const tcp::endpoint endpoint = resolve(io, listen);
   beast::error_code error;
   state_->acceptor.open(endpoint.protocol(), error);
@@ -212,8 +340,8 @@ void HttpServer::stop() {
   state_->stopping = true;
   beast::error_code ignored;
   state_->acceptor.close(ignored);
-  for (const auto& [stream, idle] : state_->connections) {
-    if (idle) stream->socket().close(ignored);
+  for (const auto& [stream, connection] : state_->connections) {
+    if (connection.idle_since) stream->socket().close(ignored);
   }
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // The serve HTTP server: Boost.Beast over C++20 coroutines on the service's io_context.
 // Each connection is one coroutine: read a request (with a timeout per operation and a
-// body limit), hand it to the blocking handler on the worker pool, write the answer.
+// body limit), hand it to the blocking handler on the worker pool (probes on a thread of
+// their own), write the answer. Handlers that wait poll on timers, holding no thread.
 // Included by service.cpp only; Beast itself stays in http_server.cpp.
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -17,17 +19,28 @@ namespace tidemark::app::serve {
 
 struct HttpServerState;  // defined in http_server.cpp
 
+struct HttpServerLimits {
+  std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per read or write of a connection
+  // Open connections at once; beyond it the one idle longest is closed, or, when every one
+  // has a request in hand, the new one is answered 503 and closed (http.max_connections).
+  std::size_t max_connections = 1024;
+};
+
 struct HttpHandlers {
   std::function<HttpResponse(const HttpRequest&)> handle;  // called on a worker thread
   std::function<void(const HttpRequest&)> on_timeout;      // the client stalled after its header
 };
+
+// Whether `listen` (HOST:PORT) binds a loopback address only, resolved as HttpServer binds
+// it. Throws std::runtime_error when it cannot be resolved.
+bool is_loopback_listen(const std::string& listen);
 
 class HttpServer {
  public:
   // Binds `listen` (HOST:PORT; port 0 picks a free one). Throws std::runtime_error naming
   // the address when it cannot.
   HttpServer(boost::asio::io_context& io, boost::asio::thread_pool& workers, const std::string& listen,
-             HttpHandlers handlers, std::chrono::milliseconds timeout);
+             HttpHandlers handlers, HttpServerLimits limits);
   ~HttpServer();
 
   unsigned short port() const;
@@ -39,6 +52,8 @@ class HttpServer {
   std::size_t open_connections() const;
 
  private:
+  // /healthz, /readyz and /metrics run here, so that they answer however busy the workers are.
+  boost::asio::thread_pool probes_{1};
   std::shared_ptr<HttpServerState> state_;
 };
 

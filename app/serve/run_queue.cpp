@@ -14,6 +14,8 @@ namespace {
 
 // How often a webhook-requested run looks again for a pipeline another process holds.
 constexpr auto kBusyRetry = std::chrono::seconds(1);
+// How often expired run_requests are deleted (retention.requests is days, by default).
+constexpr auto kExpiryInterval = std::chrono::hours(1);
 
 }  // namespace
 
@@ -49,6 +51,7 @@ RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics
   } catch (const std::exception& error) {
     spdlog::warn("could not read checkpoint times for the metrics: {}", error.what());
   }
+  expiry_thread_ = std::thread([this] { expire_requests_periodically(); });
 }
 
 RunQueue::~RunQueue() {
@@ -56,16 +59,66 @@ RunQueue::~RunQueue() {
   for (auto& [name, slot] : slots_) {
     if (slot->worker.joinable()) slot->worker.join();
   }
+  expiry_thread_.join();
 }
 
-std::optional<TriggerResult> RunQueue::find_request(const std::string& request_id) {
-  std::optional<TriggerResult> found;
-  pool_.with_connection("looking up a webhook-id", [&](pqxx::connection& connection) {
-    pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
-    if (!rows.empty()) found = TriggerResult{rows[0][0].as<std::int64_t>(), rows[0][1].c_str(), true};
-  });
+std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn, const std::string& request_id,
+                                                    const std::string& pipeline) {
+  const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
+  if (rows.empty()) return std::nullopt;
+  TriggerResult found;
+  found.repeated = true;
+  if (rows[0][0].c_str() != pipeline) {
+    found.other_pipeline = rows[0][0].c_str();
+    return found;
+  }
+  if (rows[0][1].is_null()) {
+    // Bound while the config had no such pipeline, which it has now: asks for a run like a new id.
+    txn.exec_params(sql::statement("serve/unbind_request.sql"), request_id, pipeline);
+    return std::nullopt;
+  }
+  found.run_id = rows[0][1].as<std::int64_t>();
+  found.status = rows[0][2].c_str();
   return found;
+}
+
+std::string RunQueue::bind_request(const std::string& request_id, const std::string& pipeline) {
+  std::string bound;
+  pool_.with_connection("recording a webhook-id", [&](pqxx::connection& connection) {
+    pqxx::work txn(connection);
+    // Also an id past retention.requests whose run is kept belongs to that run's pipeline.
+    const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
+    bound = rows.empty() ? txn.exec_params1(sql::statement("serve/bind_request.sql"), request_id, pipeline)[0].c_str()
+                         : rows[0][0].c_str();
+    txn.commit();
+  });
+  return bound;
+}
+
+std::size_t RunQueue::expire_requests() {
+  std::size_t deleted = 0;
+  pool_.with_connection("expiring webhook-ids", [&](pqxx::connection& connection) {
+    pqxx::work txn(connection);
+    deleted = static_cast<std::size_t>(
+        txn.exec_params(sql::statement("serve/expire_requests.sql"), config_.retention.requests.count()).affected_rows());
+    txn.commit();
+  });
+  return deleted;
+}
+
+void RunQueue::expire_requests_periodically() {
+  std::unique_lock lock(expiry_mutex_);
+  while (!stopping_) {
+    lock.unlock();
+    try {
+      const std::size_t deleted = expire_requests();
+      if (deleted > 0) spdlog::info("retention: {} webhook-ids past retention.requests deleted", deleted);
+    } catch (const std::exception& error) {
+      spdlog::error("retention: could not delete expired webhook-ids: {}", error.what());
+    }
+    lock.lock();
+    expiry_wakeup_.wait_for(lock, kExpiryInterval, [this] { return stopping_.load(); });
+  }
 }
 
 std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
@@ -82,9 +135,8 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
       result = TriggerResult{};
       pqxx::work txn(connection);
       if (request.request_id) {
-        const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), *request.request_id);
-        if (!rows.empty()) {
-          result = TriggerResult{rows[0][0].as<std::int64_t>(), rows[0][1].c_str(), true};
+        if (auto found = find_request(txn, *request.request_id, request.pipeline)) {
+          result = std::move(*found);
           return;
         }
       }
@@ -96,14 +148,22 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
                                          request.replay ? "replay" : "resume", request.request_id, request.reason)[0]
                             .as<std::int64_t>();
       }
-      if (request.request_id) txn.exec_params(sql::statement("serve/record_request.sql"), *request.request_id, result.run_id);
+      if (request.request_id) {
+        txn.exec_params(sql::statement("serve/record_request.sql"), *request.request_id, result.run_id, request.pipeline);
+      }
       txn.commit();
       result.status = "queued";
       result.repeated = false;
     });
   } catch (const pqxx::unique_violation&) {
-    // Another serve process recorded the same webhook-id first: answer with its run.
-    if (auto found = find_request(*request.request_id)) return found;
+    // Another serve process (or a request on another path) recorded the same webhook-id
+    // first: answer with what it got.
+    std::optional<TriggerResult> found;
+    pool_.with_connection("looking up a webhook-id", [&](pqxx::connection& connection) {
+      pqxx::nontransaction txn(connection);
+      found = find_request(txn, *request.request_id, request.pipeline);
+    });
+    if (found) return found;
     throw;
   }
   if (result.repeated) return result;
@@ -218,7 +278,11 @@ RunQueue::PipelineState RunQueue::state(const std::string& pipeline) {
 }
 
 void RunQueue::request_stop() {
-  stopping_ = true;
+  {
+    std::lock_guard lock(expiry_mutex_);
+    stopping_ = true;
+  }
+  expiry_wakeup_.notify_all();
   for (auto& [name, slot] : slots_) {
     std::lock_guard lock(slot->mutex);
     slot->changed.notify_all();

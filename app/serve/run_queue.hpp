@@ -32,6 +32,8 @@ struct TriggerResult {
   std::int64_t run_id = 0;
   std::string status;     // the run's status now
   bool repeated = false;  // the request_id had asked before: nothing new was started
+  // The request_id was first seen on this other pipeline's path: nothing was done.
+  std::optional<std::string> other_pipeline;
 };
 
 class RunQueue {
@@ -45,6 +47,11 @@ class RunQueue {
   // Records the run (or finds the one it joins) and starts it when the pipeline is idle.
   // Blocking (database); nullopt once stopping.
   std::optional<TriggerResult> trigger(const TriggerRequest& request);
+  // A webhook-id sent to `pipeline`'s path when the config has no such pipeline: binds the
+  // id to that path unless it is bound already. Returns the pipeline it is bound to.
+  std::string bind_request(const std::string& request_id, const std::string& pipeline);
+  // Deletes the run_requests rows older than retention.requests; returns how many.
+  std::size_t expire_requests();
 
   struct PipelineState {
     bool running = false;
@@ -80,13 +87,21 @@ class RunQueue {
   void drive(Slot& slot, QueuedRun run);
   Attempt execute(Slot& slot, const QueuedRun& run);
   void fail_queued(std::int64_t run_id, const std::string& error);
-  std::optional<TriggerResult> find_request(const std::string& request_id);
+  // What `request_id` got before, as the answer to a request on `pipeline`'s path; nullopt
+  // when it is new here (an id bound to this path without a run is unbound, in `txn`).
+  std::optional<TriggerResult> find_request(pqxx::transaction_base& txn, const std::string& request_id,
+                                            const std::string& pipeline);
+  // Expires run_requests at start-up and then hourly, until stopping.
+  void expire_requests_periodically();
 
   pipeline::Config config_;
   ConnectionPool& pool_;
   metrics::Metrics& metrics_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
   std::atomic<bool> stopping_{false};
+  std::mutex expiry_mutex_;
+  std::condition_variable expiry_wakeup_;
+  std::thread expiry_thread_;
 };
 
 }  // namespace tidemark::app::serve

@@ -54,7 +54,7 @@ struct Service::Impl {
         server(io, workers, options.listen,
                HttpHandlers{[this](const HttpRequest& request) { return api.handle(request); },
                             [this](const HttpRequest& request) { api.on_timeout(request); }},
-               options.request_timeout),
+               HttpServerLimits{options.request_timeout, options.config.http.max_connections}),
         signals(io) {
     if (!sinks.empty()) {
       relay = std::make_unique<pipeline::relay::Relay>(options.database_url, std::move(sinks),

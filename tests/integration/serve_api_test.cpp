@@ -9,13 +9,16 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <random>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -74,10 +77,12 @@ class ServeApiTest : public ::testing::Test {
              const std::string& schedule = "", std::chrono::milliseconds request_timeout = 5s,
              const std::string& destinations = "") {
     write_source(directory_ / "in.csv", records);
+    std::ofstream(directory_ / "in.csv", std::ios::app) << extra_source_;
     std::string yaml = "pipelines:\n  transactions:\n    source: {path: " + (directory_ / "in.csv").string() +
                        "}\n    batch_size: " + std::to_string(batch_size) + "\n";
     if (!schedule.empty()) yaml += "    schedule: " + schedule + "\n";
     if (!destinations.empty()) yaml += "    destinations: " + destinations + "\n";
+    yaml += extra_yaml_;
     ServeOptions options;
     options.config = pipeline::parse_config(yaml, "serve-test.yaml");
     options.database_url = db_.url();
@@ -141,6 +146,8 @@ class ServeApiTest : public ::testing::Test {
   }
 
   TestDatabase db_;
+  std::string extra_yaml_;  // more top-level config sections, set before start()
+  std::string extra_source_;  // more source lines, set before start()
   std::filesystem::path directory_;
   std::unique_ptr<Service> service_;
   std::thread thread_;
@@ -202,7 +209,8 @@ TEST_F(ServeApiTest, RejectedTriggersAnswerTheRightStatusAndStartNoRun) {
   EXPECT_EQ(trigger("msg-unknown", body, "no-such-pipeline").status, 404);
 
   EXPECT_EQ(runs(), "0");
-  EXPECT_EQ(db_.scalar("SELECT count(*) FROM run_requests"), "0");
+  // The unknown pipeline's webhook-id stays bound to its path, without a run.
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM run_requests WHERE run_id IS NOT NULL"), "0");
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_signature\"}"), 1);
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"missing_headers\"}"), 2);
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_timestamp\"}"), 1);
@@ -334,10 +342,12 @@ TEST_F(ServeApiTest, QuarantineListsRejectedRecordsAndReleaseRedrivesOneOnce) {
   wait_for_run(parse_object(trigger("msg-q").body)["run_id"].as_int64());
   const HttpAnswer list = http_request(port_, "GET", std::string("/v1/quarantine?pipeline=") + kPipeline + "&limit=2");
   ASSERT_EQ(list.status, 200) << list.body;
-  const auto entries = boost::json::parse(list.body).as_array();
+  auto page = parse_object(list.body);
+  const auto entries = page["entries"].as_array();
   ASSERT_EQ(entries.size(), 2u);  // of three: the limit holds
+  EXPECT_FALSE(page["next"].is_null());
   EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?limit=0").status, 400);
-  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?pipeline=other").body, "[]\n");
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?pipeline=other").body, "{\"entries\":[],\"next\":null}\n");
 
   // tx-0 and its twin shared a batch, so both were quarantined and no row is stored:
   // releasing one of them now inserts it.
@@ -433,6 +443,282 @@ TEST_F(ServeApiTest, AccountViewAnswersOnceTheViewHasAppliedTheSequenceAndOtherw
   EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=11&timeout_ms=100").status, 409);
   EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=-1").status, 400);
   EXPECT_EQ(http_request(port_, "GET", "/v1/views/daily_totals/accounts/acct-3").status, 404);
+}
+
+// --- Hostile clients (issue 11) ---
+
+int count_of(const std::string& text, const std::string& part) {
+  int count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+// A plain TCP connection to serve; -1 when it could not connect.
+int connect_to(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads from `fd` until the peer closes (true) or `timeout` passes (false).
+bool closed_by_peer(int fd, std::chrono::milliseconds timeout) {
+  timeval limit{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  char chunk[4096];
+  for (;;) {
+    const ssize_t got = ::recv(fd, chunk, sizeof chunk, 0);
+    if (got == 0) return true;
+    if (got < 0) return errno == ECONNRESET;
+  }
+}
+
+TEST_F(ServeApiTest, ATransferEncodingNotEndingInChunkedIs400AndItsBodyIsNeverReadAsARequest) {
+  start(10);
+  for (const std::string& coding : std::vector<std::string>{"chunked, identity", "xchunked", "identity"}) {
+    // Behind a proxy that frames by this header, the "body" is part of this request; Beast
+    // alone would read no body and answer the smuggled GET as a second request.
+    const std::string smuggled = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    const auto exchange = testing::raw_exchange(
+        port_, "POST /v1/pipelines/transactions/runs HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + "\r\n\r\n" +
+                   smuggled);
+    EXPECT_TRUE(exchange.closed) << coding;
+    EXPECT_EQ(count_of(exchange.received, "HTTP/1.1 "), 1) << coding << ":\n" << exchange.received;
+    EXPECT_EQ(exchange.received.rfind("HTTP/1.1 400 ", 0), 0u) << coding << ":\n" << exchange.received;
+    EXPECT_NE(exchange.received.find("Transfer-Encoding"), std::string::npos) << exchange.received;
+  }
+  // Chunked itself still works.
+  const std::string body = R"({"mode":"resume"})";
+  std::string head = "POST /v1/pipelines/transactions/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                     "Transfer-Encoding: gzip, chunked\r\n";
+  for (const auto& [name, value] : signed_headers("msg-chunked", body)) head += name + ": " + value + "\r\n";
+  std::ostringstream chunk;
+  chunk << std::hex << body.size() << "\r\n" << body << "\r\n0\r\n\r\n";
+  EXPECT_EQ(testing::raw_exchange(port_, head + "\r\n" + chunk.str()).received.rfind("HTTP/1.1 202 ", 0), 0u);
+}
+
+TEST_F(ServeApiTest, ARepeatedCredentialOrSignatureHeaderIs400) {
+  start(10);
+  const std::string body = R"({"mode":"resume"})";
+  const auto headers = signed_headers("msg-twice-b", body);
+  for (const std::string& repeated : std::vector<std::string>{"webhook-id", "webhook-timestamp", "webhook-signature"}) {
+    // The second copy is the signed one: whoever reads the first sees another request.
+    std::string request = "POST /v1/pipelines/transactions/runs HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+                          "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    const std::map<std::string, std::string> decoys{
+        {"webhook-id", "msg-twice-a"}, {"webhook-timestamp", "1"}, {"webhook-signature", "v1,AAAA"}};
+    request += repeated + ": " + decoys.at(repeated) + "\r\n";
+    for (const auto& [name, value] : headers) request += name + ": " + value + "\r\n";
+    const auto exchange = testing::raw_exchange(port_, request + "\r\n" + body);
+    EXPECT_EQ(exchange.received.rfind("HTTP/1.1 400 ", 0), 0u) << repeated << ":\n" << exchange.received;
+  }
+  const auto exchange = testing::raw_exchange(
+      port_, "GET /v1/pipelines HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer a\r\nAuthorization: Bearer b\r\n"
+             "Connection: close\r\n\r\n");
+  EXPECT_EQ(exchange.received.rfind("HTTP/1.1 400 ", 0), 0u) << exchange.received;
+  EXPECT_EQ(runs(), "0");
+}
+
+TEST_F(ServeApiTest, AWebhookIdOver256BytesOrNotPrintableAsciiIs400) {
+  start(10);
+  for (const std::string& id : {std::string(257, 'm'), std::string(4000, 'm'), std::string("msg-\xc3\xa9t\xc3\xa9"),
+                               std::string("msg\tx")}) {
+    const HttpAnswer answer = trigger(id);
+    EXPECT_EQ(answer.status, 400) << id.size() << " bytes: " << answer.body;
+  }
+  EXPECT_EQ(trigger(std::string(256, 'm')).status, 202);
+  EXPECT_EQ(runs(), "1");
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_request\"}"), 4);
+}
+
+TEST_F(ServeApiTest, AWebhookIdFirstSeenOnOnePathIsRefusedOnAnotherEvenAfterA404) {
+  start(10);
+  // The signature covers id, timestamp and body, not the path: the same signed request
+  // could otherwise be replayed to any pipeline.
+  EXPECT_EQ(trigger("msg-moved", R"({"mode":"replay"})", "no-such-pipeline").status, 404);
+  const HttpAnswer moved = trigger("msg-moved", R"({"mode":"replay"})");
+  EXPECT_EQ(moved.status, 409) << moved.body;
+  EXPECT_NE(moved.body.find("no-such-pipeline"), std::string::npos) << moved.body;
+  EXPECT_EQ(runs(), "0");
+
+  ASSERT_EQ(trigger("msg-here").status, 202);
+  EXPECT_EQ(trigger("msg-here", R"({"mode":"resume","reason":"test"})", "elsewhere").status, 409);
+  EXPECT_EQ(trigger("msg-here").status, 202);  // on its own path it is still a repeat
+  EXPECT_EQ(runs(), "1");
+  // Bound to this path while an earlier config had no such pipeline: a new request now.
+  db_.scalar("INSERT INTO run_requests (request_id, pipeline) VALUES ('msg-before', 'transactions') RETURNING 1");
+  const HttpAnswer before = trigger("msg-before");
+  ASSERT_EQ(before.status, 202) << before.body;
+  EXPECT_EQ(db_.scalar("SELECT run_id FROM run_requests WHERE request_id = 'msg-before'"),
+            std::to_string(parse_object(before.body)["run_id"].as_int64()));
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"other_pipeline\"}"), 2);
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 2);
+}
+
+TEST_F(ServeApiTest, RunRequestsPastRetentionRequestsAreDeletedByServe) {
+  extra_yaml_ = "retention: {requests: 24h}\n";
+  db_.scalar("INSERT INTO run_requests (request_id, pipeline, received_at) VALUES "
+             "('msg-old', 'transactions', now() - interval '25 hours'), "
+             "('msg-recent', 'transactions', now() - interval '23 hours') RETURNING 1");
+  start(10);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (db_.scalar("SELECT count(*) FROM run_requests WHERE request_id = 'msg-old'") != "0" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(db_.scalar("SELECT string_agg(request_id, ',') FROM run_requests"), "msg-recent");
+}
+
+TEST_F(ServeApiTest, AWebhookIdPastRetentionStillAnswersWithTheRunItStarted) {
+  extra_yaml_ = "retention: {requests: 24h}\n";
+  const std::string run_id = db_.scalar(
+      "INSERT INTO runs (pipeline, trigger, mode, status, request_id, requested_at) "
+      "VALUES ('transactions', 'webhook', 'resume', 'succeeded', 'msg-aged', now() - interval '2 days') RETURNING id");
+  db_.scalar("INSERT INTO run_requests (request_id, run_id, pipeline, received_at) VALUES ('msg-aged', " + run_id +
+             ", 'transactions', now() - interval '2 days') RETURNING 1");
+  start(10);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (db_.scalar("SELECT count(*) FROM run_requests") != "0" && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(db_.scalar("SELECT count(*) FROM run_requests"), "0");
+  const HttpAnswer again = trigger("msg-aged");
+  ASSERT_EQ(again.status, 202) << again.body;  // not a unique violation on runs.request_id
+  EXPECT_EQ(parse_object(again.body)["run_id"].as_int64(), std::stoll(run_id));
+  EXPECT_EQ(trigger("msg-aged", R"({"mode":"resume","reason":"test"})", "elsewhere").status, 409);
+  EXPECT_EQ(runs(), "1");
+}
+
+TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosed) {
+  extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
+  start(10, 1000, std::nullopt, "", 30s);  // idle connections are not cut off by the timeout meanwhile
+  // Four keep-alive connections, each idle after one answered request.
+  std::vector<int> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(connect_to(port_));
+    ASSERT_GE(idle.back(), 0);
+    const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::send(idle.back(), request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+    char answer[512];
+    ASSERT_GT(::recv(idle.back(), answer, sizeof answer, 0), 0);
+    std::this_thread::sleep_for(5ms);  // distinct idle times: the first is the oldest
+  }
+  const HttpAnswer fifth = http_request(port_, "GET", "/healthz");
+  EXPECT_EQ(fifth.status, 200);
+  EXPECT_TRUE(closed_by_peer(idle[0], 2s)) << "the oldest idle connection stays open";
+  EXPECT_FALSE(closed_by_peer(idle[3], 200ms)) << "the newest idle connection was closed";
+  for (int fd : idle) ::close(fd);
+}
+
+TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswered503) {
+  extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
+  start(10, 1000, std::nullopt, "", 30s, "[{name: account_balance, kind: view}]");
+  // Four connections, each with a request in hand: a wait for a sequence that never comes.
+  std::vector<int> busy;
+  for (int i = 0; i < 4; ++i) {
+    busy.push_back(connect_to(port_));
+    ASSERT_GE(busy.back(), 0);
+    const std::string request =
+        "GET /v1/views/account_balance/accounts/acct-1?min_sequence=9&timeout_ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n";
+    ASSERT_EQ(::send(busy.back(), request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  }
+  // Until all four are in hand, a fifth connection is still served (and closes).
+  HttpAnswer fifth;
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (fifth.status != 503 && std::chrono::steady_clock::now() < deadline) fifth = http_request(port_, "GET", "/healthz");
+  EXPECT_EQ(fifth.status, 503) << fifth.body;
+  EXPECT_EQ(fifth.headers["retry-after"], "1");
+  EXPECT_NE(fifth.body.find("http.max_connections"), std::string::npos) << fifth.body;
+  // The busy ones are answered in full, then there is room again.
+  for (int fd : busy) {
+    char answer[512];
+    const ssize_t got = ::recv(fd, answer, sizeof answer, 0);
+    ASSERT_GT(got, 0);
+    EXPECT_EQ(std::string(answer, static_cast<std::size_t>(got)).rfind("HTTP/1.1 409 ", 0), 0u);
+    ::close(fd);
+  }
+  const auto again = std::chrono::steady_clock::now() + 5s;
+  int status = 0;
+  while ((status = http_request(port_, "GET", "/healthz").status) != 200 && std::chrono::steady_clock::now() < again) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(ServeApiTest, ProbesDoNotWaitForSlowReadYourWritesRequests) {
+  start(10, 1000, std::nullopt, "", 30s, "[{name: account_balance, kind: view}]");
+  const HttpAnswer answer = trigger("msg-slow-view");
+  ASSERT_EQ(answer.status, 202) << answer.body;
+  ASSERT_EQ(wait_for_run(parse_object(answer.body)["run_id"].as_int64())["status"], "succeeded");
+  // Eight waits for a sequence that never comes: twice as many as serve has workers.
+  std::vector<std::thread> waits;
+  std::atomic<int> answered_409{0};
+  for (int i = 0; i < 8; ++i) {
+    waits.emplace_back([&] {
+      if (http_request(port_, "GET", "/v1/views/account_balance/accounts/acct-3?min_sequence=999&timeout_ms=3000")
+              .status == 409) {
+        ++answered_409;
+      }
+    });
+  }
+  std::this_thread::sleep_for(300ms);  // the waits have begun
+  for (const char* probe : {"/healthz", "/readyz", "/metrics", "/v1/pipelines"}) {
+    const auto started = std::chrono::steady_clock::now();
+    EXPECT_EQ(http_request(port_, "GET", probe).status, 200) << probe;
+    const auto took = std::chrono::steady_clock::now() - started;
+    std::cout << probe << " answered in " << std::chrono::duration<double, std::milli>(took).count()
+              << " ms during 8 slow waits" << std::endl;
+    EXPECT_LT(took, 1s) << probe << " waited for the slow requests";
+  }
+  for (auto& wait : waits) wait.join();
+  EXPECT_EQ(answered_409, 8);
+}
+
+TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHasTheWholeRecord) {
+  // 300 invalid records of 8 KiB each (2.4 MB), after the usual invalid one and conflict pair.
+  for (int i = 0; i < 300; ++i) extra_source_ += "tx-big-" + std::to_string(i) + ",1,not-a-number," + std::string(8192, 'x') + "\n";
+  start(5);
+  ASSERT_EQ(wait_for_run(parse_object(trigger("msg-big").body)["run_id"].as_int64())["status"], "succeeded");
+  ASSERT_EQ(db_.scalar("SELECT count(*) FROM quarantine"), "303");
+
+  std::set<std::int64_t> listed;
+  std::string target = "/v1/quarantine?limit=1000";
+  int pages = 0;
+  std::size_t largest_page = 0;
+  std::int64_t big_id = 0;
+  while (!target.empty()) {
+    const HttpAnswer page = http_request(port_, "GET", target);
+    ASSERT_EQ(page.status, 200) << page.body;
+    EXPECT_LT(page.body.size(), 1200u * 1024) << "a page over the byte budget";
+    largest_page = std::max(largest_page, page.body.size());
+    auto body = parse_object(page.body);
+    for (const auto& value : body["entries"].as_array()) {
+      const auto& entry = value.as_object();
+      const bool big = entry.at("transaction_id").as_string().starts_with("tx-big-");
+      EXPECT_LE(entry.at("raw").as_string().size(), 4096u);
+      EXPECT_EQ(entry.at("raw_truncated").as_bool(), big);
+      if (big) big_id = entry.at("id").as_int64();
+      EXPECT_TRUE(listed.insert(entry.at("id").as_int64()).second) << "listed twice";
+    }
+    target = body["next"].is_null() ? "" : std::string(body["next"].as_string());
+    ASSERT_LT(++pages, 10);
+  }
+  EXPECT_GE(pages, 2);
+  EXPECT_EQ(listed.size(), 303u);
+  std::cout << "303 entries of 8 KiB records: " << pages << " pages, the largest " << largest_page << " bytes"
+            << std::endl;
+
+  const HttpAnswer whole = http_request(port_, "GET", "/v1/quarantine/" + std::to_string(big_id));
+  ASSERT_EQ(whole.status, 200) << whole.body;
+  EXPECT_GT(parse_object(whole.body)["raw"].as_string().size(), 8192u);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine/999999").status, 404);
+  EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?after=x").status, 400);
 }
 
 }  // namespace

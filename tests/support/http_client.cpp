@@ -1,9 +1,12 @@
 #include "tests/support/http_client.hpp"
 
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <cctype>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -53,6 +56,30 @@ HttpAnswer http_request(unsigned short port, const std::string& method, const st
   });
   io.run();
   return answer;
+}
+
+RawExchange raw_exchange(unsigned short port, const std::string& bytes, std::chrono::milliseconds timeout) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  RawExchange exchange;
+  std::array<char, 16 * 1024> chunk;
+  std::function<void()> read_more = [&] {
+    stream.async_read_some(asio::buffer(chunk), [&](beast::error_code error, std::size_t size) {
+      exchange.received.append(chunk.data(), size);
+      if (error) {
+        exchange.closed = error != beast::error::timeout;
+        return;
+      }
+      read_more();
+    });
+  };
+  stream.expires_after(timeout);
+  stream.async_connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), [&](beast::error_code error) {
+    if (error) return;
+    asio::async_write(stream, asio::buffer(bytes), [&](beast::error_code, std::size_t) { read_more(); });
+  });
+  io.run();
+  return exchange;
 }
 
 unsigned short free_port() {

@@ -17,6 +17,16 @@ HttpAnswer http_request(unsigned short port, const std::string& method, const st
                         const std::map<std::string, std::string>& headers = {}, const std::string& body = "",
                         std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
+// Sends `bytes` as they are on one connection to 127.0.0.1 and returns everything the server
+// sent back until it closed the connection (or `timeout` passed: `closed` says which). For
+// requests no well-behaved client would send.
+struct RawExchange {
+  std::string received;
+  bool closed = false;
+};
+RawExchange raw_exchange(unsigned short port, const std::string& bytes,
+                         std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
 // A port that was free a moment ago (for child processes that take --listen).
 unsigned short free_port();
 

@@ -198,7 +198,25 @@ TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
   EXPECT_EQ(config_error("database: postgresql:///x\npipeline: {}\n"),
             "config.yaml:2: unknown key 'pipeline' at the top level "
-            "(expected one of: database, http, pipelines, relay)");
+            "(expected one of: database, http, pipelines, relay, retention)");
+}
+
+TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
+  const auto defaults = parse_config(kPipelineHead, "config.yaml");
+  EXPECT_EQ(defaults.http.max_connections, 1024u);
+  EXPECT_FALSE(defaults.http.allow_unauthenticated);
+  EXPECT_EQ(defaults.retention.requests, std::chrono::hours(24 * 7));
+  const auto config = parse_config(std::string(kPipelineHead) +
+                                       "http: {max_connections: 8, allow_unauthenticated: true}\n"
+                                       "retention: {requests: 2h}\n",
+                                   "config.yaml");
+  EXPECT_EQ(config.http.max_connections, 8u);
+  EXPECT_TRUE(config.http.allow_unauthenticated);
+  EXPECT_EQ(config.retention.requests, std::chrono::hours(2));
+  EXPECT_EQ(config_error("http: {allow_unauthenticated: yes}\n"),
+            "config.yaml:1: http.allow_unauthenticated: expected true or false, got \"yes\"");
+  EXPECT_EQ(config_error("http: {max_connections: 0}\n"),
+            "config.yaml:1: http.max_connections: expected an integer from 1 to 1000000, got \"0\"");
 }
 
 TEST(ParseConfigErrors, UnknownNestedKeyNamesLineAndPath) {
@@ -387,12 +405,12 @@ TEST(ParseConfigErrors, RelayLimitsAreChecked) {
 
 TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
   EXPECT_EQ(config_error("http: [127.0.0.1:8080]\n"),
-            "config.yaml:1: http: expected a map with keys listen, got a list");
+            "config.yaml:1: http: expected a map with keys listen, max_connections, allow_unauthenticated, got a list");
   EXPECT_EQ(config_error("database: {url: x}\n"), "config.yaml:1: database: expected a string, got a map");
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: {name: x}\n"),
             "config.yaml:4: pipelines.transactions.destinations: expected a list of destinations, got a map");
   EXPECT_EQ(config_error("- a\n- b\n"),
-            "config.yaml:1: expected a map with keys database, http, pipelines, relay, got a list");
+            "config.yaml:1: expected a map with keys database, http, pipelines, relay, retention, got a list");
 }
 
 TEST(ParseConfigErrors, ListenMustBeHostAndPort) {

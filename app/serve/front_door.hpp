@@ -1,0 +1,61 @@
+#pragma once
+// The front door of serve's HTTP API: what is decided about a request from its bytes alone,
+// before a handler runs — its head as the API sees it, the requests refused outright
+// (ambiguous framing, repeated credentials) and the route. Pure: no sockets, no database,
+// so that tests/fuzz/http_front_door_fuzz.cpp drives exactly what the server runs.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "app/serve/http_message.hpp"
+
+namespace tidemark::app::serve {
+
+using RequestParser = boost::beast::http::request_parser<boost::beast::http::string_body>;
+
+// Method, target and headers of what the parser has seen so far (also after a body error).
+HttpRequest request_head(const RequestParser& parser);
+
+// Why a request whose header is complete must be answered 400 without reading its body
+// (the connection then closes: its framing cannot be trusted), or nullopt.
+std::optional<std::string> refuse_head(const RequestParser& parser);
+
+enum class RouteKind {
+  kBadTarget,  // not an origin-form target: 400
+  kNotFound,
+  kHealth,
+  kReady,
+  kMetrics,
+  kTrigger,          // POST /v1/pipelines/{name}/runs
+  kRun,              // GET /v1/runs/{id}
+  kPipelines,        // GET /v1/pipelines
+  kQuarantineList,   // GET /v1/quarantine
+  kQuarantineEntry,  // GET /v1/quarantine/{id}
+  kRelease,          // POST /v1/quarantine/{id}/release
+  kAccountView,      // GET /v1/views/{view}/accounts/{id}
+};
+
+struct Route {
+  RouteKind kind = RouteKind::kNotFound;
+  std::string method;                // the one method the route takes
+  std::string path;                  // the target's path, for messages
+  std::vector<std::string> segments;  // decoded path segments
+
+  // /healthz, /readyz, /metrics: answered on a lane of their own, never behind other requests.
+  bool probe() const { return kind == RouteKind::kHealth || kind == RouteKind::kReady || kind == RouteKind::kMetrics; }
+  // The /v1 reads and releases, which need TIDEMARK_API_TOKEN when it is set.
+  bool needs_token() const { return kind >= RouteKind::kRun; }
+};
+
+Route route_of(std::string_view target);
+
+// The webhook-ids serve records: 1 to 256 bytes of printable ASCII (what a Standard
+// Webhooks sender generates; anything else is an attack on the index or the logs).
+inline constexpr std::size_t kMaxWebhookIdBytes = 256;
+bool valid_webhook_id(std::string_view id);
+
+}  // namespace tidemark::app::serve
