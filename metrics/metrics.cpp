@@ -45,7 +45,11 @@ Metrics::Metrics()
       view_lag_seconds(prometheus::BuildGauge()
                            .Name("tidemark_view_lag_seconds")
                            .Help("Age of the oldest outbox event a view has not applied yet")
-                           .Register(*registry)) {}
+                           .Register(*registry)),
+      component_restarts_total(prometheus::BuildCounter()
+                                   .Name("tidemark_component_restarts_total")
+                                   .Help("Restarts of a supervised component (relay) after an unexpected error")
+                                   .Register(*registry)) {}
 
 std::string Metrics::serialize() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }
 

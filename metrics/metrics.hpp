@@ -32,6 +32,8 @@ struct Metrics {
   // Serve API and views.
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}
+  // Supervision.
+  prometheus::Family<prometheus::Counter>& component_restarts_total;      // {component}
 
   // The Prometheus text exposition format of everything registered.
   std::string serialize() const;

@@ -3,6 +3,7 @@
 // quarantine, metrics and health. handle() is blocking (database): call it on a worker
 // thread, never on the thread that runs the sockets.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,8 @@ struct ApiOptions {
   std::optional<std::string> webhook_key;
   // TIDEMARK_API_TOKEN: when set, the /v1 read and release endpoints need "Bearer <token>".
   std::optional<std::string> api_token;
+  // Why serve is not ready apart from the database (the relay down, say); "" when it is.
+  std::function<std::string()> not_ready;
 };
 
 class Api {

@@ -7,6 +7,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/backoff.hpp"
 #include "pipeline/failpoint.hpp"
+#include "pipeline/run/committer.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -42,6 +43,18 @@ void prepare(pqxx::connection& connection) {
 
 }  // namespace
 
+std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
+  bool changed = false;
+  std::string stored = storable_text(text, changed);
+  if (stored.size() <= max_bytes) return stored;
+  static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
+  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  // Valid UTF-8 now, so stepping back over continuation bytes lands on a character's start.
+  while (cut > 0 && (static_cast<unsigned char>(stored[cut]) & 0xC0) == 0x80) --cut;
+  stored.resize(cut);
+  return stored + std::string(kEllipsis);
+}
+
 RelayOptions relay_options(const RelayConfig& config) {
   RelayOptions options;
   options.config = config;
@@ -55,7 +68,18 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
       metrics_(metrics),
       destinations_(text_array(sinks)),
       rng_(options_.seed),
-      sinks_(std::move(sinks)) {}
+      sinks_(std::move(sinks)) {
+  if (metrics_ == nullptr) return;
+  // Every series exists from the start, so that increase() and the alerts see the first
+  // dead event as a change from 0 rather than as a new series.
+  for (const auto& [destination, sink] : sinks_) {
+    for (const auto status :
+         {DeliveryResult::Status::kDelivered, DeliveryResult::Status::kRetry, DeliveryResult::Status::kDead}) {
+      metrics_->outbox_deliveries_total.Add({{"destination", destination}, {"result", std::string(result_label(status))}});
+    }
+    metrics_->outbox_delivery_duration_seconds.Add({{"destination", destination}}, metrics::duration_buckets());
+  }
+}
 
 Relay::~Relay() = default;
 
@@ -73,6 +97,7 @@ void Relay::stop() {
 
 RelayStats Relay::loop(bool once) {
   stats_ = {};
+  once_ = once;
   auto next_refresh = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<Answer> answers;
@@ -88,7 +113,16 @@ RelayStats Relay::loop(bool once) {
     const std::size_t capacity =
         stopping || sinks_.empty() ? 0 : options_.config.max_in_flight - (in_flight_ - answers.size());
     std::vector<OutboxEvent> claimed;
-    if (!answers.empty() || capacity > 0) claimed = record_and_claim(answers, delays, capacity);
+    if (!answers.empty() || capacity > 0) {
+      try {
+        claimed = record_and_claim(answers, delays, capacity);
+      } catch (const std::exception&) {
+        // Unrecorded, these answers' leases run out and the events go again (at least once).
+        // They are no longer in flight, so a loop started again counts its capacity right.
+        in_flight_ -= answers.size();
+        throw;
+      }
+    }
     account(answers);
     const bool claimed_any = !claimed.empty();
     send(std::move(claimed));
@@ -115,6 +149,10 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
   delays.assign(answers.size(), 0);
   for (std::size_t i = 0; i < answers.size(); ++i) {
     auto& answer = answers[i];
+    // Whatever a sink put there (a receiver's body, cut anywhere), last_error must store.
+    if (answer.result.status != DeliveryResult::Status::kDelivered) {
+      answer.result.error = bounded_error_text(answer.result.error);
+    }
     switch (answer.result.status) {
       case DeliveryResult::Status::kDelivered:
         failpoint("relay_after_send");
@@ -203,7 +241,10 @@ void Relay::send(std::vector<OutboxEvent> events) {
 Duration Relay::retry_delay(const Answer& answer) {
   // The destination's Retry-After wins over our own schedule: sending earlier would only
   // be refused again.
-  if (answer.result.retry_after) return std::chrono::duration_cast<Duration>(*answer.result.retry_after);
+  // Capped whatever the sink passed, so the conversion cannot overflow.
+  if (answer.result.retry_after) {
+    return std::chrono::duration_cast<Duration>(std::clamp(*answer.result.retry_after, std::chrono::seconds(0), kMaxRetryAfter));
+  }
   return backoff_delay(options_.config.base_delay, options_.config.max_delay, answer.attempt, rng_);
 }
 
@@ -252,19 +293,33 @@ void Relay::refresh_pending() {
 }
 
 void Relay::with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work) {
-  db::with_retries(database_retries_, what, [&] {
+  for (;;) {
     try {
-      if (!connection_) {
-        connection_ = db::connect(database_url_);
-        prepare(*connection_);
-      }
-      work(*connection_);
-    } catch (const std::exception&) {
-      // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
-      connection_.reset();
-      throw;
+      db::with_retries(options_.database_retries, what, [&] {
+        try {
+          if (!connection_) {
+            connection_ = db::connect(database_url_);
+            prepare(*connection_);
+          }
+          work(*connection_);
+        } catch (const std::exception&) {
+          // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
+          connection_.reset();
+          throw;
+        }
+      });
+      if (waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
+      return;
+    } catch (const db::RetriesExhausted& error) {
+      // A long outage is the world failing, not the relay: a serving relay waits it out, with
+      // the answers in hand kept for when it ends. drain() (relay --once) reports it instead.
+      std::unique_lock lock(mutex_);
+      if (once_ || stop_requested_) throw;
+      waiting_for_database_ = true;
+      spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
+      answered_.wait_for(lock, options_.database_retries.max_delay, [this] { return stop_requested_; });
     }
-  });
+  }
 }
 
 }  // namespace tidemark::pipeline::relay

@@ -75,6 +75,23 @@ TEST(WebhookStatus, RetryAfterSecondsAreKeptAndHttpDatesIgnored) {
   EXPECT_FALSE(classify_status(503, "Wed, 21 Oct 2015 07:28:00 GMT", "").retry_after);
 }
 
+TEST(WebhookStatus, RetryAfterIsParsedWithoutOverflowAndCapped) {
+  using pipeline::relay::kMaxRetryAfter;
+  EXPECT_EQ(classify_status(429, "3599", "").retry_after, std::chrono::seconds(3599));
+  for (const char* huge : {"3600", "10000000000000", "9223372036854775807", "99999999999999999999999999999"}) {
+    EXPECT_EQ(classify_status(429, huge, "").retry_after, kMaxRetryAfter) << huge;
+  }
+  for (const char* malformed : {"", "-1", "+5", "1.5", "5 "}) {
+    EXPECT_FALSE(classify_status(503, malformed, "").retry_after) << malformed;
+  }
+}
+
+TEST(WebhookStatus, ErrorBodiesAreCutBetweenCharacters) {
+  std::string body(199, 'x');
+  body += "\xC3\xA9tat";
+  EXPECT_EQ(classify_status(500, "", body).error, "HTTP 500: " + std::string(197, 'x') + "\xE2\x80\xA6");
+}
+
 TEST(WebhookStatus, OtherClientErrorsAndRedirectsAreDead) {
   for (const int status : {301, 400, 401, 403, 404, 410, 422}) {
     EXPECT_EQ(classify_status(status, "", "").status, DeliveryResult::Status::kDead) << status;

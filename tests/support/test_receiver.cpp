@@ -37,7 +37,9 @@ struct TestReceiver::State {
   double ratio = 0;
   std::vector<Failure> random_kinds;
   std::mt19937_64 rng;
-  int retry_after_seconds = 1;
+  std::string retry_after = "1";
+  std::map<Failure, std::string> bodies = {{Failure::kServerError, "injected failure"},
+                                           {Failure::kBadRequest, "rejected"}};
   std::chrono::milliseconds slow_delay{2000};
 
   std::vector<ReceivedRequest> requests;
@@ -182,15 +184,15 @@ class TestReceiver::Server {
       switch (received.failure) {
         case Failure::kServerError:
           response.result(bhttp::status::internal_server_error);
-          response.body() = "injected failure";
+          response.body() = state_->bodies[received.failure];
           break;
         case Failure::kTooManyRequests:
           response.result(bhttp::status::too_many_requests);
-          response.set(bhttp::field::retry_after, std::to_string(state_->retry_after_seconds));
+          response.set(bhttp::field::retry_after, state_->retry_after);
           break;
         case Failure::kBadRequest:
           response.result(bhttp::status::bad_request);
-          response.body() = "rejected";
+          response.body() = state_->bodies[received.failure];
           break;
         case Failure::kDrop:
           --state_->handling[received.webhook_id];
@@ -204,6 +206,7 @@ class TestReceiver::Server {
             received.applied = true;
             state_->applied_bodies.push_back(received.body);
           }
+          response.body() = state_->bodies[Failure::kNone];
           break;
       }
     }
@@ -260,9 +263,16 @@ void TestReceiver::fail_randomly(double ratio, std::uint64_t seed, std::vector<F
   state_->random_kinds = std::move(kinds);
 }
 
-void TestReceiver::set_retry_after_seconds(int seconds) {
+void TestReceiver::set_retry_after_seconds(int seconds) { set_retry_after(std::to_string(seconds)); }
+
+void TestReceiver::set_retry_after(std::string value) {
   std::lock_guard lock(state_->mutex);
-  state_->retry_after_seconds = seconds;
+  state_->retry_after = std::move(value);
+}
+
+void TestReceiver::set_body(Failure kind, std::string body) {
+  std::lock_guard lock(state_->mutex);
+  state_->bodies[kind] = std::move(body);
 }
 
 void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {

@@ -47,6 +47,10 @@ class TestReceiver {
   // A fraction `ratio` of requests fail, picking among `kinds`; the generator is seeded.
   void fail_randomly(double ratio, std::uint64_t seed, std::vector<Failure> kinds);
   void set_retry_after_seconds(int seconds);
+  // The Retry-After value of 429 answers as sent, byte for byte (huge numbers, say).
+  void set_retry_after(std::string value);
+  // The body of the answers of one kind (kNone: the 2xx; kServerError; kBadRequest).
+  void set_body(Failure kind, std::string body);
   void set_slow_delay(std::chrono::milliseconds delay);
 
   std::vector<ReceivedRequest> requests() const;
