@@ -39,8 +39,9 @@ struct Target {
   std::string path;  // with the query
 };
 
-Target parse_target(const std::string& url) {
-  const auto parsed = boost::urls::parse_uri(url);
+Target parse_target(const std::string& raw_url) {
+  const std::string url = pipeline::relay::redact_urls(raw_url);  // for the messages only
+  const auto parsed = boost::urls::parse_uri(raw_url);
   if (!parsed) throw ConfigError("destination URL '" + url + "' is not a valid URL");
   if (parsed->scheme() != "http") {
     throw ConfigError("destination URL '" + url + "': only http:// URLs are supported (terminate TLS in a proxy)");
@@ -130,6 +131,23 @@ bool closed_by_peer(const beast::error_code& error) {
 
 }  // namespace
 
+std::string header_id(std::string_view idempotency_key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string id;
+  id.reserve(idempotency_key.size());
+  for (const char c : idempotency_key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte > 0x20 && byte < 0x7F && byte != '%') {
+      id += c;
+    } else {
+      id += '%';
+      id += kHex[byte >> 4];
+      id += kHex[byte & 0x0F];
+    }
+  }
+  return id;
+}
+
 DeliveryResult classify_status(int status, std::string_view retry_after_header, std::string_view body) {
   if (status >= 200 && status < 300) return DeliveryResult::delivered();
   std::string error = "HTTP " + std::to_string(status);
@@ -178,10 +196,12 @@ class WebhookSink::Client {
     request.set(bhttp::field::host, target_.host_header);
     request.set(bhttp::field::user_agent, "tidemark-relay");
     request.set(bhttp::field::content_type, "application/json");
-    request.set("webhook-id", event.idempotency_key);
+    // Signed as sent: receivers verify over the header they read.
+    const std::string id = header_id(event.idempotency_key);
+    request.set("webhook-id", id);
     request.set("webhook-timestamp", std::to_string(timestamp));
-    request.set("webhook-signature", sign(options_.signing_key, event.idempotency_key, timestamp, event.payload));
-    request.set("Idempotency-Key", event.idempotency_key);
+    request.set("webhook-signature", sign(options_.signing_key, id, timestamp, event.payload));
+    request.set("Idempotency-Key", id);
     request.keep_alive(true);
     request.body() = std::move(event.payload);
     request.prepare_payload();

@@ -1,6 +1,7 @@
 #include "pipeline/relay/relay.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <spdlog/spdlog.h>
 
@@ -53,6 +54,55 @@ std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
   while (cut > 0 && (static_cast<unsigned char>(stored[cut]) & 0xC0) == 0x80) --cut;
   stored.resize(cut);
   return stored + std::string(kEllipsis);
+}
+
+namespace {
+
+bool is_scheme_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+}
+
+// One URL: "***" for its userinfo and its query.
+std::string redact_url(std::string_view url, std::size_t authority_start) {
+  std::string redacted(url.substr(0, authority_start));
+  std::string_view rest = url.substr(authority_start);
+  const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  if (const std::size_t at = rest.substr(0, authority_end).rfind('@'); at != std::string_view::npos) {
+    redacted += "***";
+    rest.remove_prefix(at);
+  }
+  if (const std::size_t query = rest.find('?'); query != std::string_view::npos) {
+    const std::size_t fragment = std::min(rest.find('#', query), rest.size());
+    redacted.append(rest.substr(0, query + 1)).append("***").append(rest.substr(fragment));
+  } else {
+    redacted += rest;
+  }
+  return redacted;
+}
+
+}  // namespace
+
+std::string redact_urls(std::string_view text) {
+  std::string redacted;
+  std::size_t done = 0;  // text[0, done) is in `redacted`
+  for (std::size_t mark = text.find("://"); mark != std::string_view::npos; mark = text.find("://", mark + 3)) {
+    std::size_t start = mark;
+    while (start > done && is_scheme_char(text[start - 1])) --start;
+    if (start == mark) continue;
+    std::size_t end = mark + 3;
+    while (end < text.size() && std::isspace(static_cast<unsigned char>(text[end])) == 0 &&
+           std::string_view("\"'<>").find(text[end]) == std::string_view::npos) {
+      ++end;
+    }
+    // Punctuation that ends a sentence or a clause is not part of the URL ("… to http://h/p: refused").
+    while (end > mark + 3 && std::string_view(".,:;)]").find(text[end - 1]) != std::string_view::npos) --end;
+    redacted.append(text.substr(done, start - done));
+    redacted += redact_url(text.substr(start, end - start), mark + 3 - start);
+    done = end;
+    mark = end > mark + 3 ? end - 3 : mark;
+  }
+  redacted.append(text.substr(done));
+  return redacted;
 }
 
 RelayOptions relay_options(const RelayConfig& config) {
@@ -151,7 +201,7 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
     auto& answer = answers[i];
     // Whatever a sink put there (a receiver's body, cut anywhere), last_error must store.
     if (answer.result.status != DeliveryResult::Status::kDelivered) {
-      answer.result.error = bounded_error_text(answer.result.error);
+      answer.result.error = bounded_error_text(redact_urls(answer.result.error));
     }
     switch (answer.result.status) {
       case DeliveryResult::Status::kDelivered:

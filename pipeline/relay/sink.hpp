@@ -33,6 +33,11 @@ inline constexpr std::chrono::seconds kMaxRetryAfter = std::chrono::hours(1);
 // the cut). A receiver's answer goes into last_error through this.
 std::string bounded_error_text(std::string_view text, std::size_t max_bytes = kMaxErrorBytes);
 
+// `text` with the credentials and query strings of the URLs in it redacted:
+// "http://user:pass@host/p?token=x" becomes "http://***@host/p?***". Errors pass through it
+// before they reach last_error and the logs, and `outbox list` shows last_error through it.
+std::string redact_urls(std::string_view text);
+
 struct DeliveryResult {
   enum class Status {
     kDelivered,  // the destination acknowledged it

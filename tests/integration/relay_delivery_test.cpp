@@ -595,6 +595,104 @@ TEST(Relay, DrainGivesUpOnADatabaseOutageAfterOneRoundOfRetries) {
   EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
 }
 
+std::string percent_decode(const std::string& text) {
+  std::string decoded;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size()) {
+      decoded += static_cast<char>(std::stoi(text.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      decoded += text[i];
+    }
+  }
+  return decoded;
+}
+
+// Keys whose bytes a receiver may decode differently (INTERFACE "Side effects"): the headers
+// carry the key percent-encoded to printable ASCII, the same on every attempt, so a receiver
+// that reads headers as Latin-1 (Python's http.server) verifies every event. Before, the raw
+// bytes went out and such a receiver answered 401: dead at once.
+TEST(Relay, HeaderIdsArePrintableAsciiSoALatin1ReceiverVerifiesEveryEvent) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.read_headers_as_latin1();
+  const std::vector<std::string> transaction_ids = {"tx-\xC3\xA9\xC3\xA8-\xF0\x9F\x98\x80", "tx with spaces", "tx<1>",
+                                                    "tx-100%", "tx-plain", "tx-\x01\x7F"};
+  std::set<std::string> keys;
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    for (std::size_t i = 0; i < transaction_ids.size(); ++i) {
+      keys.insert(insert_event(txn, transaction_ids[i], "acct-" + std::to_string(i), 1));
+    }
+    txn.commit();
+  }
+  receiver.fail_next(Failure::kServerError, static_cast<int>(keys.size()));  // so that each goes twice
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), std::to_string(keys.size()));
+  std::map<std::string, std::set<std::string>> ids_of_key;
+  for (const auto& request : receiver.requests()) {
+    EXPECT_TRUE(request.signature_valid) << request.webhook_id;
+    EXPECT_EQ(request.idempotency_key, request.webhook_id);
+    for (const char c : request.webhook_id) EXPECT_TRUE(c > 0x20 && c < 0x7F) << request.webhook_id;
+    ids_of_key[percent_decode(request.webhook_id)].insert(request.webhook_id);
+  }
+  EXPECT_EQ(receiver.requests().size(), 2 * keys.size());
+  ASSERT_EQ(ids_of_key.size(), keys.size());
+  for (const auto& [key, ids] : ids_of_key) {
+    EXPECT_TRUE(keys.count(key)) << key << " does not decode to a key of the outbox";
+    EXPECT_EQ(ids.size(), 1u) << key << ": the header id changed between attempts";
+  }
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-100%:1"), "ledger:tx-100%25:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx with spaces:1"), "ledger:tx%20with%20spaces:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-plain:1"), "ledger:tx-plain:1");
+}
+
+TEST(Relay, UrlCredentialsAndQueriesAreRedactedInErrorTexts) {
+  EXPECT_EQ(redact_urls("receive http://user:s3cret@127.0.0.1:9/hook?token=abc#f: connection refused"),
+            "receive http://***@127.0.0.1:9/hook?***#f: connection refused");
+  EXPECT_EQ(redact_urls("to https://h.example/p?a=1&b=2, then http://plain/x."),
+            "to https://h.example/p?***, then http://plain/x.");
+  EXPECT_EQ(redact_urls("no url here: a://"), "no url here: a://");
+  EXPECT_EQ(redact_urls("http://u@h"), "http://***@h");
+}
+
+// A destination URL with credentials and a token in its query: neither reaches last_error
+// (so neither the logs nor `outbox list`), and rows stored before are shown redacted.
+TEST(Relay, DestinationCredentialsNeverReachLastErrorOrTheOutboxList) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_always(Failure::kDrop);
+  insert_events(db, 1, 1);
+  auto options = fast_options(/*max_attempts=*/1);
+  connectors::http::WebhookOptions webhook;
+  webhook.url = "http://relay-user:s3cret@127.0.0.1:" + std::to_string(receiver.port()) + "/events?token=t0ken";
+  webhook.signing_key = *connectors::http::decode_secret(kSecret);
+  webhook.request_timeout = options.config.request_timeout;
+  Sinks sinks;
+  sinks.emplace(kDestination, std::make_unique<connectors::http::WebhookSink>(webhook));
+  Relay relay(db.url(), std::move(sinks), options);
+
+  relay.drain();
+
+  const std::string error = db.scalar("SELECT last_error FROM outbox");
+  EXPECT_EQ(db.scalar("SELECT status FROM outbox"), "dead");
+  EXPECT_NE(error.find("http://***@127.0.0.1:" + std::to_string(receiver.port()) + "/events?***"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+  EXPECT_EQ(error.find("t0ken"), std::string::npos) << error;
+
+  db.scalar("UPDATE outbox SET last_error = 'receive http://old:s3cret@h/p?token=t0ken: reset' RETURNING 1");
+  auto connection = db.connect();
+  const auto entries = list_outbox(*connection, OutboxFilter{});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].last_error, "receive http://***@h/p?***: reset");
+}
+
 TEST(Outbox, ListFiltersByStatusAndDestination) {
   TestDatabase db;
   insert_events(db, 3, 1);

@@ -31,6 +31,14 @@ TEST(WebhookSignature, DecodeSecretRejectsTextWithoutPrefixOrBase64) {
   EXPECT_EQ(*decode_secret("whsec_dGVzdA=="), "test");
 }
 
+TEST(WebhookSignature, DecodeSecretAcceptsUnpaddedBase64AsTheStandardWebhooksLibrariesDo) {
+  EXPECT_EQ(decode_secret("whsec_dGVzdA"), "test");     // "dGVzdA==" without its padding
+  EXPECT_EQ(decode_secret("whsec_dGVzdDE"), "test1");   // "dGVzdDE="
+  EXPECT_EQ(decode_secret("whsec_dGVzdDEy"), "test12");  // no padding needed
+  EXPECT_FALSE(decode_secret("whsec_dGVzd"));            // one char short of a byte: not base64
+  EXPECT_FALSE(decode_secret("whsec_dGVzdA="));          // padding, but incomplete
+}
+
 TEST(WebhookSignature, VerifyAcceptsAnyMatchingV1SignatureAmongSeveral) {
   const std::string header = "v1,bm90IHRoZSByaWdodCBvbmU= " + std::string(kSignature);
   EXPECT_EQ(verify(key(), {kId, "1614265330", header}, kBody, kTimestamp), Verification::kValid);

@@ -38,6 +38,7 @@ struct TestReceiver::State {
   std::vector<Failure> random_kinds;
   std::mt19937_64 rng;
   std::string retry_after = "1";
+  bool latin1_headers = false;
   std::map<Failure, std::string> bodies = {{Failure::kServerError, "injected failure"},
                                            {Failure::kBadRequest, "rejected"}};
   std::chrono::milliseconds slow_delay{2000};
@@ -148,7 +149,7 @@ class TestReceiver::Server {
         return;
       }
       bhttp::write(socket, *answer, error);
-      finish(std::string(request["webhook-id"]));
+      finish(header(request, "webhook-id"));
       if (error || !request.keep_alive()) return;
     }
   }
@@ -159,14 +160,35 @@ class TestReceiver::Server {
   }
 
   // nullopt: drop the connection without an answer.
+  // A header value as this receiver reads it: its bytes, or each byte as a Latin-1 character.
+  std::string header(const bhttp::request<bhttp::string_body>& request, std::string_view name) {
+    const std::string_view value = request[name];
+    {
+      std::lock_guard lock(state_->mutex);
+      if (!state_->latin1_headers) return std::string(value);
+    }
+    std::string decoded;
+    for (const char c : value) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x80) {
+        decoded += c;
+      } else {
+        decoded += static_cast<char>(0xC0 | (byte >> 6));
+        decoded += static_cast<char>(0x80 | (byte & 0x3F));
+      }
+    }
+    return decoded;
+  }
+
   std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
     ReceivedRequest received;
-    received.webhook_id = std::string(request["webhook-id"]);
-    received.idempotency_key = std::string(request["Idempotency-Key"]);
+    received.webhook_id = header(request, "webhook-id");
+    received.idempotency_key = header(request, "Idempotency-Key");
     received.content_type = std::string(request[bhttp::field::content_type]);
     received.body = request.body();
-    const connectors::http::SignedHeaders headers{request["webhook-id"], request["webhook-timestamp"],
-                                                  request["webhook-signature"]};
+    const std::string timestamp = header(request, "webhook-timestamp");
+    const std::string signature = header(request, "webhook-signature");
+    const connectors::http::SignedHeaders headers{received.webhook_id, timestamp, signature};
     received.signature_valid = connectors::http::verify(state_->key, headers, request.body(), std::time(nullptr)) ==
                                connectors::http::Verification::kValid;
 
@@ -268,6 +290,11 @@ void TestReceiver::set_retry_after_seconds(int seconds) { set_retry_after(std::t
 void TestReceiver::set_retry_after(std::string value) {
   std::lock_guard lock(state_->mutex);
   state_->retry_after = std::move(value);
+}
+
+void TestReceiver::read_headers_as_latin1(bool on) {
+  std::lock_guard lock(state_->mutex);
+  state_->latin1_headers = on;
 }
 
 void TestReceiver::set_body(Failure kind, std::string body) {

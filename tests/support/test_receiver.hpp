@@ -51,6 +51,9 @@ class TestReceiver {
   void set_retry_after(std::string value);
   // The body of the answers of one kind (kNone: the 2xx; kServerError; kBadRequest).
   void set_body(Failure kind, std::string body);
+  // Decodes header values as Latin-1 (to UTF-8) before verifying and recording them, as
+  // Python's http.server does; a header byte above 0x7F then no longer matches its signature.
+  void read_headers_as_latin1(bool on = true);
   void set_slow_delay(std::chrono::milliseconds delay);
 
   std::vector<ReceivedRequest> requests() const;
