@@ -125,7 +125,8 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
   for (const auto& [destination, sink] : sinks_) {
     for (const auto status :
          {DeliveryResult::Status::kDelivered, DeliveryResult::Status::kRetry, DeliveryResult::Status::kDead}) {
-      metrics_->outbox_deliveries_total.Add({{"destination", destination}, {"result", std::string(result_label(status))}});
+      metrics_->outbox_deliveries_total.Add(
+          {{"destination", destination}, {"result", std::string(result_label(status))}});
     }
     metrics_->outbox_delivery_duration_seconds.Add({{"destination", destination}}, metrics::duration_buckets());
   }
@@ -293,7 +294,8 @@ Duration Relay::retry_delay(const Answer& answer) {
   // be refused again.
   // Capped whatever the sink passed, so the conversion cannot overflow.
   if (answer.result.retry_after) {
-    return std::chrono::duration_cast<Duration>(std::clamp(*answer.result.retry_after, std::chrono::seconds(0), kMaxRetryAfter));
+    const auto wish = std::clamp(*answer.result.retry_after, std::chrono::seconds(0), kMaxRetryAfter);
+    return std::chrono::duration_cast<Duration>(wish);
   }
   return backoff_delay(options_.config.base_delay, options_.config.max_delay, answer.attempt, rng_);
 }

@@ -204,7 +204,8 @@ TEST_F(RelayCli, DatabaseUrlWithAPasswordDrawsAWarning) {
   const std::string url = db_.url();
   const std::string with_password = url.substr(0, url.find('@')) + ":hunter2" + url.substr(url.find('@'));
   const auto port = url.substr(url.rfind(':') + 1, url.rfind('/') - url.rfind(':') - 1);
-  const std::string keywords = "'host=127.0.0.1 port=" + port + " dbname=" + db_.name() + " user=postgres password=hunter2'";
+  const std::string keywords =
+      "'host=127.0.0.1 port=" + port + " dbname=" + db_.name() + " user=postgres password=hunter2'";
   for (const std::string& database : {with_password, keywords}) {
     SCOPED_TRACE(database);
     // The test cluster trusts loopback connections, so the password is not checked.

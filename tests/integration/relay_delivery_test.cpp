@@ -155,7 +155,9 @@ std::vector<std::string> query_errors(const TestDatabase& db) {
   auto connection = db.connect();
   pqxx::read_transaction txn(*connection);
   std::vector<std::string> errors;
-  for (const auto& row : txn.exec("SELECT last_error FROM outbox ORDER BY id")) errors.push_back(row[0].as<std::string>());
+  for (const auto& row : txn.exec("SELECT last_error FROM outbox ORDER BY id")) {
+    errors.push_back(row[0].as<std::string>());
+  }
   return errors;
 }
 

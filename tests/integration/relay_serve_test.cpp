@@ -62,7 +62,8 @@ class RelayInServeTest : public ::testing::Test {
   void insert_event(const std::string& key) {
     auto connection = db_.connect();
     pqxx::work txn(*connection);
-    txn.exec_params("INSERT INTO outbox (destination, idempotency_key, payload) VALUES ('hooks', $1, '{}'::jsonb)", key);
+    txn.exec_params("INSERT INTO outbox (destination, idempotency_key, payload) VALUES ('hooks', $1, '{}'::jsonb)",
+                    key);
     txn.commit();
   }
 
