@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <iostream>
 #include <thread>
 
 #include "app/serve/service.hpp"
@@ -110,6 +111,32 @@ TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Mea
   EXPECT_TRUE(receiver_.wait_for_applied(2, 60s)) << "the restarted relay does not deliver";
   EXPECT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }, 60s));
   EXPECT_EQ(db_.scalar("SELECT string_agg(status, ',' ORDER BY id) FROM outbox"), "delivered,delivered");
+}
+
+// The cluster is stopped (as a crash would) for longer than a whole round of database retries
+// (at most about 11 s), while a delivery is in flight whose 2xx arrives meanwhile. The relay
+// waits the outage out without a restart, and records that answer afterwards: the event is
+// not sent again. Before, the relay thread ended for good and /readyz still said 200.
+TEST_F(RelayInServeTest, RelayWaitsOutADatabaseOutageLongerThanARoundOfRetries) {
+  receiver_.set_slow_delay(3s);
+  receiver_.fail_next(testing::Failure::kSlow);
+  insert_event("hooks:during-outage");
+  ASSERT_TRUE(receiver_.wait_for_applied(1, 20s));  // applied; the answer comes 3 s later
+
+  TestDatabase::crash_cluster();
+  const auto outage_started = std::chrono::steady_clock::now();
+  EXPECT_EQ(http_request(port_, "GET", "/readyz").status, 503);
+  std::this_thread::sleep_for(15s);
+  TestDatabase::restart_cluster();
+  std::cout << "outage of " << std::chrono::duration<double>(std::chrono::steady_clock::now() - outage_started).count()
+            << " s\n";
+
+  EXPECT_TRUE(eventually([&] { return db_.scalar("SELECT status FROM outbox") == "delivered"; }, 60s))
+      << db_.scalar("SELECT status || ' ' || attempts || ' ' || coalesce(last_error, '') FROM outbox");
+  EXPECT_EQ(receiver_.requests().size(), 1u) << "the answer of the outage was lost and the event sent again";
+  EXPECT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }, 30s));
+  EXPECT_NE(metrics().find(R"(tidemark_component_restarts_total{component="relay"} 0)"), std::string::npos)
+      << "the outage was not waited out: the relay was restarted";
 }
 
 }  // namespace
