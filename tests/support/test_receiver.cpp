@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
@@ -160,6 +161,21 @@ class TestReceiver::Server {
   }
 
   // nullopt: drop the connection without an answer.
+  // The relay percent-encodes the key into printable ASCII for the headers.
+  static std::string percent_decode(std::string_view text) {
+    std::string decoded;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
+          std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
+        decoded += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += text[i];
+      }
+    }
+    return decoded;
+  }
+
   // A header value as this receiver reads it: its bytes, or each byte as a Latin-1 character.
   std::string header(const bhttp::request<bhttp::string_body>& request, std::string_view name) {
     const std::string_view value = request[name];
@@ -183,6 +199,7 @@ class TestReceiver::Server {
   std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
     ReceivedRequest received;
     received.webhook_id = header(request, "webhook-id");
+    received.key = percent_decode(received.webhook_id);
     received.idempotency_key = header(request, "Idempotency-Key");
     received.content_type = std::string(request[bhttp::field::content_type]);
     received.body = request.body();

@@ -22,6 +22,7 @@ enum class Failure {
 
 struct ReceivedRequest {
   std::string webhook_id;
+  std::string key;  // webhook-id percent-decoded: the outbox idempotency_key (docs/delivery.md)
   std::string idempotency_key;
   std::string content_type;
   std::string body;
