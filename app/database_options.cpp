@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <regex>
 
 #include <spdlog/spdlog.h>
 
@@ -7,6 +8,18 @@
 #include "pipeline/db/database.hpp"
 
 namespace tidemark::app {
+
+namespace {
+
+// A password in the URL (user:password@, or ?password=) or key=value string (password=)
+// itself, rather than in a passfile.
+bool carries_password(const std::string& conninfo) {
+  static const std::regex kUrl(R"(^postgres(ql)?://[^/?#]*:[^/?#@]*@.*)");
+  static const std::regex kParameter(R"((^|[?&\s])password\s*=\s*[^&\s])");
+  return std::regex_search(conninfo, kUrl) || std::regex_search(conninfo, kParameter);
+}
+
+}  // namespace
 
 void DatabaseOptions::add_to(CLI::App& command) {
   command.add_option("--config", config_file, "YAML configuration file (see docs/configuration.md)");
@@ -30,6 +43,11 @@ void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
 std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
   std::string url = database_url;
   std::string source = "--database";
+  if (carries_password(url)) {
+    spdlog::warn("--database carries a password, which every local user can read in the process list (ps); "
+                 "set TIDEMARK_DATABASE_URL instead, or keep the password in a passfile (~/.pgpass, or passfile= "
+                 "in the URL)");
+  }
   if (url.empty()) {
     if (const char* env = std::getenv("TIDEMARK_DATABASE_URL"); env != nullptr && *env != '\0') url = env;
     source = "TIDEMARK_DATABASE_URL";

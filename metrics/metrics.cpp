@@ -49,7 +49,11 @@ Metrics::Metrics()
       view_dead_events(prometheus::BuildGauge()
                            .Name("tidemark_view_dead_events")
                            .Help("Outbox events of a view that the relay gave up on: the view misses them")
-                           .Register(*registry)) {}
+                           .Register(*registry)),
+      component_restarts_total(prometheus::BuildCounter()
+                                   .Name("tidemark_component_restarts_total")
+                                   .Help("Restarts of a supervised component (relay) after an unexpected error")
+                                   .Register(*registry)) {}
 
 std::string Metrics::serialize() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }
 

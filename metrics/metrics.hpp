@@ -33,6 +33,8 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}
   prometheus::Family<prometheus::Gauge>& view_dead_events;                // {view}
+  // Supervision.
+  prometheus::Family<prometheus::Counter>& component_restarts_total;      // {component}
 
   // The Prometheus text exposition format of everything registered.
   std::string serialize() const;

@@ -415,6 +415,9 @@ HttpResponse Api::ready() {
   } catch (const std::exception& error) {
     return error_response(503, std::string("database unreachable: ") + error.what());
   }
+  if (options_.not_ready) {
+    if (const std::string problem = options_.not_ready(); !problem.empty()) return error_response(503, problem);
+  }
   return json_response(200, boost::json::object{{"status", "ready"}});
 }
 

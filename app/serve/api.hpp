@@ -4,6 +4,7 @@
 // thread, never on the thread that runs the sockets — except for GET /healthz, which
 // touches nothing and must answer even when every worker is busy.
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,8 @@ struct ApiOptions {
   std::optional<std::string> webhook_key;
   // TIDEMARK_API_TOKEN: when set, the /v1 read and release endpoints need "Bearer <token>".
   std::optional<std::string> api_token;
+  // Why serve is not ready apart from the database (the relay down, say); "" when it is.
+  std::function<std::string()> not_ready;
 };
 
 class Api {

@@ -2,8 +2,11 @@
 
 #include "app/sinks.hpp"
 
+#include <algorithm>
+#include <condition_variable>
 #include <csignal>
 #include <cstdlib>
+#include <mutex>
 #include <list>
 #include <thread>
 #include <utility>
@@ -32,6 +35,12 @@ namespace asio = boost::asio;
 
 namespace {
 
+// The relay's restart backoff: doubling from the first delay to the last; a run that lasted
+// kHealthyRun before failing starts the doubling again.
+constexpr std::chrono::milliseconds kFirstRestartDelay = std::chrono::seconds(1);
+constexpr std::chrono::milliseconds kMaxRestartDelay = std::chrono::seconds(30);
+constexpr auto kHealthyRun = std::chrono::minutes(1);
+
 std::vector<std::pair<std::string, Schedule>> schedules_of(const pipeline::Config& config) {
   std::vector<std::pair<std::string, Schedule>> schedules;
   for (const auto& [name, pipeline] : config.pipelines) {
@@ -49,7 +58,7 @@ struct Service::Impl {
         sinks(options.run_relay ? make_sinks(options.config, options.database_url) : pipeline::relay::Sinks{}),
         pool(options.database_url),
         runs(options.config, pool, metrics),
-        api(options.config, runs, pool, metrics, options.api),
+        api(options.config, runs, pool, metrics, api_options()),
         workers(options.worker_threads),
         server(io, workers, options.listen,
                HttpHandlers{[this](const HttpRequest& request) { return api.handle(request); },
@@ -59,11 +68,63 @@ struct Service::Impl {
     if (!sinks.empty()) {
       relay = std::make_unique<pipeline::relay::Relay>(options.database_url, std::move(sinks),
                                                        pipeline::relay::relay_options(options.config.relay), &metrics);
+      metrics.component_restarts_total.Add({{"component", "relay"}});
     }
     if (options.handle_signals) {
       signals.add(SIGTERM);
       signals.add(SIGINT);
     }
+  }
+
+  ApiOptions api_options() {
+    ApiOptions api_options = options.api;
+    api_options.not_ready = [this] { return relay_problem(); };
+    return api_options;
+  }
+
+  // For /readyz: "" while the relay (if any) delivers, else why it does not.
+  std::string relay_problem() {
+    if (!relay) return "";
+    {
+      std::lock_guard lock(relay_mutex);
+      if (!relay_failure.empty()) return "the outbox relay is restarting after an error: " + relay_failure;
+    }
+    if (relay->waiting_for_database()) return "the outbox relay is waiting for the database";
+    return "";
+  }
+
+  // The relay thread. Relay::run() returns only after stop() and waits database outages out
+  // itself; any other error restarts it after a backoff, counted in
+  // tidemark_component_restarts_total{component="relay"}, so it never ends silently.
+  void supervise_relay() {
+    auto delay = kFirstRestartDelay;
+    for (;;) {
+      const auto started = std::chrono::steady_clock::now();
+      try {
+        relay->run();
+        return;
+      } catch (const std::exception& error) {
+        if (std::chrono::steady_clock::now() - started >= kHealthyRun) delay = kFirstRestartDelay;
+        spdlog::error("the outbox relay failed: {}; restarting it in {} ms", error.what(), delay.count());
+        std::unique_lock lock(relay_mutex);
+        relay_failure = pipeline::relay::bounded_error_text(error.what());
+        if (relay_wake.wait_for(lock, delay, [this] { return relay_stopping; })) return;
+        relay_failure.clear();
+      }
+      metrics.component_restarts_total.Add({{"component", "relay"}}).Increment();
+      spdlog::info("the outbox relay restarts");
+      delay = std::min(delay * 2, kMaxRestartDelay);
+    }
+  }
+
+  void stop_relay() {
+    if (!relay) return;
+    relay->stop();
+    {
+      std::lock_guard lock(relay_mutex);
+      relay_stopping = true;
+    }
+    relay_wake.notify_all();
   }
 
   void wait_for_signal() {
@@ -132,7 +193,7 @@ struct Service::Impl {
     server.stop();
     for (auto& timer : timers) timer.cancel();
     runs.request_stop();
-    if (relay) relay->stop();
+    stop_relay();
     asio::post(workers, [this] {
       runs_stopped = runs.wait_idle(options.shutdown_timeout);
       runs_done = true;
@@ -178,6 +239,10 @@ struct Service::Impl {
   std::list<asio::system_timer> timers;
   std::unique_ptr<pipeline::relay::Relay> relay;
   std::thread relay_thread;
+  std::mutex relay_mutex;
+  std::condition_variable relay_wake;
+  std::string relay_failure;    // guarded by relay_mutex: what the relay is restarting after
+  bool relay_stopping = false;  // guarded by relay_mutex
   bool stopping = false;  // io thread only
   std::atomic<bool> runs_done{false};
   std::atomic<bool> runs_stopped{false};
@@ -187,7 +252,7 @@ Service::Service(ServeOptions options) : impl_(std::make_unique<Impl>(std::move(
 
 Service::~Service() {
   if (impl_->relay_thread.joinable()) {
-    impl_->relay->stop();
+    impl_->stop_relay();
     impl_->relay_thread.join();
   }
 }
@@ -215,13 +280,7 @@ int Service::run() {
   }
   if (self.options.handle_signals) self.wait_for_signal();
   if (self.relay) {
-    self.relay_thread = std::thread([&self] {
-      try {
-        self.relay->run();
-      } catch (const std::exception& error) {
-        spdlog::error("the outbox relay stopped: {}", error.what());
-      }
-    });
+    self.relay_thread = std::thread([&self] { self.supervise_relay(); });
   }
   self.io.run();
   self.workers.join();

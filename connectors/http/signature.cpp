@@ -42,7 +42,10 @@ std::optional<std::string> base64_decode(std::string_view text) {
 
 std::optional<std::string> decode_secret(std::string_view secret) {
   if (secret.substr(0, kSecretPrefix.size()) != kSecretPrefix) return std::nullopt;
-  auto key = base64_decode(secret.substr(kSecretPrefix.size()));
+  // The Standard Webhooks libraries accept the base64 with or without its '=' padding.
+  std::string text(secret.substr(kSecretPrefix.size()));
+  if (text.find('=') == std::string::npos && text.size() % 4 >= 2) text.append(4 - text.size() % 4, '=');
+  auto key = base64_decode(text);
   if (!key || key->empty()) return std::nullopt;
   return key;
 }

@@ -9,7 +9,8 @@
 
 namespace tidemark::connectors::http {
 
-// The key bytes of a "whsec_<base64>" secret; nullopt when the text is not such a secret.
+// The key bytes of a "whsec_<base64>" secret, padded or not (as the Standard Webhooks
+// libraries accept it); nullopt when the text is not such a secret.
 std::optional<std::string> decode_secret(std::string_view secret);
 
 // "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body)).

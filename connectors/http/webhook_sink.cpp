@@ -1,6 +1,6 @@
 #include "connectors/http/webhook_sink.hpp"
 
-#include <charconv>
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <deque>
@@ -30,7 +30,6 @@ using pipeline::relay::OutboxEvent;
 
 namespace {
 
-constexpr std::size_t kMaxResponseBody = 64 * 1024;
 constexpr std::size_t kErrorBodyExcerpt = 200;
 
 struct Target {
@@ -40,8 +39,9 @@ struct Target {
   std::string path;  // with the query
 };
 
-Target parse_target(const std::string& url) {
-  const auto parsed = boost::urls::parse_uri(url);
+Target parse_target(const std::string& raw_url) {
+  const std::string url = pipeline::relay::redact_urls(raw_url);  // for the messages only
+  const auto parsed = boost::urls::parse_uri(raw_url);
   if (!parsed) throw ConfigError("destination URL '" + url + "' is not a valid URL");
   if (parsed->scheme() != "http") {
     throw ConfigError("destination URL '" + url + "': only http:// URLs are supported (terminate TLS in a proxy)");
@@ -56,15 +56,55 @@ Target parse_target(const std::string& url) {
   return target;
 }
 
+// delay-seconds is 1*DIGIT (RFC 9110 §10.2.3): any number of digits is well-formed, so a
+// huge value is capped (at kMaxRetryAfter) rather than converted, which could overflow.
 std::optional<std::chrono::seconds> parse_retry_after(std::string_view header) {
-  long long seconds = 0;
-  const auto [end, error] = std::from_chars(header.data(), header.data() + header.size(), seconds);
   // The HTTP-date form is rare for webhooks; without a number the relay's own backoff applies.
-  if (header.empty() || error != std::errc{} || end != header.data() + header.size() || seconds < 0) {
+  if (header.empty() || !std::all_of(header.begin(), header.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
+  }
+  std::chrono::seconds::rep seconds = 0;
+  for (char digit : header) {
+    seconds = seconds * 10 + (digit - '0');  // below 10 × kMaxRetryAfter + 9: no overflow
+    if (seconds >= pipeline::relay::kMaxRetryAfter.count()) return pipeline::relay::kMaxRetryAfter;
   }
   return std::chrono::seconds(seconds);
 }
+
+// A response body of any size is read (so the connection stays usable) but only its first
+// kErrorBodyExcerpt bytes are kept: a 2xx is delivered whatever it carries, and an error's
+// body is only an excerpt for last_error.
+struct ExcerptBody {
+  struct value_type {
+    std::string excerpt;
+  };
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(bhttp::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+
+    void init(const boost::optional<std::uint64_t>&, beast::error_code& error) { error = {}; }
+
+    template <class ConstBufferSequence>
+    std::size_t put(const ConstBufferSequence& buffers, beast::error_code& error) {
+      error = {};
+      std::size_t size = 0;
+      for (auto it = asio::buffer_sequence_begin(buffers); it != asio::buffer_sequence_end(buffers); ++it) {
+        const asio::const_buffer buffer = *it;
+        const std::size_t room = kErrorBodyExcerpt - std::min(kErrorBodyExcerpt, body_.excerpt.size());
+        body_.excerpt.append(static_cast<const char*>(buffer.data()), std::min(room, buffer.size()));
+        size += buffer.size();
+      }
+      return size;
+    }
+
+    void finish(beast::error_code& error) { error = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
 
 // One kept-alive connection and the bytes read past the last response.
 struct Connection {
@@ -78,7 +118,10 @@ struct Exchange {
   beast::error_code error;
   std::string_view stage;        // where it failed: "resolve", "connect", "send", "receive"
   bool nothing_received = false;  // failed before any byte of an answer
-  bhttp::response<bhttp::string_body> response;
+  // Once the status line and headers are in, they are the answer; a body that then fails
+  // to arrive whole only costs the connection.
+  std::optional<bhttp::response<ExcerptBody>> response;
+  bool reusable = false;
 };
 
 bool closed_by_peer(const beast::error_code& error) {
@@ -88,10 +131,27 @@ bool closed_by_peer(const beast::error_code& error) {
 
 }  // namespace
 
+std::string header_id(std::string_view idempotency_key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string id;
+  id.reserve(idempotency_key.size());
+  for (const char c : idempotency_key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte > 0x20 && byte < 0x7F && byte != '%') {
+      id += c;
+    } else {
+      id += '%';
+      id += kHex[byte >> 4];
+      id += kHex[byte & 0x0F];
+    }
+  }
+  return id;
+}
+
 DeliveryResult classify_status(int status, std::string_view retry_after_header, std::string_view body) {
   if (status >= 200 && status < 300) return DeliveryResult::delivered();
   std::string error = "HTTP " + std::to_string(status);
-  if (!body.empty()) error += ": " + std::string(body.substr(0, kErrorBodyExcerpt));
+  if (!body.empty()) error += ": " + pipeline::relay::bounded_error_text(body, kErrorBodyExcerpt);
   if (status == 408 || status == 429 || status >= 500) {
     return DeliveryResult::retry(std::move(error), parse_retry_after(retry_after_header));
   }
@@ -136,10 +196,12 @@ class WebhookSink::Client {
     request.set(bhttp::field::host, target_.host_header);
     request.set(bhttp::field::user_agent, "tidemark-relay");
     request.set(bhttp::field::content_type, "application/json");
-    request.set("webhook-id", event.idempotency_key);
+    // Signed as sent: receivers verify over the header they read.
+    const std::string id = header_id(event.idempotency_key);
+    request.set("webhook-id", id);
     request.set("webhook-timestamp", std::to_string(timestamp));
-    request.set("webhook-signature", sign(options_.signing_key, event.idempotency_key, timestamp, event.payload));
-    request.set("Idempotency-Key", event.idempotency_key);
+    request.set("webhook-signature", sign(options_.signing_key, id, timestamp, event.payload));
+    request.set("Idempotency-Key", id);
     request.keep_alive(true);
     request.body() = std::move(event.payload);
     request.prepare_payload();
@@ -187,16 +249,20 @@ class WebhookSink::Client {
       exchange.stage = "send";
       co_return exchange;
     }
-    bhttp::response_parser<bhttp::string_body> parser;
-    parser.body_limit(kMaxResponseBody);
-    co_await bhttp::async_read(connection->stream, connection->buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, exchange.error));
+    bhttp::response_parser<ExcerptBody> parser;
+    parser.body_limit(boost::none);  // only an excerpt is kept; request_timeout bounds the time
+    co_await bhttp::async_read_header(connection->stream, connection->buffer, parser,
+                                      asio::redirect_error(asio::use_awaitable, exchange.error));
     if (exchange.error) {
       exchange.stage = "receive";
       exchange.nothing_received = !parser.got_some();
       co_return exchange;
     }
     exchange.nothing_received = false;
+    beast::error_code body_error;
+    co_await bhttp::async_read(connection->stream, connection->buffer, parser,
+                               asio::redirect_error(asio::use_awaitable, body_error));
+    exchange.reusable = !body_error && parser.get().keep_alive();
     exchange.response = parser.release();
     co_return exchange;
   }
@@ -210,10 +276,10 @@ class WebhookSink::Client {
       }
       return DeliveryResult::retry(std::string(exchange.stage) + " " + options_.url + ": " + exchange.error.message());
     }
-    const auto& response = exchange.response;
+    const auto& response = *exchange.response;
     auto result = classify_status(static_cast<int>(response.result_int()), response[bhttp::field::retry_after],
-                                  response.body());
-    if (response.keep_alive() && idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
+                                  response.body().excerpt);
+    if (exchange.reusable && idle_.size() < options_.max_idle_connections) idle_.push_back(std::move(connection));
     return result;
   }
 

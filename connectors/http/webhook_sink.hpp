@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "pipeline/config.hpp"
 #include "pipeline/relay/sink.hpp"
@@ -23,6 +24,13 @@ struct WebhookOptions {
 // and 5xx retry; everything else (other 4xx, and redirects, which are not followed) dead.
 pipeline::relay::DeliveryResult classify_status(int status, std::string_view retry_after_header,
                                                 std::string_view body);
+
+// The idempotency key as it goes into the webhook-id and Idempotency-Key headers (and the
+// signed content): printable ASCII, so that every receiver reads the same bytes whatever
+// charset it decodes headers with. Bytes outside 0x21-0x7E, and '%' itself, are
+// percent-encoded (%XX, upper case); a key of printable ASCII without '%' goes as it is.
+// Reversible, and the same on every attempt.
+std::string header_id(std::string_view idempotency_key);
 
 class WebhookSink final : public pipeline::relay::Sink {
  public:

@@ -1,5 +1,6 @@
 #include "pipeline/relay/outbox.hpp"
 
+#include "pipeline/relay/sink.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -20,7 +21,7 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
     entry.attempts = row[3].as<int>();
     entry.idempotency_key = row[4].as<std::string>();
     entry.next_attempt_at = row[5].as<std::string>();
-    entry.last_error = row[6].as<std::string>();
+    entry.last_error = redact_urls(row[6].as<std::string>());  // rows recorded before redaction too
     entry.delivered_at = row[7].as<std::string>();
     entries.push_back(std::move(entry));
   }

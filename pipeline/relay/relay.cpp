@@ -1,12 +1,14 @@
 #include "pipeline/relay/relay.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <spdlog/spdlog.h>
 
 #include "metrics/metrics.hpp"
 #include "pipeline/backoff.hpp"
 #include "pipeline/failpoint.hpp"
+#include "pipeline/run/committer.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -42,6 +44,67 @@ void prepare(pqxx::connection& connection) {
 
 }  // namespace
 
+std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
+  bool changed = false;
+  std::string stored = storable_text(text, changed);
+  if (stored.size() <= max_bytes) return stored;
+  static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
+  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  // Valid UTF-8 now, so stepping back over continuation bytes lands on a character's start.
+  while (cut > 0 && (static_cast<unsigned char>(stored[cut]) & 0xC0) == 0x80) --cut;
+  stored.resize(cut);
+  return stored + std::string(kEllipsis);
+}
+
+namespace {
+
+bool is_scheme_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
+}
+
+// One URL: "***" for its userinfo and its query.
+std::string redact_url(std::string_view url, std::size_t authority_start) {
+  std::string redacted(url.substr(0, authority_start));
+  std::string_view rest = url.substr(authority_start);
+  const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
+  if (const std::size_t at = rest.substr(0, authority_end).rfind('@'); at != std::string_view::npos) {
+    redacted += "***";
+    rest.remove_prefix(at);
+  }
+  if (const std::size_t query = rest.find('?'); query != std::string_view::npos) {
+    const std::size_t fragment = std::min(rest.find('#', query), rest.size());
+    redacted.append(rest.substr(0, query + 1)).append("***").append(rest.substr(fragment));
+  } else {
+    redacted += rest;
+  }
+  return redacted;
+}
+
+}  // namespace
+
+std::string redact_urls(std::string_view text) {
+  std::string redacted;
+  std::size_t done = 0;  // text[0, done) is in `redacted`
+  for (std::size_t mark = text.find("://"); mark != std::string_view::npos; mark = text.find("://", mark + 3)) {
+    std::size_t start = mark;
+    while (start > done && is_scheme_char(text[start - 1])) --start;
+    if (start == mark) continue;
+    std::size_t end = mark + 3;
+    while (end < text.size() && std::isspace(static_cast<unsigned char>(text[end])) == 0 &&
+           std::string_view("\"'<>").find(text[end]) == std::string_view::npos) {
+      ++end;
+    }
+    // Punctuation that ends a sentence or a clause is not part of the URL ("… to http://h/p: refused").
+    while (end > mark + 3 && std::string_view(".,:;)]").find(text[end - 1]) != std::string_view::npos) --end;
+    redacted.append(text.substr(done, start - done));
+    redacted += redact_url(text.substr(start, end - start), mark + 3 - start);
+    done = end;
+    mark = end > mark + 3 ? end - 3 : mark;
+  }
+  redacted.append(text.substr(done));
+  return redacted;
+}
+
 RelayOptions relay_options(const RelayConfig& config) {
   RelayOptions options;
   options.config = config;
@@ -55,7 +118,19 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
       metrics_(metrics),
       destinations_(text_array(sinks)),
       rng_(options_.seed),
-      sinks_(std::move(sinks)) {}
+      sinks_(std::move(sinks)) {
+  if (metrics_ == nullptr) return;
+  // Every series exists from the start, so that increase() and the alerts see the first
+  // dead event as a change from 0 rather than as a new series.
+  for (const auto& [destination, sink] : sinks_) {
+    for (const auto status :
+         {DeliveryResult::Status::kDelivered, DeliveryResult::Status::kRetry, DeliveryResult::Status::kDead}) {
+      metrics_->outbox_deliveries_total.Add(
+          {{"destination", destination}, {"result", std::string(result_label(status))}});
+    }
+    metrics_->outbox_delivery_duration_seconds.Add({{"destination", destination}}, metrics::duration_buckets());
+  }
+}
 
 Relay::~Relay() = default;
 
@@ -73,6 +148,7 @@ void Relay::stop() {
 
 RelayStats Relay::loop(bool once) {
   stats_ = {};
+  once_ = once;
   auto next_refresh = std::chrono::steady_clock::now();
   for (;;) {
     std::vector<Answer> answers;
@@ -88,7 +164,16 @@ RelayStats Relay::loop(bool once) {
     const std::size_t capacity =
         stopping || sinks_.empty() ? 0 : options_.config.max_in_flight - (in_flight_ - answers.size());
     std::vector<OutboxEvent> claimed;
-    if (!answers.empty() || capacity > 0) claimed = record_and_claim(answers, delays, capacity);
+    if (!answers.empty() || capacity > 0) {
+      try {
+        claimed = record_and_claim(answers, delays, capacity);
+      } catch (const std::exception&) {
+        // Unrecorded, these answers' leases run out and the events go again (at least once).
+        // They are no longer in flight, so a loop started again counts its capacity right.
+        in_flight_ -= answers.size();
+        throw;
+      }
+    }
     account(answers);
     const bool claimed_any = !claimed.empty();
     send(std::move(claimed));
@@ -115,6 +200,10 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
   delays.assign(answers.size(), 0);
   for (std::size_t i = 0; i < answers.size(); ++i) {
     auto& answer = answers[i];
+    // Whatever a sink put there (a receiver's body, cut anywhere), last_error must store.
+    if (answer.result.status != DeliveryResult::Status::kDelivered) {
+      answer.result.error = bounded_error_text(redact_urls(answer.result.error));
+    }
     switch (answer.result.status) {
       case DeliveryResult::Status::kDelivered:
         failpoint("relay_after_send");
@@ -203,7 +292,11 @@ void Relay::send(std::vector<OutboxEvent> events) {
 Duration Relay::retry_delay(const Answer& answer) {
   // The destination's Retry-After wins over our own schedule: sending earlier would only
   // be refused again.
-  if (answer.result.retry_after) return std::chrono::duration_cast<Duration>(*answer.result.retry_after);
+  // Capped whatever the sink passed, so the conversion cannot overflow.
+  if (answer.result.retry_after) {
+    const auto wish = std::clamp(*answer.result.retry_after, std::chrono::seconds(0), kMaxRetryAfter);
+    return std::chrono::duration_cast<Duration>(wish);
+  }
   return backoff_delay(options_.config.base_delay, options_.config.max_delay, answer.attempt, rng_);
 }
 
@@ -252,19 +345,33 @@ void Relay::refresh_pending() {
 }
 
 void Relay::with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work) {
-  db::with_retries(database_retries_, what, [&] {
+  for (;;) {
     try {
-      if (!connection_) {
-        connection_ = db::connect(database_url_);
-        prepare(*connection_);
-      }
-      work(*connection_);
-    } catch (const std::exception&) {
-      // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
-      connection_.reset();
-      throw;
+      db::with_retries(options_.database_retries, what, [&] {
+        try {
+          if (!connection_) {
+            connection_ = db::connect(database_url_);
+            prepare(*connection_);
+          }
+          work(*connection_);
+        } catch (const std::exception&) {
+          // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
+          connection_.reset();
+          throw;
+        }
+      });
+      if (waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
+      return;
+    } catch (const db::RetriesExhausted& error) {
+      // A long outage is the world failing, not the relay: a serving relay waits it out, with
+      // the answers in hand kept for when it ends. drain() (relay --once) reports it instead.
+      std::unique_lock lock(mutex_);
+      if (once_ || stop_requested_) throw;
+      waiting_for_database_ = true;
+      spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
+      answered_.wait_for(lock, options_.database_retries.max_delay, [this] { return stop_requested_; });
     }
-  });
+  }
 }
 
 }  // namespace tidemark::pipeline::relay

@@ -2,6 +2,7 @@
 // The outbox relay (DESIGN rules 6, 9, 11, 12): claims due outbox rows in short
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -34,6 +35,9 @@ struct RelayOptions {
   Duration lease = std::chrono::seconds(30);
   Duration poll_interval = std::chrono::milliseconds(500);  // when idle, how often to look again
   std::uint64_t seed = std::random_device{}();              // backoff jitter
+  // One round of database retries. drain() gives up after one round (RetriesExhausted);
+  // run() waits an outage out for ever, round after round, until it ends or stop() is called.
+  db::RetryPolicy database_retries;
 };
 
 // Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
@@ -64,6 +68,9 @@ class Relay {
   RelayStats run();
   // Thread-safe. run() stops claiming, waits for the answers in flight, records them, returns.
   void stop();
+  // Thread-safe: run() has spent a whole round of database retries and is still waiting for
+  // the database (readiness reports it); false again once a statement succeeds.
+  bool waiting_for_database() const { return waiting_for_database_; }
 
  private:
   struct Answer {
@@ -85,6 +92,8 @@ class Relay {
   void account(const std::vector<Answer>& answers);
   void send(std::vector<OutboxEvent> events);
   void refresh_pending();
+  // Runs `work` on the relay's connection with database retries; for ever in run() (see
+  // RelayOptions::database_retries), throws when stopping or in drain().
   void with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work);
   Duration retry_delay(const Answer& answer);
 
@@ -92,11 +101,12 @@ class Relay {
   RelayOptions options_;
   metrics::Metrics* metrics_;
   std::string destinations_;  // '{"a","b"}', the claim's destination filter
-  db::RetryPolicy database_retries_;
   std::unique_ptr<pqxx::connection> connection_;
   std::mt19937_64 rng_;
   RelayStats stats_;
   std::size_t in_flight_ = 0;  // touched by the relay's own thread only
+  bool once_ = false;          // the loop running is drain()'s
+  std::atomic<bool> waiting_for_database_{false};
 
   std::mutex mutex_;
   std::condition_variable answered_;

@@ -2,10 +2,12 @@
 // The one interface the relay delivers through (STYLE habit 1). Connectors implement it;
 // the relay never knows whether an event goes to an HTTP webhook or elsewhere.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace tidemark::pipeline::relay {
 
@@ -20,6 +22,22 @@ struct OutboxEvent {
   int attempt = 0;              // 1 for the first attempt
 };
 
+// last_error and the logs keep at most this much of an error text.
+inline constexpr std::size_t kMaxErrorBytes = 1000;
+// A destination's Retry-After is honoured up to this long; a longer (or overflowing) wish
+// would park the event for years, so the event is tried again after this instead.
+inline constexpr std::chrono::seconds kMaxRetryAfter = std::chrono::hours(1);
+
+// `text` as PostgreSQL stores it in a text column whatever its bytes: invalid UTF-8 and NUL
+// become U+FFFD, and at most `max_bytes` bytes are kept, cut between characters ("…" marks
+// the cut). A receiver's answer goes into last_error through this.
+std::string bounded_error_text(std::string_view text, std::size_t max_bytes = kMaxErrorBytes);
+
+// `text` with the credentials and query strings of the URLs in it redacted:
+// "http://user:pass@host/p?token=x" becomes "http://***@host/p?***". Errors pass through it
+// before they reach last_error and the logs, and `outbox list` shows last_error through it.
+std::string redact_urls(std::string_view text);
+
 struct DeliveryResult {
   enum class Status {
     kDelivered,  // the destination acknowledged it
@@ -28,7 +46,7 @@ struct DeliveryResult {
   };
   Status status = Status::kRetry;
   std::string error;                               // why, for last_error; empty when delivered
-  std::optional<std::chrono::seconds> retry_after;  // the destination's own wish (429/503 Retry-After)
+  std::optional<std::chrono::seconds> retry_after;  // the destination's own wish (429/503 Retry-After), <= kMaxRetryAfter
 
   static DeliveryResult delivered() { return {Status::kDelivered, {}, std::nullopt}; }
   static DeliveryResult retry(std::string error, std::optional<std::chrono::seconds> after = std::nullopt) {

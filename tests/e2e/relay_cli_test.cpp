@@ -198,6 +198,28 @@ TEST_F(RelayCli, WithoutOnceKeepsDeliveringNewEventsUntilSigterm) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "2");
 }
 
+// `ps` shows every argument: a password given with --database draws a warning naming the
+// safer places, in the URL form and in the key=value form; a URL without one does not.
+TEST_F(RelayCli, DatabaseUrlWithAPasswordDrawsAWarning) {
+  const std::string url = db_.url();
+  const std::string with_password = url.substr(0, url.find('@')) + ":hunter2" + url.substr(url.find('@'));
+  const auto port = url.substr(url.rfind(':') + 1, url.rfind('/') - url.rfind(':') - 1);
+  const std::string keywords =
+      "'host=127.0.0.1 port=" + port + " dbname=" + db_.name() + " user=postgres password=hunter2'";
+  for (const std::string& database : {with_password, keywords}) {
+    SCOPED_TRACE(database);
+    // The test cluster trusts loopback connections, so the password is not checked.
+    const auto outcome = run("outbox list --database " + database);
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.output;
+    EXPECT_NE(outcome.output.find("--database carries a password"), std::string::npos) << outcome.output;
+    EXPECT_NE(outcome.output.find("TIDEMARK_DATABASE_URL"), std::string::npos) << outcome.output;
+    EXPECT_NE(outcome.output.find("passfile"), std::string::npos) << outcome.output;
+  }
+  const auto plain = run("outbox list --database " + url);
+  EXPECT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("carries a password"), std::string::npos) << plain.output;
+}
+
 TEST_F(RelayCli, RelayWithoutConfigOrSecretIsAUsageError) {
   const auto no_config = run("relay --once --database '" + db_.url() + "'");
   EXPECT_EQ(no_config.exit_code, 2) << no_config.output;

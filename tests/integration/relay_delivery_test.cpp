@@ -3,6 +3,8 @@
 // letters, and several relays at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <set>
@@ -146,6 +148,17 @@ void expect_well_formed_and_ordered(const TestReceiver& receiver, const TestData
     EXPECT_EQ(event.sequence, last_applied[event.account] + 1) << "account " << event.account << " applied out of order";
     last_applied[event.account] = event.sequence;
   }
+}
+
+// last_error of every row, in id order.
+std::vector<std::string> query_errors(const TestDatabase& db) {
+  auto connection = db.connect();
+  pqxx::read_transaction txn(*connection);
+  std::vector<std::string> errors;
+  for (const auto& row : txn.exec("SELECT last_error FROM outbox ORDER BY id")) {
+    errors.push_back(row[0].as<std::string>());
+  }
+  return errors;
 }
 
 std::set<std::string> applied_keys(const TestReceiver& receiver) {
@@ -403,6 +416,270 @@ TEST(Relay, CountsDeliveriesAndPendingEventsInMetrics) {
   EXPECT_NE(text.find(R"(tidemark_outbox_pending{destination="ledger"} 1)"), std::string::npos);
   EXPECT_NE(text.find(R"(tidemark_outbox_delivery_duration_seconds_count{destination="ledger"} 2)"),
             std::string::npos);
+}
+
+TEST(Relay, DeliveryCountersOfEveryDestinationStartAtZero) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  const auto options = fast_options();
+  metrics::Metrics metrics;
+  Relay relay(db.url(), sinks_for(receiver, options), options, &metrics);
+
+  // Before any delivery: the first dead event must be an increase from 0, not a new series.
+  const std::string text = metrics.serialize();
+  for (const char* result : {"delivered", "retry", "dead"}) {
+    EXPECT_NE(text.find(std::string(R"(tidemark_outbox_deliveries_total{destination="ledger",result=")") + result +
+                        "\"} 0"),
+              std::string::npos)
+        << result << "\n"
+        << text;
+  }
+  EXPECT_NE(text.find(R"(tidemark_outbox_delivery_duration_seconds_count{destination="ledger"} 0)"), std::string::npos);
+}
+
+// A 500 whose body is not ASCII, cut by the excerpt in the middle of a character, plus NUL
+// and stray bytes: last_error is stored as valid UTF-8 and the relay carries on.
+TEST(Relay, ErrorBodyCutMidCharacterIsStoredAsValidBoundedText) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  std::string body(199, 'x');
+  for (int i = 0; i < 2000; ++i) body += "\xC3\xA9";  // é, cut after its first byte at 200
+  receiver.set_body(Failure::kServerError, body);
+  receiver.fail_next(Failure::kServerError);
+  receiver.set_body(Failure::kBadRequest, std::string("bad\0byte \xFF\xC3", 11));
+  receiver.fail_next(Failure::kBadRequest);
+  insert_events(db, 2, 2);
+  auto options = fast_options();
+  options.config.base_delay = 1h;
+  options.config.max_delay = 1h;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  ASSERT_NO_THROW(relay.drain());
+
+  auto errors = query_errors(db);
+  std::sort(errors.begin(), errors.end());  // the two went at once, in either order
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[1], "HTTP 500: " + std::string(197, 'x') + "\xE2\x80\xA6");
+  EXPECT_EQ(errors[0], "HTTP 400: bad\xEF\xBF\xBD" "byte \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(Relay, ErrorTextsAreBoundedBetweenCharacters) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "\xC3\xA9";
+  // 100 - 3 bytes for the ellipsis falls inside a character: the cut steps back before it.
+  const std::string bounded = bounded_error_text(text, 100);
+  EXPECT_LE(bounded.size(), 100u);
+  EXPECT_EQ(bounded, [] {
+    std::string expected;
+    for (int i = 0; i < 48; ++i) expected += "\xC3\xA9";
+    return expected + "\xE2\x80\xA6";
+  }());
+  EXPECT_EQ(bounded_error_text("short"), "short");
+}
+
+// Retry-After beyond what any integer holds, or beyond duration_cast's range, is capped at
+// an hour; without the cap it overflowed the interval or was ignored.
+TEST(Relay, HugeRetryAfterIsCappedAtAnHour) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+  int number = 0;
+  for (const std::string value : {"10000000000000", "9223372036854775807", "99999999999999999999999"}) {
+    SCOPED_TRACE(value);
+    {
+      auto connection = db.connect();
+      pqxx::work txn(*connection);
+      insert_event(txn, "tx-" + std::to_string(number), "acct-" + std::to_string(number), 1);
+      txn.commit();
+    }
+    receiver.set_retry_after(value);
+    receiver.fail_next(Failure::kTooManyRequests);
+    ASSERT_NO_THROW(relay.drain());
+    const std::string key = std::string(kDestination) + ":tx-" + std::to_string(number) + ":1";
+    EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox WHERE idempotency_key = '" + key + "'"),
+              "pending 1");
+    const double wait = std::stod(db.scalar("SELECT extract(epoch FROM next_attempt_at - now()) FROM outbox "
+                                            "WHERE idempotency_key = '" + key + "'"));
+    EXPECT_GT(wait, 3590);
+    EXPECT_LE(wait, 3600.5);
+    ++number;
+  }
+}
+
+TEST(Relay, TwoHundredWithAMegabyteBodyIsDelivered) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_body(Failure::kNone, std::string(1 << 20, 'a'));
+  const auto keys = insert_events(db, 3, 1);
+  const auto options = fast_options(/*max_attempts=*/1);
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+
+  EXPECT_EQ(db.scalar("SELECT string_agg(status || ' ' || attempts, ',') FROM outbox"),
+            "delivered 1,delivered 1,delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
+// The cluster is stopped (as a crash would) while a delivery is in flight; its 2xx arrives
+// during the outage. run() waits the outage out instead of ending, and records that answer
+// when the database is back: the event is not sent again.
+TEST(Relay, RunWaitsOutADatabaseOutageAndRecordsTheAnswersOfMeanwhile) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(1500ms);
+  receiver.fail_next(Failure::kSlow);
+  insert_events(db, 1, 1);
+  auto options = fast_options();
+  options.config.request_timeout = 10s;
+  options.lease = 60s;
+  // One round of retries lasts well under a second, so the outage spans many rounds.
+  options.database_retries = {.max_attempts = 3, .base_delay = 10ms, .max_delay = 50ms};
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  std::atomic<bool> ended{false};
+  std::string failure;
+  RelayStats stats;
+  std::thread runner([&] {
+    try {
+      stats = relay.run();
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    ended = true;
+  });
+  struct JoinRunner {
+    Relay& relay;
+    std::thread& thread;
+    ~JoinRunner() {
+      relay.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } join_runner{relay, runner};
+
+  ASSERT_TRUE(receiver.wait_for_applied(1, 10s));  // applied; the answer comes 1.5 s later
+  TestDatabase::crash_cluster();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!relay.waiting_for_database() && !ended && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(relay.waiting_for_database());
+  std::this_thread::sleep_for(2s);  // the outage outlasts the answer and many retry rounds
+  EXPECT_FALSE(ended) << "run() ended during the outage: " << failure;
+  TestDatabase::restart_cluster();
+
+  while (db.scalar("SELECT status FROM outbox") != "delivered" && std::chrono::steady_clock::now() < deadline + 20s) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+  EXPECT_FALSE(relay.waiting_for_database());
+  EXPECT_FALSE(ended) << failure;
+  relay.stop();
+  runner.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(stats.delivered, 1u);
+  EXPECT_EQ(receiver.requests().size(), 1u) << "the answer of the outage was lost and the event sent again";
+}
+
+TEST(Relay, DrainGivesUpOnADatabaseOutageAfterOneRoundOfRetries) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  insert_events(db, 1, 1);
+  auto options = fast_options();
+  options.database_retries = {.max_attempts = 3, .base_delay = 10ms, .max_delay = 50ms};
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  TestDatabase::crash_cluster();
+  EXPECT_THROW(relay.drain(), db::RetriesExhausted);
+  TestDatabase::restart_cluster();
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+}
+
+// Keys whose bytes a receiver may decode differently (INTERFACE "Side effects"): the headers
+// carry the key percent-encoded to printable ASCII, the same on every attempt, so a receiver
+// that reads headers as Latin-1 (Python's http.server) verifies every event. Before, the raw
+// bytes went out and such a receiver answered 401: dead at once.
+TEST(Relay, HeaderIdsArePrintableAsciiSoALatin1ReceiverVerifiesEveryEvent) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.read_headers_as_latin1();
+  const std::vector<std::string> transaction_ids = {"tx-\xC3\xA9\xC3\xA8-\xF0\x9F\x98\x80", "tx with spaces", "tx<1>",
+                                                    "tx-100%", "tx-plain", "tx-\x01\x7F"};
+  std::set<std::string> keys;
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    for (std::size_t i = 0; i < transaction_ids.size(); ++i) {
+      keys.insert(insert_event(txn, transaction_ids[i], "acct-" + std::to_string(i), 1));
+    }
+    txn.commit();
+  }
+  receiver.fail_next(Failure::kServerError, static_cast<int>(keys.size()));  // so that each goes twice
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), std::to_string(keys.size()));
+  std::map<std::string, std::set<std::string>> ids_of_key;
+  for (const auto& request : receiver.requests()) {
+    EXPECT_TRUE(request.signature_valid) << request.webhook_id;
+    EXPECT_EQ(request.idempotency_key, request.webhook_id);
+    for (const char c : request.webhook_id) EXPECT_TRUE(c > 0x20 && c < 0x7F) << request.webhook_id;
+    ids_of_key[request.key].insert(request.webhook_id);
+  }
+  EXPECT_EQ(receiver.requests().size(), 2 * keys.size());
+  ASSERT_EQ(ids_of_key.size(), keys.size());
+  for (const auto& [key, ids] : ids_of_key) {
+    EXPECT_TRUE(keys.count(key)) << key << " does not decode to a key of the outbox";
+    EXPECT_EQ(ids.size(), 1u) << key << ": the header id changed between attempts";
+  }
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-100%:1"), "ledger:tx-100%25:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx with spaces:1"), "ledger:tx%20with%20spaces:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-plain:1"), "ledger:tx-plain:1");
+}
+
+TEST(Relay, UrlCredentialsAndQueriesAreRedactedInErrorTexts) {
+  EXPECT_EQ(redact_urls("receive http://user:s3cret@127.0.0.1:9/hook?token=abc#f: connection refused"),
+            "receive http://***@127.0.0.1:9/hook?***#f: connection refused");
+  EXPECT_EQ(redact_urls("to https://h.example/p?a=1&b=2, then http://plain/x."),
+            "to https://h.example/p?***, then http://plain/x.");
+  EXPECT_EQ(redact_urls("no url here: a://"), "no url here: a://");
+  EXPECT_EQ(redact_urls("http://u@h"), "http://***@h");
+}
+
+// A destination URL with credentials and a token in its query: neither reaches last_error
+// (so neither the logs nor `outbox list`), and rows stored before are shown redacted.
+TEST(Relay, DestinationCredentialsNeverReachLastErrorOrTheOutboxList) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_always(Failure::kDrop);
+  insert_events(db, 1, 1);
+  auto options = fast_options(/*max_attempts=*/1);
+  connectors::http::WebhookOptions webhook;
+  webhook.url = "http://relay-user:s3cret@127.0.0.1:" + std::to_string(receiver.port()) + "/events?token=t0ken";
+  webhook.signing_key = *connectors::http::decode_secret(kSecret);
+  webhook.request_timeout = options.config.request_timeout;
+  Sinks sinks;
+  sinks.emplace(kDestination, std::make_unique<connectors::http::WebhookSink>(webhook));
+  Relay relay(db.url(), std::move(sinks), options);
+
+  relay.drain();
+
+  const std::string error = db.scalar("SELECT last_error FROM outbox");
+  EXPECT_EQ(db.scalar("SELECT status FROM outbox"), "dead");
+  EXPECT_NE(error.find("http://***@127.0.0.1:" + std::to_string(receiver.port()) + "/events?***"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+  EXPECT_EQ(error.find("t0ken"), std::string::npos) << error;
+
+  db.scalar("UPDATE outbox SET last_error = 'receive http://old:s3cret@h/p?token=t0ken: reset' RETURNING 1");
+  auto connection = db.connect();
+  const auto entries = list_outbox(*connection, OutboxFilter{});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].last_error, "receive http://***@h/p?***: reset");
 }
 
 TEST(Outbox, ListFiltersByStatusAndDestination) {

@@ -31,6 +31,14 @@ TEST(WebhookSignature, DecodeSecretRejectsTextWithoutPrefixOrBase64) {
   EXPECT_EQ(*decode_secret("whsec_dGVzdA=="), "test");
 }
 
+TEST(WebhookSignature, DecodeSecretAcceptsUnpaddedBase64AsTheStandardWebhooksLibrariesDo) {
+  EXPECT_EQ(decode_secret("whsec_dGVzdA"), "test");     // "dGVzdA==" without its padding
+  EXPECT_EQ(decode_secret("whsec_dGVzdDE"), "test1");   // "dGVzdDE="
+  EXPECT_EQ(decode_secret("whsec_dGVzdDEy"), "test12");  // no padding needed
+  EXPECT_FALSE(decode_secret("whsec_dGVzd"));            // one char short of a byte: not base64
+  EXPECT_FALSE(decode_secret("whsec_dGVzdA="));          // padding, but incomplete
+}
+
 TEST(WebhookSignature, VerifyAcceptsAnyMatchingV1SignatureAmongSeveral) {
   const std::string header = "v1,bm90IHRoZSByaWdodCBvbmU= " + std::string(kSignature);
   EXPECT_EQ(verify(key(), {kId, "1614265330", header}, kBody, kTimestamp), Verification::kValid);
@@ -73,6 +81,23 @@ TEST(WebhookStatus, TimeoutsThrottlingAndServerErrorsAreRetried) {
 TEST(WebhookStatus, RetryAfterSecondsAreKeptAndHttpDatesIgnored) {
   EXPECT_EQ(classify_status(429, "7", "").retry_after, std::chrono::seconds(7));
   EXPECT_FALSE(classify_status(503, "Wed, 21 Oct 2015 07:28:00 GMT", "").retry_after);
+}
+
+TEST(WebhookStatus, RetryAfterIsParsedWithoutOverflowAndCapped) {
+  using pipeline::relay::kMaxRetryAfter;
+  EXPECT_EQ(classify_status(429, "3599", "").retry_after, std::chrono::seconds(3599));
+  for (const char* huge : {"3600", "10000000000000", "9223372036854775807", "99999999999999999999999999999"}) {
+    EXPECT_EQ(classify_status(429, huge, "").retry_after, kMaxRetryAfter) << huge;
+  }
+  for (const char* malformed : {"", "-1", "+5", "1.5", "5 "}) {
+    EXPECT_FALSE(classify_status(503, malformed, "").retry_after) << malformed;
+  }
+}
+
+TEST(WebhookStatus, ErrorBodiesAreCutBetweenCharacters) {
+  std::string body(199, 'x');
+  body += "\xC3\xA9tat";
+  EXPECT_EQ(classify_status(500, "", body).error, "HTTP 500: " + std::string(197, 'x') + "\xE2\x80\xA6");
 }
 
 TEST(WebhookStatus, OtherClientErrorsAndRedirectsAreDead) {

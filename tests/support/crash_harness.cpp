@@ -176,8 +176,8 @@ std::string CrashHarness::verify() const {
   // The receiver applied each expected event exactly once, and nothing else.
   std::map<std::string, int> applied;
   for (const auto& request : receiver_.requests()) {
-    if (request.applied) ++applied[request.webhook_id];
-    if (!request.signature_valid) diff << "receiver: bad signature on " << request.webhook_id << "\n";
+    if (request.applied) ++applied[request.key];
+    if (!request.signature_valid) diff << "receiver: bad signature on " << request.key << "\n";
   }
   const std::set<std::string> expected_keys(expected_.outbox_keys.begin(), expected_.outbox_keys.end());
   for (const auto& key : expected_keys) {

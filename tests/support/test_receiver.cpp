@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cctype>
 #include <condition_variable>
 #include <ctime>
 #include <deque>
@@ -37,7 +38,10 @@ struct TestReceiver::State {
   double ratio = 0;
   std::vector<Failure> random_kinds;
   std::mt19937_64 rng;
-  int retry_after_seconds = 1;
+  std::string retry_after = "1";
+  bool latin1_headers = false;
+  std::map<Failure, std::string> bodies = {{Failure::kServerError, "injected failure"},
+                                           {Failure::kBadRequest, "rejected"}};
   std::chrono::milliseconds slow_delay{2000};
 
   std::vector<ReceivedRequest> requests;
@@ -146,7 +150,7 @@ class TestReceiver::Server {
         return;
       }
       bhttp::write(socket, *answer, error);
-      finish(std::string(request["webhook-id"]));
+      finish(header(request, "webhook-id"));
       if (error || !request.keep_alive()) return;
     }
   }
@@ -157,14 +161,51 @@ class TestReceiver::Server {
   }
 
   // nullopt: drop the connection without an answer.
+  // The relay percent-encodes the key into printable ASCII for the headers.
+  static std::string percent_decode(std::string_view text) {
+    std::string decoded;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      if (text[i] == '%' && i + 2 < text.size() && std::isxdigit(static_cast<unsigned char>(text[i + 1])) != 0 &&
+          std::isxdigit(static_cast<unsigned char>(text[i + 2])) != 0) {
+        decoded += static_cast<char>(std::stoi(std::string(text.substr(i + 1, 2)), nullptr, 16));
+        i += 2;
+      } else {
+        decoded += text[i];
+      }
+    }
+    return decoded;
+  }
+
+  // A header value as this receiver reads it: its bytes, or each byte as a Latin-1 character.
+  std::string header(const bhttp::request<bhttp::string_body>& request, std::string_view name) {
+    const std::string_view value = request[name];
+    {
+      std::lock_guard lock(state_->mutex);
+      if (!state_->latin1_headers) return std::string(value);
+    }
+    std::string decoded;
+    for (const char c : value) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (byte < 0x80) {
+        decoded += c;
+      } else {
+        decoded += static_cast<char>(0xC0 | (byte >> 6));
+        decoded += static_cast<char>(0x80 | (byte & 0x3F));
+      }
+    }
+    return decoded;
+  }
+
   std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
     ReceivedRequest received;
-    received.webhook_id = std::string(request["webhook-id"]);
-    received.idempotency_key = std::string(request["Idempotency-Key"]);
+    received.webhook_id = header(request, "webhook-id");
+    received.key = percent_decode(received.webhook_id);
+    received.idempotency_key = header(request, "Idempotency-Key");
     received.content_type = std::string(request[bhttp::field::content_type]);
     received.body = request.body();
-    const connectors::http::SignedHeaders headers{request["webhook-id"], request["webhook-timestamp"],
-                                                  request["webhook-signature"]};
+    const std::string timestamp = header(request, "webhook-timestamp");
+    const std::string signature = header(request, "webhook-signature");
+    const connectors::http::SignedHeaders headers{received.webhook_id, timestamp, signature};
     received.signature_valid = connectors::http::verify(state_->key, headers, request.body(), std::time(nullptr)) ==
                                connectors::http::Verification::kValid;
 
@@ -182,15 +223,15 @@ class TestReceiver::Server {
       switch (received.failure) {
         case Failure::kServerError:
           response.result(bhttp::status::internal_server_error);
-          response.body() = "injected failure";
+          response.body() = state_->bodies[received.failure];
           break;
         case Failure::kTooManyRequests:
           response.result(bhttp::status::too_many_requests);
-          response.set(bhttp::field::retry_after, std::to_string(state_->retry_after_seconds));
+          response.set(bhttp::field::retry_after, state_->retry_after);
           break;
         case Failure::kBadRequest:
           response.result(bhttp::status::bad_request);
-          response.body() = "rejected";
+          response.body() = state_->bodies[received.failure];
           break;
         case Failure::kDrop:
           --state_->handling[received.webhook_id];
@@ -204,6 +245,7 @@ class TestReceiver::Server {
             received.applied = true;
             state_->applied_bodies.push_back(received.body);
           }
+          response.body() = state_->bodies[Failure::kNone];
           break;
       }
     }
@@ -260,9 +302,21 @@ void TestReceiver::fail_randomly(double ratio, std::uint64_t seed, std::vector<F
   state_->random_kinds = std::move(kinds);
 }
 
-void TestReceiver::set_retry_after_seconds(int seconds) {
+void TestReceiver::set_retry_after_seconds(int seconds) { set_retry_after(std::to_string(seconds)); }
+
+void TestReceiver::set_retry_after(std::string value) {
   std::lock_guard lock(state_->mutex);
-  state_->retry_after_seconds = seconds;
+  state_->retry_after = std::move(value);
+}
+
+void TestReceiver::read_headers_as_latin1(bool on) {
+  std::lock_guard lock(state_->mutex);
+  state_->latin1_headers = on;
+}
+
+void TestReceiver::set_body(Failure kind, std::string body) {
+  std::lock_guard lock(state_->mutex);
+  state_->bodies[kind] = std::move(body);
 }
 
 void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {

@@ -22,6 +22,7 @@ enum class Failure {
 
 struct ReceivedRequest {
   std::string webhook_id;
+  std::string key;  // webhook-id percent-decoded: the outbox idempotency_key (docs/delivery.md)
   std::string idempotency_key;
   std::string content_type;
   std::string body;
@@ -47,6 +48,13 @@ class TestReceiver {
   // A fraction `ratio` of requests fail, picking among `kinds`; the generator is seeded.
   void fail_randomly(double ratio, std::uint64_t seed, std::vector<Failure> kinds);
   void set_retry_after_seconds(int seconds);
+  // The Retry-After value of 429 answers as sent, byte for byte (huge numbers, say).
+  void set_retry_after(std::string value);
+  // The body of the answers of one kind (kNone: the 2xx; kServerError; kBadRequest).
+  void set_body(Failure kind, std::string body);
+  // Decodes header values as Latin-1 (to UTF-8) before verifying and recording them, as
+  // Python's http.server does; a header byte above 0x7F then no longer matches its signature.
+  void read_headers_as_latin1(bool on = true);
   void set_slow_delay(std::chrono::milliseconds delay);
 
   std::vector<ReceivedRequest> requests() const;
