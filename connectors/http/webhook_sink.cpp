@@ -78,7 +78,8 @@ using Stream = std::variant<beast::tcp_stream, TlsStream>;
 // bytes read past the last response.
 struct Connection {
   Connection(asio::io_context& io, asio::ssl::context* tls)
-      : stream(tls ? Stream(std::in_place_type<TlsStream>, io, *tls) : Stream(std::in_place_type<beast::tcp_stream>, io)) {}
+      : stream(tls ? Stream(std::in_place_type<TlsStream>, io, *tls)
+                   : Stream(std::in_place_type<beast::tcp_stream>, io)) {}
   // The TCP layer, which carries the timeouts of both kinds.
   beast::tcp_stream& tcp() {
     return std::visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); }, stream);

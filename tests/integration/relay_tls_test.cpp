@@ -10,6 +10,8 @@
 #include <future>
 #include <optional>
 
+#include <boost/asio/ip/tcp.hpp>
+
 #include "app/sinks.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
@@ -43,14 +45,18 @@ std::string url_for(const std::string& host, const TestReceiver& receiver) {
   return "https://" + host + ":" + std::to_string(receiver.port()) + "/events";
 }
 
-std::unique_ptr<WebhookSink> sink_for(const std::string& url, const std::string& ca_file) {
+WebhookOptions options_for(const std::string& url, const std::string& ca_file) {
   WebhookOptions options;
   options.url = url;
   options.ca_file = ca_file;
   options.signing_key = *decode_secret(kSecret);
   options.connect_timeout = 2s;
   options.request_timeout = 2s;
-  return std::make_unique<WebhookSink>(options);
+  return options;
+}
+
+std::unique_ptr<WebhookSink> sink_for(const std::string& url, const std::string& ca_file) {
+  return std::make_unique<WebhookSink>(options_for(url, ca_file));
 }
 
 OutboxEvent event(const std::string& key) {
@@ -130,7 +136,8 @@ TEST(RelayTls, CertificateForAnotherNameIsARetryableFailure) {
     std::string host;
     std::string reason;
   };
-  for (const auto& [host, reason] : {Case{"127.0.0.1", "IP address mismatch"}, Case{"localhost", "hostname mismatch"}}) {
+  for (const auto& [host, reason] :
+       {Case{"127.0.0.1", "IP address mismatch"}, Case{"localhost", "hostname mismatch"}}) {
     const auto url = url_for(host, receiver);
     auto sink = sink_for(url, ca.ca_file());
     const auto result = deliver(*sink, "ledger:tx-1:1");
@@ -184,6 +191,25 @@ TEST(RelayTls, PlainHttpServerBehindAnHttpsUrlIsARetryableHandshakeFailure) {
   EXPECT_TRUE(plain.requests().empty()) << "the event never went out in clear text";
 }
 
+TEST(RelayTls, ServerThatNeverAnswersTheHandshakeTimesOutWithinConnectTimeout) {
+  // Listening, so the kernel completes the TCP connect, but nobody ever reads the ClientHello.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor silent(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const auto url = "https://127.0.0.1:" + std::to_string(silent.local_endpoint().port()) + "/events";
+  TestCertificateAuthority ca;
+  auto options = options_for(url, ca.ca_file().string());
+  options.connect_timeout = 200ms;
+  options.request_timeout = 30s;
+  WebhookSink sink(options);
+
+  const auto started = std::chrono::steady_clock::now();
+  const auto result = deliver(sink, "ledger:tx-1:1");
+
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s) << "bounded by connect_timeout, not request_timeout";
+  EXPECT_EQ(result.status, DeliveryResult::Status::kRetry);
+  EXPECT_EQ(result.error, "timed out (200 ms) during TLS handshake to " + url);
+}
+
 TEST(RelayTls, ClientContextRequiresTls12AndAVerifiedPeer) {
   TestCertificateAuthority ca;
   for (const std::string& ca_file : {std::string(), ca.ca_file().string()}) {
@@ -205,7 +231,8 @@ TEST(RelayTls, CaFileWithoutCertificatesIsRefusedAtStart) {
   }
 }
 
-std::string config_yaml(const std::string& url, const std::string& ca_file_line) {
+// One http destination with `url` and ca_file `ca_file` (on line 9).
+std::string config_yaml(const std::string& url, const std::string& ca_file) {
   return "pipelines:\n"
          "  p:\n"
          "    source: {kind: file, path: in, format: csv}\n"
@@ -213,7 +240,8 @@ std::string config_yaml(const std::string& url, const std::string& ca_file_line)
          "      - name: ledger\n"
          "        kind: http\n"
          "        url: " + url + "\n"
-         "        secret_env: " + kSecretEnv + "\n" + ca_file_line;
+         "        secret_env: " + kSecretEnv + "\n"
+         "        ca_file: " + ca_file + "\n";
 }
 
 std::string config_error(const std::string& yaml) {
@@ -228,22 +256,19 @@ std::string config_error(const std::string& yaml) {
 TEST(RelayTls, CaFileMustBeAReadableFileAndOnlyForHttps) {
   TempDir folder;
   const auto bundle = folder.write("ca.pem", "whatever\n");
+  const auto missing = (folder.path() / "missing.pem").string();
   const std::string key = "config.yaml:9: pipelines.p.destinations[0].ca_file: ";
 
-  EXPECT_EQ(pipeline::parse_config(config_yaml("https://h/e", "        ca_file: " + bundle.string() + "\n"), "config.yaml")
-                .pipelines.at("p")
-                .destinations.at(0)
-                .ca_file,
-            bundle.string());
-  EXPECT_EQ(config_error(config_yaml("https://h/e", "        ca_file: " + (folder.path() / "missing.pem").string() + "\n")),
-            key + "cannot read '" + (folder.path() / "missing.pem").string() + "': No such file or directory");
-  EXPECT_EQ(config_error(config_yaml("https://h/e", "        ca_file: " + folder.path().string() + "\n")),
+  const auto config = pipeline::parse_config(config_yaml("https://h/e", bundle.string()), "config.yaml");
+  EXPECT_EQ(config.pipelines.at("p").destinations.at(0).ca_file, bundle.string());
+  EXPECT_EQ(config_error(config_yaml("https://h/e", missing)),
+            key + "cannot read '" + missing + "': No such file or directory");
+  EXPECT_EQ(config_error(config_yaml("https://h/e", folder.path().string())),
             key + "'" + folder.path().string() + "' is a folder, not a PEM file of trusted certificates");
-  EXPECT_EQ(config_error(config_yaml("http://h/e", "        ca_file: " + bundle.string() + "\n")),
-            key + "applies to https:// URLs only");
+  EXPECT_EQ(config_error(config_yaml("http://h/e", bundle.string())), key + "applies to https:// URLs only");
   if (geteuid() != 0) {  // root reads any file
     ::chmod(bundle.c_str(), 0);
-    EXPECT_EQ(config_error(config_yaml("https://h/e", "        ca_file: " + bundle.string() + "\n")),
+    EXPECT_EQ(config_error(config_yaml("https://h/e", bundle.string())),
               key + "cannot read '" + bundle.string() + "': Permission denied");
   }
 }
