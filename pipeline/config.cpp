@@ -330,7 +330,7 @@ class Parser {
 
   DestinationConfig parse_destination(const Entry& map) {
     DestinationConfig destination;
-    const auto keys = fields(map, {"name", "kind", "url", "secret_env"},
+    const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file"},
                              "; secrets are never in the file: use secret_env to name the environment variable "
                              "that holds it");
     const auto& name = require(keys, map, "name");
@@ -357,8 +357,19 @@ class Parser {
       const auto& secret_env = require(keys, map, "secret_env");
       destination.secret_env = string_value(secret_env);
       if (!is_env_var_name(destination.secret_env)) fail_value(secret_env, "the name of an environment variable");
+      if (const auto* ca_file = find(keys, "ca_file")) {
+        destination.ca_file = non_empty_string(*ca_file);
+        if (!destination.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
+        // Checked here so that a typo fails at start-up, naming the line, not at the first delivery.
+        if (std::filesystem::is_directory(destination.ca_file)) {
+          fail_at(*ca_file, "'" + destination.ca_file + "' is a folder, not a PEM file of trusted certificates");
+        }
+        if (!std::ifstream(destination.ca_file)) {
+          fail_at(*ca_file, "cannot read '" + destination.ca_file + "': " + std::strerror(errno));
+        }
+      }
     } else if (destination.kind == "view") {
-      for (const auto key : {"url", "secret_env"}) {
+      for (const auto key : {"url", "secret_env", "ca_file"}) {
         if (const auto* extra = find(keys, key)) fail_at(*extra, "a view destination takes only name and kind");
       }
     } else {

@@ -53,6 +53,7 @@ struct DestinationConfig {
   std::string kind;  // "http" or "view"
   std::string url;   // http: where events are POSTed
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
+  std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
 };
 
 // 16 MiB: two batches in flight (one committing, one prepared) stay within a 64 MiB aim.

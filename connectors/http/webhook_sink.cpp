@@ -5,6 +5,7 @@
 #include <ctime>
 #include <deque>
 #include <thread>
+#include <variant>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/executor_work_guard.hpp>
@@ -14,9 +15,11 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 
 #include "connectors/http/signature.hpp"
+#include "connectors/http/tls.hpp"
 
 namespace tidemark::connectors::http {
 
@@ -37,19 +40,21 @@ struct Target {
   std::string port;
   std::string host_header;
   std::string path;  // with the query
+  bool tls = false;  // https://
 };
 
 Target parse_target(const std::string& raw_url) {
   const std::string url = pipeline::relay::redact_urls(raw_url);  // for the messages only
   const auto parsed = boost::urls::parse_uri(raw_url);
   if (!parsed) throw ConfigError("destination URL '" + url + "' is not a valid URL");
-  if (parsed->scheme() != "http") {
-    throw ConfigError("destination URL '" + url + "': only http:// URLs are supported (terminate TLS in a proxy)");
+  if (parsed->scheme() != "http" && parsed->scheme() != "https") {
+    throw ConfigError("destination URL '" + url + "': only http:// and https:// URLs are supported");
   }
   Target target;
+  target.tls = parsed->scheme() == "https";
   target.host = parsed->host();
   if (target.host.empty()) throw ConfigError("destination URL '" + url + "' has no host");
-  target.port = parsed->has_port() ? std::string(parsed->port()) : "80";
+  target.port = parsed->has_port() ? std::string(parsed->port()) : target.tls ? "443" : "80";
   target.host_header = parsed->has_port() ? target.host + ":" + target.port : target.host;
   target.path = std::string(parsed->encoded_target());
   if (target.path.empty()) target.path = "/";
@@ -106,17 +111,27 @@ struct ExcerptBody {
   };
 };
 
-// One kept-alive connection and the bytes read past the last response.
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+using Stream = std::variant<beast::tcp_stream, TlsStream>;
+
+// One kept-alive connection, plain or TLS (with the destination's one context), and the
+// bytes read past the last response.
 struct Connection {
-  explicit Connection(asio::io_context& io) : stream(io) {}
-  beast::tcp_stream stream;
+  Connection(asio::io_context& io, asio::ssl::context* tls)
+      : stream(tls ? Stream(std::in_place_type<TlsStream>, io, *tls)
+                   : Stream(std::in_place_type<beast::tcp_stream>, io)) {}
+  // The TCP layer, which carries the timeouts of both kinds.
+  beast::tcp_stream& tcp() {
+    return std::visit([](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); }, stream);
+  }
+  Stream stream;
   beast::flat_buffer buffer;
 };
 
 // What one request/response exchange on one connection produced.
 struct Exchange {
   beast::error_code error;
-  std::string_view stage;        // where it failed: "resolve", "connect", "send", "receive"
+  std::string_view stage;        // where it failed: "resolve", "connect", "TLS handshake", "send", "receive"
   bool nothing_received = false;  // failed before any byte of an answer
   // Once the status line and headers are in, they are the answer; a body that then fails
   // to arrive whole only costs the connection.
@@ -126,7 +141,8 @@ struct Exchange {
 
 bool closed_by_peer(const beast::error_code& error) {
   return error == bhttp::error::end_of_stream || error == asio::error::eof ||
-         error == asio::error::connection_reset || error == asio::error::broken_pipe;
+         error == asio::error::connection_reset || error == asio::error::broken_pipe ||
+         error == asio::ssl::error::stream_truncated;  // a TLS peer that closed without close_notify
 }
 
 }  // namespace
@@ -166,6 +182,7 @@ class WebhookSink::Client {
   explicit Client(WebhookOptions options)
       : options_(std::move(options)),
         target_(parse_target(options_.url)),
+        tls_(target_.tls ? std::optional(make_client_tls_context(options_.ca_file)) : std::nullopt),
         work_(asio::make_work_guard(io_)),
         thread_([this] { io_.run(); }) {}
 
@@ -227,7 +244,7 @@ class WebhookSink::Client {
     Exchange exchange;
     exchange.nothing_received = true;
     if (!connection) {
-      connection = std::make_unique<Connection>(io_);
+      connection = std::make_unique<Connection>(io_, tls_ ? &*tls_ : nullptr);
       tcp::resolver resolver(io_);
       const auto endpoints = co_await resolver.async_resolve(target_.host, target_.port,
                                                              asio::redirect_error(asio::use_awaitable, exchange.error));
@@ -235,24 +252,46 @@ class WebhookSink::Client {
         exchange.stage = "resolve";
         co_return exchange;
       }
-      connection->stream.expires_after(options_.connect_timeout);
-      co_await connection->stream.async_connect(endpoints, asio::redirect_error(asio::use_awaitable, exchange.error));
+      connection->tcp().expires_after(options_.connect_timeout);
+      co_await connection->tcp().async_connect(endpoints, asio::redirect_error(asio::use_awaitable, exchange.error));
       if (exchange.error) {
         exchange.stage = "connect";
         co_return exchange;
       }
-      connection->stream.socket().set_option(tcp::no_delay(true), exchange.error);
+      connection->tcp().socket().set_option(tcp::no_delay(true), exchange.error);
+      if (auto* tls = std::get_if<TlsStream>(&connection->stream)) {
+        // The handshake is part of connecting, so connect_timeout bounds it too.
+        connection->tcp().expires_after(options_.connect_timeout);
+        exchange.error = prepare_client_handshake(tls->native_handle(), target_.host);
+        if (!exchange.error) {
+          co_await tls->async_handshake(asio::ssl::stream_base::client,
+                                        asio::redirect_error(asio::use_awaitable, exchange.error));
+        }
+        if (exchange.error) {
+          exchange.error = handshake_error(tls->native_handle(), exchange.error);
+          exchange.stage = "TLS handshake";
+          co_return exchange;
+        }
+      }
     }
-    connection->stream.expires_after(options_.request_timeout);
-    co_await bhttp::async_write(connection->stream, request, asio::redirect_error(asio::use_awaitable, exchange.error));
+    connection->tcp().expires_after(options_.request_timeout);
+    co_await std::visit(
+        [&](auto& stream) {
+          return bhttp::async_write(stream, request, asio::redirect_error(asio::use_awaitable, exchange.error));
+        },
+        connection->stream);
     if (exchange.error) {
       exchange.stage = "send";
       co_return exchange;
     }
     bhttp::response_parser<ExcerptBody> parser;
     parser.body_limit(boost::none);  // only an excerpt is kept; request_timeout bounds the time
-    co_await bhttp::async_read_header(connection->stream, connection->buffer, parser,
-                                      asio::redirect_error(asio::use_awaitable, exchange.error));
+    co_await std::visit(
+        [&](auto& stream) {
+          return bhttp::async_read_header(stream, connection->buffer, parser,
+                                          asio::redirect_error(asio::use_awaitable, exchange.error));
+        },
+        connection->stream);
     if (exchange.error) {
       exchange.stage = "receive";
       exchange.nothing_received = !parser.got_some();
@@ -260,8 +299,12 @@ class WebhookSink::Client {
     }
     exchange.nothing_received = false;
     beast::error_code body_error;
-    co_await bhttp::async_read(connection->stream, connection->buffer, parser,
-                               asio::redirect_error(asio::use_awaitable, body_error));
+    co_await std::visit(
+        [&](auto& stream) {
+          return bhttp::async_read(stream, connection->buffer, parser,
+                                   asio::redirect_error(asio::use_awaitable, body_error));
+        },
+        connection->stream);
     exchange.reusable = !body_error && parser.get().keep_alive();
     exchange.response = parser.release();
     co_return exchange;
@@ -270,7 +313,8 @@ class WebhookSink::Client {
   DeliveryResult finish(std::unique_ptr<Connection> connection, Exchange& exchange) {
     if (exchange.error) {
       if (exchange.error == beast::error::timeout) {
-        const auto limit = exchange.stage == "connect" ? options_.connect_timeout : options_.request_timeout;
+        const bool connecting = exchange.stage == "connect" || exchange.stage == "TLS handshake";
+        const auto limit = connecting ? options_.connect_timeout : options_.request_timeout;
         return DeliveryResult::retry("timed out (" + std::to_string(limit.count()) + " ms) during " +
                                      std::string(exchange.stage) + " to " + options_.url);
       }
@@ -292,6 +336,7 @@ class WebhookSink::Client {
 
   WebhookOptions options_;
   Target target_;
+  std::optional<asio::ssl::context> tls_;  // https:// only; one per destination, shared by its connections
   asio::io_context io_;
   // Declared after io_ so that the sockets close before the context goes.
   std::deque<std::unique_ptr<Connection>> idle_;
@@ -320,6 +365,7 @@ WebhookOptions webhook_options(const pipeline::DestinationConfig& destination, c
   }
   WebhookOptions options;
   options.url = destination.url;
+  options.ca_file = destination.ca_file;
   options.signing_key = std::move(*key);
   options.connect_timeout = relay.connect_timeout;
   options.request_timeout = relay.request_timeout;

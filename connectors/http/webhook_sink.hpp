@@ -13,7 +13,8 @@
 namespace tidemark::connectors::http {
 
 struct WebhookOptions {
-  std::string url;          // http://host[:port]/path
+  std::string url;          // http://host[:port]/path or https://host[:port]/path
+  std::string ca_file;      // https: PEM bundle trusted instead of the system store (empty: the system store)
   std::string signing_key;  // the key bytes of the destination's whsec_ secret
   pipeline::Duration connect_timeout = std::chrono::seconds(5);
   pipeline::Duration request_timeout = std::chrono::seconds(10);  // writing the request and reading the answer
@@ -34,7 +35,8 @@ std::string header_id(std::string_view idempotency_key);
 
 class WebhookSink final : public pipeline::relay::Sink {
  public:
-  // Throws pipeline::ConfigError when the URL is not an http:// URL.
+  // Throws pipeline::ConfigError when the URL is not an http:// or https:// URL, or when the
+  // trust store of an https:// URL cannot be loaded.
   explicit WebhookSink(WebhookOptions options);
   ~WebhookSink() override;
   WebhookSink(const WebhookSink&) = delete;

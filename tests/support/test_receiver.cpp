@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -45,6 +46,7 @@ struct TestReceiver::State {
   std::chrono::milliseconds slow_delay{2000};
 
   std::vector<ReceivedRequest> requests;
+  std::vector<std::string> server_names;
   std::set<std::string> applied_ids;
   std::vector<std::string> applied_bodies;
   std::map<std::string, int> handling;  // webhook-id -> requests being handled now
@@ -68,8 +70,14 @@ struct TestReceiver::State {
 // which keeps slow answers from holding up other connections.
 class TestReceiver::Server {
  public:
-  explicit Server(std::shared_ptr<State> state)
+  Server(std::shared_ptr<State> state, const TlsIdentity* tls)
       : state_(std::move(state)), acceptor_(io_, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)) {
+    if (tls) {
+      tls_.emplace(asio::ssl::context::tls_server);
+      SSL_CTX_set_min_proto_version(tls_->native_handle(), TLS1_2_VERSION);
+      tls_->use_certificate_chain_file(tls->cert_file.string());
+      tls_->use_private_key_file(tls->key_file.string(), asio::ssl::context::pem);
+    }
     port_ = acceptor_.local_endpoint().port();
     accept_thread_ = std::thread([this] { accept_loop(); });
   }
@@ -95,6 +103,7 @@ class TestReceiver::Server {
   }
 
   unsigned short port() const { return port_; }
+  bool tls() const { return tls_.has_value(); }
 
  private:
   void accept_loop() {
@@ -113,7 +122,11 @@ class TestReceiver::Server {
       connection->socket = socket;
       auto* done = &connection->done;
       connection->thread = std::thread([this, socket, done] {
-        serve(*socket);
+        if (tls_) {
+          serve_tls(*socket);
+        } else {
+          serve(*socket, *socket);
+        }
         std::lock_guard guard(connections_mutex_);
         // Closed under the lock so that the destructor never shuts down a reused descriptor.
         beast::error_code ignored;
@@ -136,12 +149,28 @@ class TestReceiver::Server {
     }
   }
 
-  void serve(tcp::socket& socket) {
+  void serve_tls(tcp::socket& socket) {
+    asio::ssl::stream<tcp::socket&> stream(socket, *tls_);
+    beast::error_code error;
+    // A client that refuses the certificate ends here: nothing of its request was received.
+    stream.handshake(asio::ssl::stream_base::server, error);
+    if (error) return;
+    {
+      std::lock_guard lock(state_->mutex);
+      const char* name = SSL_get_servername(stream.native_handle(), TLSEXT_NAMETYPE_host_name);
+      state_->server_names.emplace_back(name ? name : "");
+    }
+    serve(stream, socket);
+  }
+
+  // `stream` carries the HTTP bytes, over `socket` itself or over TLS on it.
+  template <class Stream>
+  void serve(Stream& stream, tcp::socket& socket) {
     beast::flat_buffer buffer;
     for (;;) {
       bhttp::request<bhttp::string_body> request;
       beast::error_code error;
-      bhttp::read(socket, buffer, request, error);
+      bhttp::read(stream, buffer, request, error);
       if (error) return;
       const auto answer = handle(request);
       if (!answer) {
@@ -149,7 +178,7 @@ class TestReceiver::Server {
         socket.close(error);
         return;
       }
-      bhttp::write(socket, *answer, error);
+      bhttp::write(stream, *answer, error);
       finish(header(request, "webhook-id"));
       if (error || !request.keep_alive()) return;
     }
@@ -259,6 +288,7 @@ class TestReceiver::Server {
   }
 
   std::shared_ptr<State> state_;
+  std::optional<asio::ssl::context> tls_;
   asio::io_context io_;
   tcp::acceptor acceptor_;
   unsigned short port_ = 0;
@@ -272,16 +302,22 @@ class TestReceiver::Server {
   std::list<std::unique_ptr<Connection>> connections_;
 };
 
-TestReceiver::TestReceiver(const std::string& secret) : state_(std::make_shared<State>()) {
+TestReceiver::TestReceiver(const std::string& secret) : TestReceiver(secret, nullptr) {}
+
+TestReceiver::TestReceiver(const std::string& secret, const TlsIdentity& tls) : TestReceiver(secret, &tls) {}
+
+TestReceiver::TestReceiver(const std::string& secret, const TlsIdentity* tls) : state_(std::make_shared<State>()) {
   auto key = connectors::http::decode_secret(secret);
   if (!key) throw std::invalid_argument("TestReceiver needs a whsec_ secret");
   state_->key = std::move(*key);
-  server_ = std::make_unique<Server>(state_);
+  server_ = std::make_unique<Server>(state_, tls);
 }
 
 TestReceiver::~TestReceiver() = default;
 
-std::string TestReceiver::url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/events"; }
+std::string TestReceiver::url() const {
+  return (server_->tls() ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port()) + "/events";
+}
 
 unsigned short TestReceiver::port() const { return server_->port(); }
 
@@ -327,6 +363,11 @@ void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {
 std::vector<ReceivedRequest> TestReceiver::requests() const {
   std::lock_guard lock(state_->mutex);
   return state_->requests;
+}
+
+std::vector<std::string> TestReceiver::server_names() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->server_names;
 }
 
 std::vector<std::string> TestReceiver::applied_bodies() const {

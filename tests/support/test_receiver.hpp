@@ -2,8 +2,10 @@
 // A real webhook receiver for tests: an HTTP server on 127.0.0.1 (port 0) on its own threads
 // that verifies Standard Webhooks signatures, records every request, applies each webhook-id
 // once like a well-behaved receiver, and can be told to fail in the ways the world fails.
+// Given a certificate it speaks HTTPS instead.
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -31,15 +33,23 @@ struct ReceivedRequest {
   bool applied = false;              // this request applied the event (its first valid arrival)
 };
 
+// The server side of a TLS receiver: its certificate (PEM) and unencrypted key (PEM).
+struct TlsIdentity {
+  std::filesystem::path cert_file;
+  std::filesystem::path key_file;
+};
+
 class TestReceiver {
  public:
   // Verifies signatures with `secret` (whsec_…).
   explicit TestReceiver(const std::string& secret);
+  // The same over TLS 1.2 or later, presenting `tls`.
+  TestReceiver(const std::string& secret, const TlsIdentity& tls);
   ~TestReceiver();
   TestReceiver(const TestReceiver&) = delete;
   TestReceiver& operator=(const TestReceiver&) = delete;
 
-  std::string url() const;  // http://127.0.0.1:PORT/events
+  std::string url() const;  // http://127.0.0.1:PORT/events (https:// over TLS)
   unsigned short port() const;
 
   // Failure choice per request: scripted ones first, in order; then `always`; then random.
@@ -58,6 +68,8 @@ class TestReceiver {
   void set_slow_delay(std::chrono::milliseconds delay);
 
   std::vector<ReceivedRequest> requests() const;
+  // TLS: the server name (SNI) each completed handshake asked for, "" when none was sent.
+  std::vector<std::string> server_names() const;
   // The bodies of applied events, in the order they were applied.
   std::vector<std::string> applied_bodies() const;
   std::size_t applied_count() const;
@@ -67,6 +79,7 @@ class TestReceiver {
   bool wait_for_applied(std::size_t count, std::chrono::milliseconds timeout) const;
 
  private:
+  TestReceiver(const std::string& secret, const TlsIdentity* tls);  // tls null: plain HTTP
   class Server;
   friend class Server;
   struct State;
