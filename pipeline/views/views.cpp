@@ -39,15 +39,20 @@ std::optional<std::int64_t> optional_integer(const boost::json::object& object, 
   return std::nullopt;
 }
 
-ApplyOutcome apply_account_balance(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event) {
+// over_gaps: a rebuild's replay of the whole history, where a gap is permanent (see
+// account_balance_apply_over_gap.sql); the live feed never applies over one.
+ApplyOutcome apply_account_balance(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event,
+                                   bool over_gaps) {
   const std::string previous_partition = event.previous_account_id.value_or(event.transaction_id);
   // A revision that moved the transaction to another account adds its whole amount here and
   // takes the previous amount off the old account.
   const bool moved = event.previous_amount && previous_partition != event.partition_key;
   const std::string offset = moved ? "0" : event.previous_amount.value_or("0");
-  const auto applied = txn.exec_params(
-      statement(event.sequence == 1 ? "account_balance_apply.sql" : "account_balance_apply_next.sql", table),
-      event.partition_key, event.sequence, event.amount, offset);
+  const char* file = over_gaps               ? "account_balance_apply_over_gap.sql"
+                     : event.sequence == 1 ? "account_balance_apply.sql"
+                                           : "account_balance_apply_next.sql";
+  const auto applied =
+      txn.exec_params(statement(file, table), event.partition_key, event.sequence, event.amount, offset);
   if (!applied.empty()) {
     if (moved) txn.exec_params(statement("account_balance_move_out.sql", table), previous_partition, *event.previous_amount);
     return ApplyOutcome::kApplied;
@@ -74,7 +79,8 @@ bool version_exists(pqxx::transaction_base& txn, const std::string& view, int ve
 
 // Replays outbox rows (id, idempotency_key, partition_key, sequence, payload) into one
 // version, kReplayBatch per transaction. Returns how many were applied.
-std::int64_t replay(pqxx::connection& connection, const std::string& view, int version, const std::string& query) {
+std::int64_t replay(pqxx::connection& connection, const std::string& view, int version, const std::string& query,
+                    bool over_gaps) {
   std::vector<ViewEvent> events;
   {
     pqxx::read_transaction txn(connection);
@@ -93,8 +99,11 @@ std::int64_t replay(pqxx::connection& connection, const std::string& view, int v
   for (std::size_t start = 0; start < events.size(); start += kReplayBatch) {
     pqxx::work txn(connection);
     for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
-      // A gap here means the event is dead or not yet committed: the relay delivers it.
-      if (apply_event(txn, view, version, events[i]) == ApplyOutcome::kApplied) ++applied;
+      const ViewEvent& event = events[i];
+      const std::string table = table_name(view, version);
+      const ApplyOutcome outcome = view == kAccountBalance ? apply_account_balance(txn, table, event, over_gaps)
+                                                           : apply_daily_totals(txn, table, event);
+      if (outcome == ApplyOutcome::kApplied) ++applied;
     }
     txn.commit();
   }
@@ -136,7 +145,7 @@ std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event) {
 
 ApplyOutcome apply_event(pqxx::transaction_base& txn, const std::string& view, int version, const ViewEvent& event) {
   const std::string table = table_name(view, version);
-  return view == kAccountBalance ? apply_account_balance(txn, table, event) : apply_daily_totals(txn, table, event);
+  return view == kAccountBalance ? apply_account_balance(txn, table, event, false) : apply_daily_totals(txn, table, event);
 }
 
 std::vector<int> receiving_versions(pqxx::transaction_base& txn, const std::string& view) {
@@ -219,16 +228,16 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
   if (version < 1) throw ViewError("--version must be 1 or more");
   const std::string table = table_name(view, version);
   pqxx::connection connection(database_url);
+  std::string position = "full history";
   {
-    // Registering the version makes the relay feed it from now on. For account_balance the
-    // same transaction fills it from one snapshot, whose position it records.
+    // Registering the version makes the relay feed it from now on. From a snapshot, the
+    // same transaction fills it, and records the snapshot's position.
     pqxx::transaction<pqxx::isolation_level::repeatable_read> txn(connection);
     txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", view);
     if (version_exists(txn, view, version)) {
       throw ViewError("view " + table + " already exists (versions are never reused); see `tidemark views list`");
     }
     txn.exec(statement(view + "_create.sql", table));
-    std::string position = "full history";
     if (source == RebuildSource::kSnapshot && view == kAccountBalance) {
       position = txn.exec("SELECT pg_current_snapshot()::text")[0][0].as<std::string>();
       txn.exec(statement("account_balance_snapshot.sql", table));
@@ -242,9 +251,13 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
   // yet (all of them after no snapshot; the version filter drops the rest); daily_totals
   // replays all of them through its own inbox, which also dedups against the relay feeding
   // it meanwhile.
+  // After a snapshot a gap means an event not yet applied (the relay brings it); in the
+  // whole history it is permanent, and the events after it still count.
   const std::int64_t replayed =
-      view == kAccountBalance ? replay(connection, view, version, statement("account_balance_catch_up.sql", table))
-                              : replay(connection, view, version, sql::statement("views/history.sql"));
+      view == kAccountBalance
+          ? replay(connection, view, version, statement("account_balance_catch_up.sql", table),
+                   position == "full history")
+          : replay(connection, view, version, sql::statement("views/history.sql"), false);
   pqxx::work txn(connection);
   txn.exec_params("UPDATE views SET status = 'live', live_at = now() WHERE name = $1 AND version = $2", view,
                   version);

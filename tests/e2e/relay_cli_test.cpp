@@ -201,21 +201,30 @@ TEST_F(RelayCli, WithoutOnceKeepsDeliveringNewEventsUntilSigterm) {
 // `ps` shows every argument: a password given with --database draws a warning naming the
 // safer places, in the URL form and in the key=value form; a URL without one does not.
 TEST_F(RelayCli, DatabaseUrlWithAPasswordDrawsAWarning) {
+  // The test cluster's URL names its passfile (postgresql://postgres@127.0.0.1:PORT/DB?passfile=F);
+  // the same password written into the URL works, and draws the warning.
   const std::string url = db_.url();
-  const std::string with_password = url.substr(0, url.find('@')) + ":hunter2" + url.substr(url.find('@'));
-  const auto port = url.substr(url.rfind(':') + 1, url.rfind('/') - url.rfind(':') - 1);
+  const auto slash = url.find('/', url.find('@'));
+  const auto colon = url.rfind(':', slash);
+  const std::string port = url.substr(colon + 1, slash - colon - 1);
+  std::ifstream passfile(url.substr(url.find("passfile=") + 9));
+  std::string line;
+  std::getline(passfile, line);
+  const std::string password = line.substr(line.rfind(':') + 1);
+  ASSERT_FALSE(password.empty()) << url;
+  const std::string with_password =
+      "postgresql://postgres:" + password + "@127.0.0.1:" + port + "/" + db_.name();
   const std::string keywords =
-      "'host=127.0.0.1 port=" + port + " dbname=" + db_.name() + " user=postgres password=hunter2'";
+      "'host=127.0.0.1 port=" + port + " dbname=" + db_.name() + " user=postgres password=" + password + "'";
   for (const std::string& database : {with_password, keywords}) {
     SCOPED_TRACE(database);
-    // The test cluster trusts loopback connections, so the password is not checked.
     const auto outcome = run("outbox list --database " + database);
     EXPECT_EQ(outcome.exit_code, 0) << outcome.output;
     EXPECT_NE(outcome.output.find("--database carries a password"), std::string::npos) << outcome.output;
     EXPECT_NE(outcome.output.find("TIDEMARK_DATABASE_URL"), std::string::npos) << outcome.output;
     EXPECT_NE(outcome.output.find("passfile"), std::string::npos) << outcome.output;
   }
-  const auto plain = run("outbox list --database " + url);
+  const auto plain = run("outbox list --database '" + url + "'");
   EXPECT_EQ(plain.exit_code, 0) << plain.output;
   EXPECT_EQ(plain.output.find("carries a password"), std::string::npos) << plain.output;
 }

@@ -324,6 +324,33 @@ TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt
   EXPECT_EQ(versions(db, 2), versions(db, 1));
 }
 
+TEST(ViewsTest, AnOldGapStallsTheLiveVersionAndARebuildFromFullHistoryOrASnapshotMendsIt) {
+  // A gap from before per-destination sequences: another pipeline took number 2 of the
+  // account under the one shared counter. The live version waits for it, the event goes
+  // dead, and views show it; a rebuild applies over the gap, which can never fill.
+  TestDatabase db;
+  TempDir dir;
+  const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+  load(db, dir, 0, header + "t1,1,10.00,a,\n");
+  db.scalar("UPDATE tidemark_destination_sequence SET last_sequence = last_sequence + 1 "
+            "WHERE destination = 'account_balance' RETURNING 1");
+  load(db, dir, 1, header + "t2,1,5.00,a,\n");
+  auto options = fast_options();
+  options.config.max_attempts = 1;  // the first refusal is final, so one drain shows it
+  relay::Relay relay(db.url(), make_view_sinks(view_config(), db.url()), options);
+  EXPECT_EQ(relay.drain().dead, 1u);
+  EXPECT_EQ(balances(db, 1), (Rows{{"a", "10.00"}}));
+  auto connection = db.connect();
+  EXPECT_EQ(view_health(*connection, {kAccountBalance}).at(kAccountBalance).dead, 1);
+
+  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kFullHistory);
+  EXPECT_EQ(balances(db, 2), (Rows{{"a", "15.00"}}));
+  EXPECT_EQ(versions(db, 2), (Rows{{"a", "3"}}));
+  rebuild_view(db.url(), kAccountBalance, 3, RebuildSource::kSnapshot);
+  EXPECT_EQ(balances(db, 3), (Rows{{"a", "15.00"}}));
+  EXPECT_EQ(versions(db, 3), (Rows{{"a", "3"}}));
+}
+
 TEST(ViewsTest, DeadEventsShowAsLagAndDeadCountNeverAsLagZero) {
   TestDatabase db;
   TempDir dir;
