@@ -122,6 +122,20 @@ TEST_F(ViewsCli, ListShowsBothViewsLiveAtVersionOne) {
   EXPECT_THAT(listed, HasSubstr("daily_totals\t1\tdaily_totals_v1\tlive\t"));
 }
 
+TEST_F(ViewsCli, ListNamesAViewWithDeadEventsAndSaysToRebuildIt) {
+  load_and_relay();
+  db_.scalar("UPDATE outbox SET status = 'dead' WHERE destination = 'account_balance' RETURNING 1");
+  const auto listed = tidemark({"views", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << both(listed);
+  // Columns: view, version, table, status, lag_seconds, pending, dead, ...
+  EXPECT_THAT(listed.out, HasSubstr("\tlive\t"));
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex("account_balance\t1\taccount_balance_v1\tlive\t[0-9.]+\t0\t7\t"));
+  EXPECT_THAT(listed.out, ::testing::ContainsRegex("daily_totals\t1\tdaily_totals_v1\tlive\t0.000\t0\t0\t"));
+  EXPECT_THAT(listed.err, HasSubstr("view account_balance has dead events it will never apply"));
+  EXPECT_THAT(listed.err, HasSubstr("tidemark views rebuild account_balance --version N"));
+  EXPECT_THAT(listed.err, ::testing::Not(HasSubstr("view daily_totals has dead events")));
+}
+
 TEST_F(ViewsCli, RebuildCreatesAnEqualVersionAndDropRetiresTheOldOne) {
   load_and_relay();
 
