@@ -6,6 +6,7 @@
 #include "app/commands.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::app {
 
@@ -41,9 +42,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
-        "SELECT id, pipeline, reason, COALESCE(transaction_id, '-'), COALESCE(source_revision::text, '-'), "
-        "position, detail, COALESCE(release_outcome, '') FROM quarantine "
-        "WHERE ($1 = '' OR pipeline = $1) AND ($2 OR released_at IS NULL) ORDER BY id LIMIT $3",
+        std::string(sql::kCliQuarantineList),
         options->pipeline, options->all, options->limit);
     std::cout << "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail"
               << (options->all ? "\treleased_as" : "") << "\n";
@@ -63,8 +62,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
-        "SELECT id, pipeline, reason, detail, transaction_id, source_revision, position, format, run_id, "
-        "created_at, released_at, released_by, release_outcome, raw FROM quarantine WHERE id = $1",
+        std::string(sql::kCliQuarantineShow),
         options->id);
     if (rows.empty()) throw UsageError("quarantine entry " + std::to_string(options->id) + " does not exist");
     for (const auto& field : rows[0]) {
@@ -87,7 +85,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     if (config) {
       auto connection = pipeline::db::connect(url);
       pqxx::nontransaction txn(*connection);
-      const auto rows = txn.exec_params("SELECT pipeline FROM quarantine WHERE id = $1", options->id);
+      const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
       if (!rows.empty()) {
         if (const auto found = config->pipelines.find(rows[0][0].c_str()); found != config->pipelines.end()) {
           for (const auto& destination : found->second.destinations) destinations.push_back(destination.name);

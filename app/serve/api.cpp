@@ -20,7 +20,7 @@
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/views/views.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
 
@@ -205,7 +205,7 @@ HttpResponse Api::run_status(const std::string& id) {
   std::optional<std::string> json;
   pool_.with_connection("reading a run", [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(sql::statement("serve/run_status.sql"), *run_id);
+    const auto rows = txn.exec_params(std::string(sql::kServeRunStatus), *run_id);
     if (!rows.empty()) json = rows[0][0].c_str();
   });
   if (!json) return error_response(404, "no run " + id);
@@ -230,7 +230,7 @@ HttpResponse Api::pipelines() {
       const RunQueue::PipelineState state = runs_.state(name);
       entry["running"] = state.running;
       entry["queued_run"] = state.queued_run ? boost::json::value(*state.queued_run) : boost::json::value(nullptr);
-      const auto stored = boost::json::parse(txn.exec_params1(sql::statement("serve/pipeline_status.sql"), name)[0].c_str());
+      const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kServePipelineStatus), name)[0].c_str());
       for (const auto& [key, value] : stored.as_object()) entry[key] = value;
       list.push_back(std::move(entry));
     }
@@ -270,7 +270,7 @@ HttpResponse Api::quarantine(const HttpRequest& request) {
     listed = 0;
     more = false;
     // One row more than the limit tells whether another page follows.
-    const auto rows = txn.exec_params(sql::statement("serve/quarantine_list.sql"), pipeline, limit + 1, after);
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineList), pipeline, limit + 1, after);
     for (const auto& row : rows) {
       if (listed == limit || (listed > 0 && entries.size() >= kListPageBytes)) {
         more = true;
@@ -307,7 +307,7 @@ HttpResponse Api::quarantine_entry(const std::string& id) {
   std::optional<std::string> json;
   pool_.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(sql::statement("serve/quarantine_show.sql"), *entry_id);
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
     if (!rows.empty()) json = rows[0][0].c_str();
   });
   if (!json) return error_response(404, "no quarantine entry " + id);
@@ -321,7 +321,7 @@ HttpResponse Api::release(const std::string& id) {
   bool released = false;
   pool_.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(sql::statement("serve/quarantine_entry.sql"), *entry_id);
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineEntry), *entry_id);
     if (rows.empty()) return;
     pipeline = rows[0][0].c_str();
     released = rows[0][1].as<bool>();

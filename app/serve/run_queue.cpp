@@ -6,7 +6,7 @@
 
 #include "app/run_request.hpp"
 #include "pipeline/run/committer.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
 
@@ -42,7 +42,7 @@ RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics
     pool_.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
       pqxx::nontransaction txn(connection);
       for (const auto& [name, slot] : slots_) {
-        const auto row = txn.exec_params1(sql::statement("serve/checkpoint_time.sql"), name);
+        const auto row = txn.exec_params1(std::string(sql::kServeCheckpointTime), name);
         if (!row[0].is_null()) {
           metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(row[0].as<double>());
         }
@@ -64,7 +64,7 @@ RunQueue::~RunQueue() {
 
 std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn, const std::string& request_id,
                                                     const std::string& pipeline) {
-  const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
+  const auto rows = txn.exec_params(std::string(sql::kServeFindRequest), request_id);
   if (rows.empty()) return std::nullopt;
   TriggerResult found;
   found.repeated = true;
@@ -74,7 +74,7 @@ std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn,
   }
   if (rows[0][1].is_null()) {
     // Bound while the config had no such pipeline, which it has now: asks for a run like a new id.
-    txn.exec_params(sql::statement("serve/unbind_request.sql"), request_id, pipeline);
+    txn.exec_params(std::string(sql::kServeUnbindRequest), request_id, pipeline);
     return std::nullopt;
   }
   found.run_id = rows[0][1].as<std::int64_t>();
@@ -87,8 +87,8 @@ std::string RunQueue::bind_request(const std::string& request_id, const std::str
   pool_.with_connection("recording a webhook-id", [&](pqxx::connection& connection) {
     pqxx::work txn(connection);
     // Also an id past retention.requests whose run is kept belongs to that run's pipeline.
-    const auto rows = txn.exec_params(sql::statement("serve/find_request.sql"), request_id);
-    bound = rows.empty() ? txn.exec_params1(sql::statement("serve/bind_request.sql"), request_id, pipeline)[0].c_str()
+    const auto rows = txn.exec_params(std::string(sql::kServeFindRequest), request_id);
+    bound = rows.empty() ? txn.exec_params1(std::string(sql::kServeBindRequest), request_id, pipeline)[0].c_str()
                          : rows[0][0].c_str();
     txn.commit();
   });
@@ -100,7 +100,7 @@ std::size_t RunQueue::expire_requests() {
   pool_.with_connection("expiring webhook-ids", [&](pqxx::connection& connection) {
     pqxx::work txn(connection);
     deleted = static_cast<std::size_t>(
-        txn.exec_params(sql::statement("serve/expire_requests.sql"), config_.retention.requests.count()).affected_rows());
+        txn.exec_params(std::string(sql::kServeExpireRequests), config_.retention.requests.count()).affected_rows());
     txn.commit();
   });
   return deleted;
@@ -142,14 +142,14 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
       }
       if (slot.queued) {
         result.run_id = slot.queued->run_id;
-        if (request.replay && !slot.queued->replay) txn.exec_params(sql::statement("serve/upgrade_to_replay.sql"), result.run_id);
+        if (request.replay && !slot.queued->replay) txn.exec_params(std::string(sql::kServeUpgradeToReplay), result.run_id);
       } else {
-        result.run_id = txn.exec_params1(sql::statement("serve/enqueue_run.sql"), request.pipeline, request.trigger,
+        result.run_id = txn.exec_params1(std::string(sql::kServeEnqueueRun), request.pipeline, request.trigger,
                                          request.replay ? "replay" : "resume", request.request_id, request.reason)[0]
                             .as<std::int64_t>();
       }
       if (request.request_id) {
-        txn.exec_params(sql::statement("serve/record_request.sql"), *request.request_id, result.run_id, request.pipeline);
+        txn.exec_params(std::string(sql::kServeRecordRequest), *request.request_id, result.run_id, request.pipeline);
       }
       txn.commit();
       result.status = "queued";
@@ -238,7 +238,7 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
       try {
         pool_.with_connection("discarding a skipped run", [&](pqxx::connection& connection) {
           pqxx::work txn(connection);
-          txn.exec_params(sql::statement("serve/discard_skipped_run.sql"), run.run_id);
+          txn.exec_params(std::string(sql::kServeDiscardSkippedRun), run.run_id);
           txn.commit();
         });
       } catch (const std::exception& error) {
@@ -260,7 +260,7 @@ void RunQueue::fail_queued(std::int64_t run_id, const std::string& error) {
   try {
     pool_.with_connection("recording a run as failed", [&](pqxx::connection& connection) {
       pqxx::work txn(connection);
-      txn.exec_params(sql::statement("serve/fail_queued_run.sql"), run_id, error);
+      txn.exec_params(std::string(sql::kServeFailQueuedRun), run_id, error);
       txn.commit();
     });
   } catch (const std::exception& also) {

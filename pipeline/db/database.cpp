@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/backoff.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
 
@@ -118,21 +118,18 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
 void migrate(pqxx::connection& connection) {
   // One transaction per migration; the advisory lock makes a second process wait and then
   // see the migration as applied, so two commands starting at once are safe.
-  for (const auto& [path, text] : sql::files()) {
-    if (path.rfind("migrations/", 0) != 0) continue;
-    const std::string version = path.substr(std::string("migrations/").size());
+  for (const auto& migration : sql::kMigrations) {
+    const std::string version(migration.version);
     pqxx::work txn(connection);
-    txn.exec("SELECT pg_advisory_xact_lock(" + std::to_string(kMigrationLockId) + ")");
-    txn.exec(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, "
-        "applied_at timestamptz NOT NULL DEFAULT now())");
-    if (!txn.exec_params("SELECT 1 FROM schema_migrations WHERE version = $1", version).empty()) {
+    txn.exec_params(std::string(sql::kMigrateLock), kMigrationLockId);
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+    if (!txn.exec_params(std::string(sql::kMigrateIsApplied), version).empty()) {
       txn.commit();
       continue;
     }
     spdlog::info("applying migration {}", version);
-    txn.exec(text);
-    txn.exec_params("INSERT INTO schema_migrations (version) VALUES ($1)", version);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), version);
     txn.commit();
   }
 }

@@ -1,13 +1,13 @@
 #include "pipeline/relay/outbox.hpp"
 
 #include "pipeline/relay/sink.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
 
 std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxFilter& filter) {
   pqxx::read_transaction txn(connection);
-  const auto rows = txn.exec_params(sql::statement("relay/list.sql"),
+  const auto rows = txn.exec_params(std::string(sql::kRelayList),
                                     filter.status ? filter.status->c_str() : nullptr,
                                     filter.destination ? filter.destination->c_str() : nullptr,
                                     static_cast<long long>(filter.limit));
@@ -30,14 +30,14 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
 
 bool retry_outbox_event(pqxx::connection& connection, std::int64_t id) {
   pqxx::work txn(connection);
-  const auto rows = txn.exec_params(sql::statement("relay/retry_one.sql"), id);
+  const auto rows = txn.exec_params(std::string(sql::kRelayRetryOne), id);
   txn.commit();
   return !rows.empty();
 }
 
 std::size_t retry_dead_outbox_events(pqxx::connection& connection) {
   pqxx::work txn(connection);
-  const auto rows = txn.exec(sql::statement("relay/retry_all_dead.sql"));
+  const auto rows = txn.exec(std::string(sql::kRelayRetryAllDead));
   txn.commit();
   return static_cast<std::size_t>(rows.affected_rows());
 }

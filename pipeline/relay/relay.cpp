@@ -9,7 +9,7 @@
 #include "pipeline/backoff.hpp"
 #include "pipeline/failpoint.hpp"
 #include "pipeline/run/committer.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
 
@@ -38,8 +38,8 @@ std::string text_array(const Sinks& sinks) {
 }
 
 void prepare(pqxx::connection& connection) {
-  connection.prepare("relay_claim", sql::statement("relay/claim.sql"));
-  connection.prepare("relay_mark_failed", sql::statement("relay/mark_failed.sql"));
+  connection.prepare("relay_claim", std::string(sql::kRelayClaim));
+  connection.prepare("relay_mark_failed", std::string(sql::kRelayMarkFailed));
 }
 
 }  // namespace
@@ -335,7 +335,7 @@ void Relay::refresh_pending() {
   for (const auto& [name, sink] : sinks_) pending[name] = 0;
   with_database("count pending outbox events", [&](pqxx::connection& connection) {
     pqxx::read_transaction txn(connection);
-    for (const auto& row : txn.exec(sql::statement("relay/pending_counts.sql"))) {
+    for (const auto& row : txn.exec(std::string(sql::kRelayPendingCounts))) {
       pending[row[0].as<std::string>()] = row[1].as<double>();
     }
   });

@@ -5,7 +5,7 @@
 #include "pipeline/db/copy_writer.hpp"
 #include "pipeline/failpoint.hpp"
 #include "pipeline/validate.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
@@ -168,8 +168,8 @@ pqxx::connection& Committer::connection() {
     pqxx::nontransaction setup(*connection_);
     // One active run per pipeline: a session-level advisory lock, taken again on every
     // reconnect (a lost connection loses the lock) and released by PostgreSQL if we die.
-    if (!setup.exec_params1(sql::statement("run/try_lock_pipeline.sql"), pipeline_)[0].as<bool>()) {
-      const auto holder = setup.exec_params(sql::statement("run/pipeline_lock_holder.sql"), pipeline_);
+    if (!setup.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline_)[0].as<bool>()) {
+      const auto holder = setup.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline_);
       std::string who = "another process";
       if (!holder.empty()) {
         who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() +
@@ -179,7 +179,7 @@ pqxx::connection& Committer::connection() {
       throw PipelineBusy("pipeline '" + pipeline_ + "' is already running: " + who +
                          " holds it. Wait for that run to finish, then run again.");
     }
-    setup.exec(sql::statement("commit/create_stage.sql"));
+    setup.exec(std::string(sql::kCommitCreateStage));
   }
   return *connection_;
 }
@@ -188,7 +188,7 @@ Committer::~Committer() {
   if (!connection_ || !connection_->is_open()) return;
   try {
     pqxx::nontransaction txn(*connection_);
-    txn.exec_params(sql::statement("run/unlock_pipeline.sql"), pipeline_);
+    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline_);
   } catch (const std::exception&) {
     // The lock goes with the session anyway; only the next run's wait is at stake.
   }
@@ -215,7 +215,7 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
 
 std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_no) {
   pqxx::nontransaction txn(connection());
-  const auto rows = txn.exec_params(sql::statement("commit/read_back_batch.sql"), run_id, batch_no);
+  const auto rows = txn.exec_params(std::string(sql::kCommitReadBackBatch), run_id, batch_no);
   if (rows.empty()) return std::nullopt;
   BatchResult result;
   result.recovered = true;
@@ -260,7 +260,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   std::vector<StoredVerdict> verdicts(plan.versions.size());
   BatchResult result;
   if (!plan.versions.empty()) {
-    const auto rows = txn.exec_params(sql::statement("commit/apply_batch.sql"), pipeline_, destinations_literal_);
+    const auto rows = txn.exec_params(std::string(sql::kCommitApplyBatch), pipeline_, destinations_literal_);
     for (const auto& row : rows) {
       verdicts[row[0].as<std::size_t>()] = outcome_from_string(row[1].c_str());
       result.outbox_rows = row[2].as<std::uint64_t>();
@@ -335,17 +335,17 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       quarantine.write_line(line);
     }
     quarantine.complete();
-    txn.exec(sql::statement("commit/quarantine.sql"));
+    txn.exec(std::string(sql::kCommitQuarantine));
   }
 
   if (batch.releases_quarantine_id) {
-    txn.exec_params(sql::statement("run/mark_released.sql"), *batch.releases_quarantine_id, batch.released_by,
+    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
                     std::string(to_string(result.outcomes.at(0))));
   }
 
   // 4. Ledger, then the checkpoint, last.
   const OutcomeCounts& c = result.counts;
-  txn.exec_params(sql::statement("commit/record_batch.sql"), pipeline_, run_id, batch.batch_no, source_,
+  txn.exec_params(std::string(sql::kCommitRecordBatch), pipeline_, run_id, batch.batch_no, source_,
                   batch.start_position, batch.end ? stored_position(*batch.end) : batch.start_position,
                   c.input(), c[Outcome::kInserted], c[Outcome::kUpdated], c[Outcome::kUnchanged],
                   c[Outcome::kStale], c[Outcome::kSuperseded], c[Outcome::kDuplicate], c[Outcome::kInvalid],
@@ -354,7 +354,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     // The name's bytes, as hex, order checkpoints exactly as the source reads its files.
     std::string file_hex;
     append_hex(file_hex, batch.end->file);
-    txn.exec_params(sql::statement("commit/advance_checkpoint.sql"), pipeline_, source_, stored_position(*batch.end),
+    txn.exec_params(std::string(sql::kCommitAdvanceCheckpoint), pipeline_, source_, stored_position(*batch.end),
                     escape_bytes(batch.end->file), batch.end->offset, run_id, file_hex);
   }
   failpoint("before_commit");

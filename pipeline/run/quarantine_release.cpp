@@ -7,6 +7,7 @@
 #include "pipeline/run/committer.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "pipeline/validate.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
@@ -21,8 +22,7 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     auto connection = db::connect(database_url);
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
-        "SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, csv_header, released_at, "
-        "release_outcome FROM quarantine WHERE id = $1",
+        std::string(sql::kRunQuarantinedForRelease),
         id);
     if (rows.empty()) throw std::invalid_argument("quarantine entry " + std::to_string(id) + " does not exist");
     if (!rows[0][4].is_null()) {

@@ -14,7 +14,7 @@
 #include "pipeline/run/bounded_queue.hpp"
 #include "pipeline/run/committer.hpp"
 #include "pipeline/validate.hpp"
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
@@ -35,15 +35,14 @@ struct PreparedBatch {
 
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) {
   pqxx::work txn(connection);
-  txn.exec_params(sql::statement("run/fail_abandoned_runs.sql"), request.pipeline, request.run_id);
+  txn.exec_params(std::string(sql::kRunFailAbandonedRuns), request.pipeline, request.run_id);
   std::int64_t run_id = 0;
   if (request.run_id) {
-    txn.exec_params("UPDATE runs SET status = 'running', started_at = now() WHERE id = $1", *request.run_id);
+    txn.exec_params(std::string(sql::kRunResumeQueuedRun), *request.run_id);
     run_id = *request.run_id;
   } else {
     run_id = txn.exec_params1(
-                    "INSERT INTO runs (pipeline, trigger, mode, status, request_id, reason, started_at) "
-                    "VALUES ($1, $2, $3, 'running', $4, $5, now()) RETURNING id",
+                    std::string(sql::kRunInsertRun),
                     request.pipeline, request.trigger, request.replay ? "replay" : "resume", request.request_id,
                     request.reason)[0]
                  .as<std::int64_t>();
@@ -57,7 +56,7 @@ void finish_run(const std::string& url, std::int64_t run_id, const std::string& 
   auto connection = db::connect(url);
   pqxx::work txn(*connection);
   bool ignored = false;  // an error may quote a file name that is not UTF-8
-  txn.exec_params("UPDATE runs SET status = $2, finished_at = now(), error = NULLIF($3, '') WHERE id = $1", run_id,
+  txn.exec_params(std::string(sql::kRunFinishRun), run_id,
                   status, storable_text(error, ignored));
   txn.commit();
 }
@@ -67,7 +66,7 @@ namespace {
 std::optional<Checkpoint> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
                                             const std::string& source) {
   pqxx::nontransaction txn(connection);
-  const auto rows = txn.exec_params("SELECT position FROM checkpoint WHERE pipeline = $1 AND source = $2", pipeline,
+  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline,
                                     source);
   if (rows.empty()) return std::nullopt;
   return parse_stored_position(rows[0][0].c_str());

@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "sql/sql_files.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::views {
 
@@ -15,8 +15,8 @@ constexpr std::size_t kReplayBatch = 1000;  // events per transaction when repla
 
 // A sql/views/ statement for one version's table. Table names cannot be parameters; they
 // are built from a known view name and an integer only.
-std::string statement(const std::string& file, const std::string& table) {
-  std::string text = sql::statement("views/" + file);
+std::string statement(std::string_view query, const std::string& table) {
+  std::string text(query);
   const std::string placeholder = "{table}";
   for (auto at = text.find(placeholder); at != std::string::npos; at = text.find(placeholder, at + table.size())) {
     text.replace(at, placeholder.size(), table);
@@ -48,23 +48,23 @@ ApplyOutcome apply_account_balance(pqxx::transaction_base& txn, const std::strin
   // takes the previous amount off the old account.
   const bool moved = event.previous_amount && previous_partition != event.partition_key;
   const std::string offset = moved ? "0" : event.previous_amount.value_or("0");
-  const char* file = over_gaps               ? "account_balance_apply_over_gap.sql"
-                     : event.sequence == 1 ? "account_balance_apply.sql"
-                                           : "account_balance_apply_next.sql";
+  const std::string_view file = over_gaps               ? sql::kViewsAccountBalanceApplyOverGap
+                                : event.sequence == 1 ? sql::kViewsAccountBalanceApply
+                                                      : sql::kViewsAccountBalanceApplyNext;
   const auto applied =
       txn.exec_params(statement(file, table), event.partition_key, event.sequence, event.amount, offset);
   if (!applied.empty()) {
-    if (moved) txn.exec_params(statement("account_balance_move_out.sql", table), previous_partition, *event.previous_amount);
+    if (moved) txn.exec_params(statement(sql::kViewsAccountBalanceMoveOut, table), previous_partition, *event.previous_amount);
     return ApplyOutcome::kApplied;
   }
-  const auto current = txn.exec_params(statement("account_balance_version.sql", table), event.partition_key);
+  const auto current = txn.exec_params(statement(sql::kViewsAccountBalanceVersion, table), event.partition_key);
   if (!current.empty() && current[0][0].as<std::int64_t>() >= event.sequence) return ApplyOutcome::kAlreadyApplied;
   return ApplyOutcome::kGap;
 }
 
 ApplyOutcome apply_daily_totals(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event) {
   const auto applied = txn.exec_params(
-      statement("daily_totals_apply.sql", table), table, event.event_id, event.outbox_id, event.destination,
+      statement(sql::kViewsDailyTotalsApply, table), table, event.event_id, event.outbox_id, event.destination,
       event.transaction_id, event.source_revision, event.amount,
       event.occurred_at ? event.occurred_at->c_str() : nullptr,
       event.previous_amount ? event.previous_amount->c_str() : nullptr,
@@ -73,8 +73,13 @@ ApplyOutcome apply_daily_totals(pqxx::transaction_base& txn, const std::string& 
   return applied.empty() ? ApplyOutcome::kAlreadyApplied : ApplyOutcome::kApplied;
 }
 
+// The statement that creates a version's table of a known view.
+std::string_view create_statement(const std::string& view) {
+  return view == kAccountBalance ? sql::kViewsAccountBalanceCreate : sql::kViewsDailyTotalsCreate;
+}
+
 bool version_exists(pqxx::transaction_base& txn, const std::string& view, int version) {
-  return !txn.exec_params("SELECT 1 FROM views WHERE name = $1 AND version = $2", view, version).empty();
+  return !txn.exec_params(std::string(sql::kViewsVersionExists), view, version).empty();
 }
 
 // Replays outbox rows (id, idempotency_key, partition_key, sequence, payload) into one
@@ -151,7 +156,7 @@ ApplyOutcome apply_event(pqxx::transaction_base& txn, const std::string& view, i
 std::vector<int> receiving_versions(pqxx::transaction_base& txn, const std::string& view) {
   std::vector<int> versions;
   for (const auto& row : txn.exec_params(
-           "SELECT version FROM views WHERE name = $1 AND status <> 'retired' ORDER BY version FOR SHARE", view)) {
+           std::string(sql::kViewsReceivingVersions), view)) {
     versions.push_back(row[0].as<int>());
   }
   return versions;
@@ -161,11 +166,11 @@ void ensure_first_versions(pqxx::connection& connection, const std::vector<std::
   for (const auto& name : names) {
     pqxx::work txn(connection);
     // Serializes two processes starting at once; the second sees the first's version.
-    txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", name);
-    if (!txn.exec_params("SELECT 1 FROM views WHERE name = $1", name).empty()) continue;
-    txn.exec(statement(name + "_create.sql", table_name(name, 1)));
+    txn.exec_params(std::string(sql::kViewsLockView), name);
+    if (!txn.exec_params(std::string(sql::kViewsAnyVersion), name).empty()) continue;
+    txn.exec(statement(create_statement(name), table_name(name, 1)));
     txn.exec_params(
-        "INSERT INTO views (name, version, status, position, live_at) VALUES ($1, 1, 'live', 'full history', now())",
+        std::string(sql::kViewsRegisterFirstVersion),
         name);
     txn.commit();
     spdlog::info("created view {} (empty; it receives every event from now on)", table_name(name, 1));
@@ -175,7 +180,7 @@ void ensure_first_versions(pqxx::connection& connection, const std::vector<std::
 std::vector<ViewVersion> list_views(pqxx::connection& connection) {
   pqxx::read_transaction txn(connection);
   std::vector<ViewVersion> versions;
-  for (const auto& row : txn.exec(sql::statement("views/list.sql"))) {
+  for (const auto& row : txn.exec(std::string(sql::kViewsList))) {
     ViewVersion version;
     version.name = row[0].as<std::string>();
     version.version = row[1].as<int>();
@@ -193,13 +198,13 @@ std::vector<ViewVersion> list_views(pqxx::connection& connection) {
 std::optional<AccountBalance> read_account_balance(pqxx::connection& connection, const std::string& account_id) {
   pqxx::read_transaction txn(connection);
   const auto live = txn.exec_params(
-      "SELECT max(version) FROM views WHERE name = $1 AND status = 'live'", std::string(kAccountBalance));
+      std::string(sql::kViewsLiveVersion), std::string(kAccountBalance));
   if (live.empty() || live[0][0].is_null()) return std::nullopt;
   AccountBalance reading;
   reading.view_version = live[0][0].as<int>();
-  std::string statement = sql::statement("views/read_account_balance.sql");
-  statement.replace(statement.find("%TABLE%"), 7, txn.quote_name(table_name(kAccountBalance, reading.view_version)));
-  const auto rows = txn.exec_params(statement, account_id);
+  const auto rows = txn.exec_params(
+      statement(sql::kViewsReadAccountBalance, txn.quote_name(table_name(kAccountBalance, reading.view_version))),
+      account_id);
   if (!rows.empty()) {
     reading.balance = rows[0][0].c_str();
     reading.sequence = rows[0][1].as<std::int64_t>();
@@ -216,7 +221,7 @@ RebuildSource rebuild_source(pqxx::connection& connection, const std::string& vi
   for (const auto& feeder : feeders) list += (list.size() > 1 ? ",\"" : "\"") + feeder + "\"";
   list += "}";
   const auto others = txn.exec_params(
-      "SELECT EXISTS (SELECT 1 FROM transaction_state WHERE pipeline <> ALL ($1::text[]))", list);
+      std::string(sql::kViewsOtherFeeders), list);
   return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
 }
 
@@ -233,16 +238,16 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
     // Registering the version makes the relay feed it from now on. From a snapshot, the
     // same transaction fills it, and records the snapshot's position.
     pqxx::transaction<pqxx::isolation_level::repeatable_read> txn(connection);
-    txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", view);
+    txn.exec_params(std::string(sql::kViewsLockView), view);
     if (version_exists(txn, view, version)) {
       throw ViewError("view " + table + " already exists (versions are never reused); see `tidemark views list`");
     }
-    txn.exec(statement(view + "_create.sql", table));
+    txn.exec(statement(create_statement(view), table));
     if (source == RebuildSource::kSnapshot && view == kAccountBalance) {
-      position = txn.exec("SELECT pg_current_snapshot()::text")[0][0].as<std::string>();
-      txn.exec(statement("account_balance_snapshot.sql", table));
+      position = txn.exec(std::string(sql::kViewsSnapshotPosition))[0][0].as<std::string>();
+      txn.exec(statement(sql::kViewsAccountBalanceSnapshot, table));
     }
-    txn.exec_params("INSERT INTO views (name, version, status, position) VALUES ($1, $2, 'building', $3)", view,
+    txn.exec_params(std::string(sql::kViewsRegisterVersion), view,
                     version, position);
     txn.commit();
   }
@@ -255,13 +260,13 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
   // whole history it is permanent, and the events after it still count.
   const std::int64_t replayed =
       view == kAccountBalance
-          ? replay(connection, view, version, statement("account_balance_catch_up.sql", table),
+          ? replay(connection, view, version, statement(sql::kViewsAccountBalanceCatchUp, table),
                    position == "full history")
-          : replay(connection, view, version, sql::statement("views/history.sql"), false);
+          : replay(connection, view, version, std::string(sql::kViewsHistory), false);
   pqxx::work txn(connection);
-  txn.exec_params("UPDATE views SET status = 'live', live_at = now() WHERE name = $1 AND version = $2", view,
+  txn.exec_params(std::string(sql::kViewsMarkLive), view,
                   version);
-  const auto rows = txn.exec("SELECT count(*) FROM " + table)[0][0].as<std::int64_t>();
+  const auto rows = txn.exec(statement(sql::kViewsCountRows, table))[0][0].as<std::int64_t>();
   txn.commit();
   spdlog::info("view {} is live: {} rows, {} events replayed from the outbox", table, rows, replayed);
   return rows;
@@ -269,24 +274,24 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
 
 void drop_view(pqxx::connection& connection, const std::string& view, int version) {
   pqxx::work txn(connection);
-  txn.exec_params("SELECT pg_advisory_xact_lock(hashtext('tidemark view ' || $1))", view);
-  const auto status = txn.exec_params("SELECT status FROM views WHERE name = $1 AND version = $2", view, version);
+  txn.exec_params(std::string(sql::kViewsLockView), view);
+  const auto status = txn.exec_params(std::string(sql::kViewsVersionStatus), view, version);
   const std::string table = table_name(view, version);
   if (status.empty() || status[0][0].as<std::string>() == "retired") {
     throw ViewError("view " + table + " does not exist or is already retired; see `tidemark views list`");
   }
   const auto others = txn.exec_params(
-      "SELECT count(*) FROM views WHERE name = $1 AND version <> $2 AND status = 'live'", view, version);
+      std::string(sql::kViewsOtherLiveVersions), view, version);
   if (others[0][0].as<std::int64_t>() == 0) {
     throw ViewError("view " + table + " is the only live version of " + view +
                     "; rebuild another version first (`tidemark views rebuild " + view + " --version N`)");
   }
   // The UPDATE waits for sinks holding the row FOR SHARE, so no event is applied to the
   // table after it is gone.
-  txn.exec_params("UPDATE views SET status = 'retired', retired_at = now() WHERE name = $1 AND version = $2", view,
+  txn.exec_params(std::string(sql::kViewsRetireVersion), view,
                   version);
-  txn.exec("DROP TABLE " + table);
-  txn.exec_params("DELETE FROM inbox WHERE consumer = $1", table);
+  txn.exec(statement(sql::kViewsDropTable, table));
+  txn.exec_params(std::string(sql::kViewsForgetInbox), table);
   txn.commit();
 }
 
@@ -310,7 +315,7 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
                     "a redelivered event would be applied twice. Use a longer --retention");
   }
   pqxx::work txn(connection);
-  const auto deleted = txn.exec_params(sql::statement("views/cleanup_inbox.sql"), static_cast<long long>(retention.count()));
+  const auto deleted = txn.exec_params(std::string(sql::kViewsCleanupInbox), static_cast<long long>(retention.count()));
   txn.commit();
   return deleted.affected_rows();
 }
@@ -324,7 +329,7 @@ std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, cons
   array += '}';
   pqxx::read_transaction txn(connection);
   std::map<std::string, ViewHealth> health;
-  for (const auto& row : txn.exec_params(sql::statement("views/lag.sql"), array)) {
+  for (const auto& row : txn.exec_params(std::string(sql::kViewsLag), array)) {
     health[row[0].as<std::string>()] = ViewHealth{row[1].as<double>(), row[2].as<std::int64_t>()};
   }
   return health;

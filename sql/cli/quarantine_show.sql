@@ -1,0 +1,2 @@
+-- `tidemark quarantine show`: every field of entry $1, printed under its column name.
+SELECT id, pipeline, reason, detail, transaction_id, source_revision, position, format, run_id, created_at, released_at, released_by, release_outcome, raw FROM quarantine WHERE id = $1
