@@ -31,7 +31,7 @@ RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics
     }
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
     for (const char* trigger : {"schedule", "webhook"}) {
-      for (const char* status : {"succeeded", "failed"}) {
+      for (const char* status : {"succeeded", "stopped", "failed"}) {
         metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}});
       }
     }
@@ -227,8 +227,10 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   };
   spdlog::info("pipeline {}: starting {} run {}{}", name, run.trigger, run.run_id, run.replay ? " (replay)" : "");
   try {
-    pipeline::run_pipeline(request);
-    metrics_.runs_total.Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", "succeeded"}}).Increment();
+    const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+    metrics_.runs_total
+        .Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", summary.stopped_early ? "stopped" : "succeeded"}})
+        .Increment();
     return Attempt::kFinished;
   } catch (const pipeline::PipelineBusy& busy) {
     if (run.wait_when_busy) {

@@ -205,7 +205,8 @@ RunSummary run_pipeline(const RunRequest& request) {
     }
     // Read only once the reader has closed the queue (it sets the error first).
     if (source_done && reader_error) std::rethrow_exception(reader_error);
-    summary.stopped_early = request.stop_requested && request.stop_requested->load();
+    // Cut short by a graceful stop: the source had more (INTERFACE: status `stopped`).
+    summary.stopped_early = !source_done;
     if (source_done) summary.pending_tail_bytes = source->pending_tail_bytes();
     if (summary.pending_tail_bytes > 0) {
       spdlog::warn("pipeline {}: stopped before a last line without a newline ({} bytes after {}): it may still be "
@@ -213,8 +214,9 @@ RunSummary run_pipeline(const RunRequest& request) {
                    request.pipeline, summary.pending_tail_bytes,
                    summary.checkpoint.empty() ? "the start" : summary.checkpoint);
     }
-    finish_run(request.database_url, run_id, "succeeded", "");
-    spdlog::info("pipeline {} run {} done: {} batches, {}", request.pipeline, run_id, summary.batches,
+    finish_run(request.database_url, run_id, summary.stopped_early ? "stopped" : "succeeded", "");
+    spdlog::info("pipeline {} run {} {}: {} batches, {}", request.pipeline, run_id,
+                 summary.stopped_early ? "stopped (its committed batches are kept)" : "done", summary.batches,
                  describe(summary.counts));
     return summary;
   } catch (const std::exception& error) {

@@ -70,7 +70,7 @@ RunSummary run_pipeline(const RunRequest& request);
 // Called with the pipeline's lock held, it first marks runs left 'running' by a dead
 // process as failed.
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
-// Records the end of a run ("succeeded" or "failed"), on a connection of its own.
+// Records the end of a run ("succeeded", "stopped" or "failed"), on a connection of its own.
 void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);
 
 // The first line of a CSV file (without BOM and line terminator): its header.

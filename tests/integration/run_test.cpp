@@ -134,10 +134,13 @@ TEST_F(RunTest, RunStoppedAfterABatchIsResumedExactlyWhereItStopped) {
   EXPECT_TRUE(first.stopped_early);
   EXPECT_EQ(first.batches, 1u);
   EXPECT_EQ(counts_text(first.counts), "inserted 2");
+  // Cut short by a graceful stop: `stopped`, not `succeeded`, with its committed batch kept.
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first.run_id)), "stopped");
 
   const RunSummary second = pipeline::run_pipeline(file_request(db_, "p", path, 2));
   EXPECT_FALSE(second.stopped_early);
   EXPECT_EQ(second.batches, 2u);
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(second.run_id)), "succeeded");
   // Nothing read twice (it would be "unchanged"), nothing skipped.
   EXPECT_EQ(counts_text(second.counts), "inserted 3");
   EXPECT_EQ(db_.scalar("SELECT start_position FROM batch_ledger WHERE run_id = " + std::to_string(second.run_id) +
