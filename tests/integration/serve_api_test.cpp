@@ -453,20 +453,6 @@ int count_of(const std::string& text, const std::string& part) {
   return count;
 }
 
-// A plain TCP connection to serve; -1 when it could not connect.
-int connect_to(unsigned short port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(port);
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
-
 // Reads from `fd` until the peer closes (true) or `timeout` passes (false).
 bool closed_by_peer(int fd, std::chrono::milliseconds timeout) {
   timeval limit{static_cast<time_t>(timeout.count() / 1000), static_cast<suseconds_t>(timeout.count() % 1000 * 1000)};
@@ -601,7 +587,7 @@ TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosed) {
   // Four keep-alive connections, each idle after one answered request.
   std::vector<int> idle;
   for (int i = 0; i < 4; ++i) {
-    idle.push_back(connect_to(port_));
+    idle.push_back(testing::connect_loopback(port_));
     ASSERT_GE(idle.back(), 0);
     const std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     ASSERT_EQ(::send(idle.back(), request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
@@ -622,7 +608,7 @@ TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswere
   // Four connections, each with a request in hand: a wait for a sequence that never comes.
   std::vector<int> busy;
   for (int i = 0; i < 4; ++i) {
-    busy.push_back(connect_to(port_));
+    busy.push_back(testing::connect_loopback(port_));
     ASSERT_GE(busy.back(), 0);
     const std::string request =
         "GET /v1/views/account_balance/accounts/acct-1?min_sequence=9&timeout_ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n";

@@ -27,6 +27,10 @@ struct RawExchange {
 RawExchange raw_exchange(unsigned short port, const std::string& bytes,
                          std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
+// A plain TCP connection to 127.0.0.1:port, a file descriptor the caller closes; -1 when
+// it could not connect (the kernel completes it whether or not the server accepts it).
+int connect_loopback(unsigned short port);
+
 // A port that was free a moment ago (for child processes that take --listen).
 unsigned short free_port();
 
