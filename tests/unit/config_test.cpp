@@ -112,7 +112,8 @@ TEST(ParseConfig, OmittedSectionsTakeTheDefaults) {
 }
 
 TEST(ParseConfig, SettleAndMaxRejectedDefaultToTwoSecondsAndUnlimited) {
-  const auto& pipeline = parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions");
+  const Config config = parse_config(kPipelineHead, "config.yaml");
+  const auto& pipeline = config.pipelines.at("transactions");
   EXPECT_EQ(pipeline.source.settle, seconds(2));
   EXPECT_FALSE(pipeline.max_rejected.has_value());
   EXPECT_EQ(pipeline.max_batch_bytes, 16u * 1024 * 1024);
