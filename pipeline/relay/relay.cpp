@@ -8,7 +8,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/backoff.hpp"
 #include "pipeline/failpoint.hpp"
-#include "pipeline/run/committer.hpp"
+#include "pipeline/utf8.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline::relay {

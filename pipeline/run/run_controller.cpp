@@ -13,6 +13,7 @@
 #include "pipeline/plan.hpp"
 #include "pipeline/run/bounded_queue.hpp"
 #include "pipeline/run/committer.hpp"
+#include "pipeline/utf8.hpp"
 #include "pipeline/validate.hpp"
 #include "sql/sql_files.hpp"
 
