@@ -8,6 +8,9 @@
 
 namespace tidemark::pipeline {
 
+// The byte order mark a UTF-8 file may start with (it is not part of the first record).
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
 // The sequence at the start of some bytes.
 struct Utf8Sequence {
   // 0 when the bytes are empty or do not start with a well-formed sequence (Unicode table
