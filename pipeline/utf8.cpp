@@ -61,4 +61,11 @@ std::string storable_text(std::string_view bytes, bool& changed) {
   return text;
 }
 
+std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text.size();
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
 }  // namespace tidemark::pipeline

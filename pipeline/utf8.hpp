@@ -1,7 +1,7 @@
 #pragma once
 // UTF-8 scanning, in one place: the validator's identifier rules, the text the database
-// stores (quarantine entries, errors, escaped names) read
-// sequences the same way. Pure; no third-party includes.
+// stores (quarantine entries, errors, escaped names) and cuts at a byte limit all
+// read sequences the same way. Pure; no third-party includes.
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -30,5 +30,9 @@ std::size_t storable_utf8_length(std::string_view bytes);
 // Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
 // when anything was replaced.
 std::string storable_text(std::string_view bytes, bool& changed);
+
+// How many bytes of valid UTF-8 `text` to keep so that at most `max_bytes` remain and no
+// sequence is split: all of it when it fits, else the cut backed up to a sequence's start.
+std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes);
 
 }  // namespace tidemark::pipeline

@@ -19,6 +19,7 @@
 #include "connectors/http/signature.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/utf8.hpp"
 #include "pipeline/views/views.hpp"
 #include "sql/sql_files.hpp"
 
@@ -280,9 +281,7 @@ HttpResponse Api::quarantine(const HttpRequest& request) {
       std::string raw(entry["raw"].as_string());
       if (raw.size() > kListRawBytes) {
         // Never inside a UTF-8 sequence: back to the start of the one the cut would split.
-        std::size_t cut = kListRawBytes;
-        while (cut > 0 && (static_cast<unsigned char>(raw[cut]) & 0xC0) == 0x80) --cut;
-        raw.resize(cut);
+        raw.resize(pipeline::utf8_prefix_length(raw, kListRawBytes));
       }
       entry["raw"] = raw;
       entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();

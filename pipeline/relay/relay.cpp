@@ -49,10 +49,8 @@ std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
   std::string stored = storable_text(text, changed);
   if (stored.size() <= max_bytes) return stored;
   static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
-  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
-  // Valid UTF-8 now, so stepping back over continuation bytes lands on a character's start.
-  while (cut > 0 && (static_cast<unsigned char>(stored[cut]) & 0xC0) == 0x80) --cut;
-  stored.resize(cut);
+  // Valid UTF-8 now, so the cut can back up to a character's start.
+  stored.resize(utf8_prefix_length(stored, max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0));
   return stored + std::string(kEllipsis);
 }
 

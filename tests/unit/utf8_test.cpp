@@ -44,5 +44,16 @@ TEST(Utf8, StorableTextReplacesEachBadByteAndSaysSo) {
   EXPECT_TRUE(changed);
 }
 
+TEST(Utf8, PrefixLengthNeverSplitsASequence) {
+  const std::string text = "ab\xE2\x82\xAC" "c";  // a b € c
+  EXPECT_EQ(utf8_prefix_length(text, 10), text.size());
+  EXPECT_EQ(utf8_prefix_length(text, text.size()), text.size());
+  EXPECT_EQ(utf8_prefix_length(text, 5), 5u);  // after the €
+  EXPECT_EQ(utf8_prefix_length(text, 4), 2u);  // inside the €: back to its start
+  EXPECT_EQ(utf8_prefix_length(text, 3), 2u);
+  EXPECT_EQ(utf8_prefix_length(text, 2), 2u);
+  EXPECT_EQ(utf8_prefix_length(text, 0), 0u);
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
