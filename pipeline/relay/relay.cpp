@@ -7,6 +7,7 @@
 
 #include "metrics/metrics.hpp"
 #include "pipeline/backoff.hpp"
+#include "pipeline/db/pg_text.hpp"
 #include "pipeline/failpoint.hpp"
 #include "pipeline/utf8.hpp"
 #include "sql/sql_files.hpp"
@@ -27,14 +28,11 @@ std::string_view result_label(DeliveryResult::Status status) {
   return "unknown";
 }
 
-// A PostgreSQL array literal of names, which the config restricts to [A-Za-z0-9_-].
+// The sinks' names as a PostgreSQL array literal.
 std::string text_array(const Sinks& sinks) {
-  std::string array = "{";
-  for (const auto& [name, sink] : sinks) {
-    if (array.size() > 1) array += ',';
-    array += '"' + name + '"';
-  }
-  return array + '}';
+  std::vector<std::string> names;
+  for (const auto& [name, sink] : sinks) names.push_back(name);
+  return db::text_array_literal(names);
 }
 
 void prepare(pqxx::connection& connection) {

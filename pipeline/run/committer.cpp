@@ -3,12 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/db/copy_writer.hpp"
+#include "pipeline/db/pg_text.hpp"
 #include "pipeline/failpoint.hpp"
 #include "pipeline/utf8.hpp"
 #include "pipeline/validate.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline {
+
+using db::append_copy_text;
 
 namespace {
 
@@ -30,33 +33,7 @@ void append_nullable(std::string& line, const std::optional<std::string>& value)
   }
 }
 
-std::string text_array_literal(const std::vector<std::string>& values) {
-  std::string literal = "{";
-  for (const auto& value : values) {
-    if (literal.size() > 1) literal += ',';
-    literal += '"';
-    for (char c : value) {
-      if (c == '"' || c == '\\') literal += '\\';
-      literal += c;
-    }
-    literal += '"';
-  }
-  return literal + "}";
-}
-
 }  // namespace
-
-void append_copy_text(std::string& line, std::string_view value) {
-  for (char c : value) {
-    switch (c) {
-      case '\\': line += "\\\\"; break;
-      case '\t': line += "\\t"; break;
-      case '\n': line += "\\n"; break;
-      case '\r': line += "\\r"; break;
-      default: line += c;
-    }
-  }
-}
 
 std::string escape_bytes(std::string_view bytes) {
   std::string text;
@@ -114,7 +91,7 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
     : url_(std::move(url)),
       pipeline_(std::move(pipeline)),
       source_(escape_bytes(source)),
-      destinations_literal_(text_array_literal(destinations)),
+      destinations_literal_(db::text_array_literal(destinations)),
       retry_(retry) {}
 
 pqxx::connection& Committer::connection() {

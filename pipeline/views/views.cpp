@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/db/pg_text.hpp"
 #include "sql/sql_files.hpp"
 
 namespace tidemark::pipeline::views {
@@ -203,9 +204,7 @@ RebuildSource rebuild_source(pqxx::connection& connection, const std::string& vi
                              const std::vector<std::string>& feeders) {
   if (view != kAccountBalance || feeders.empty()) return RebuildSource::kFullHistory;
   pqxx::read_transaction txn(connection);
-  std::string list = "{";
-  for (const auto& feeder : feeders) list += (list.size() > 1 ? ",\"" : "\"") + feeder + "\"";
-  list += "}";
+  const std::string list = db::text_array_literal(feeders);
   const auto others = txn.exec_params(
       "SELECT EXISTS (SELECT 1 FROM transaction_state WHERE pipeline <> ALL ($1::text[]))", list);
   return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
@@ -303,12 +302,7 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
 }
 
 std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {
-  std::string array = "{";
-  for (const auto& name : names) {
-    if (array.size() > 1) array += ',';
-    array += '"' + name + '"';
-  }
-  array += '}';
+  const std::string array = db::text_array_literal(names);
   pqxx::read_transaction txn(connection);
   std::map<std::string, ViewHealth> health;
   for (const auto& row : txn.exec_params(sql::statement("views/lag.sql"), array)) {
