@@ -5,6 +5,7 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/backoff.hpp"
 #include "pipeline/db/pg_text.hpp"
 #include "sql/sql_files.hpp"
 
@@ -279,8 +280,7 @@ void drop_view(pqxx::connection& connection, const std::string& view, int versio
 Duration redelivery_horizon(const RelayConfig& config, Duration lease) {
   Duration horizon = lease * config.max_attempts;
   for (int attempt = 1; attempt < config.max_attempts; ++attempt) {
-    const int doublings = std::min(attempt - 1, 30);
-    horizon += std::min(config.max_delay, Duration(config.base_delay.count() << doublings));
+    horizon += backoff_ceiling(config.base_delay, config.max_delay, attempt);
   }
   return horizon;
 }
