@@ -226,7 +226,7 @@ HttpResponse Api::pipelines() {
       entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
                                             : boost::json::value(nullptr);
       boost::json::array destinations;
-      for (const auto& destination : pipeline.destinations) destinations.emplace_back(destination.name);
+      for (const auto& destination : pipeline.destination_names()) destinations.emplace_back(destination);
       entry["destinations"] = std::move(destinations);
       const RunQueue::PipelineState state = runs_.state(name);
       entry["running"] = state.running;
@@ -327,10 +327,7 @@ HttpResponse Api::release(const std::string& id) {
   });
   if (!pipeline) return error_response(404, "no quarantine entry " + id);
   if (released) return error_response(409, "quarantine entry " + id + " was released already");
-  std::vector<std::string> destinations;
-  if (const auto found = config_.pipelines.find(*pipeline); found != config_.pipelines.end()) {
-    for (const auto& destination : found->second.destinations) destinations.push_back(destination.name);
-  }
+  const std::vector<std::string> destinations = config_.destination_names(*pipeline);
   pipeline::ReleaseResult result;
   try {
     result = pipeline::release_quarantined(pool_.url(), *entry_id, destinations, "api");
