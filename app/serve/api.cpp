@@ -336,8 +336,9 @@ HttpResponse Api::release(const std::string& id) {
   }
   const std::string outcome(pipeline::to_string(result.outcome));
   // The release is a one-record batch in the ledger: the exposed counts follow it.
-  metrics_.records_total.Add({{"pipeline", *pipeline}, {"outcome", outcome}}).Increment();
-  metrics_.batches_total.Add({{"pipeline", *pipeline}, {"status", "committed"}}).Increment();
+  pipeline::OutcomeCounts counts;
+  counts[result.outcome] = 1;
+  runs_.count_committed_batch(*pipeline, counts);
   return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
 }
 
