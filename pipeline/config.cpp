@@ -406,6 +406,14 @@ std::vector<std::string> PipelineConfig::destination_names() const {
   return names;
 }
 
+std::vector<std::string> Config::destination_names_of_kind(std::string_view kind) const {
+  std::vector<std::string> names;
+  for (const auto& [name, destination] : destinations()) {
+    if (destination.kind == kind) names.push_back(name);
+  }
+  return names;
+}
+
 std::vector<std::string> Config::destination_names(const std::string& pipeline) const {
   const auto found = pipelines.find(pipeline);
   return found == pipelines.end() ? std::vector<std::string>{} : found->second.destination_names();

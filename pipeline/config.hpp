@@ -101,6 +101,8 @@ struct Config {
 
   // Every destination of every pipeline, by name.
   std::map<std::string, DestinationConfig> destinations() const;
+  // The names of every destination of kind `kind` ("http", "view"), sorted.
+  std::vector<std::string> destination_names_of_kind(std::string_view kind) const;
   // The destination names of pipeline `pipeline`; none when it is not configured.
   std::vector<std::string> destination_names(const std::string& pipeline) const;
   // The pipelines that list destination `destination` (a view's feeders), by name.

@@ -15,7 +15,6 @@
 
 #include "app/serve/front_door.hpp"
 #include "app/serve/schedule.hpp"
-#include "app/sinks.hpp"
 #include "connectors/http/signature.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
@@ -388,7 +387,7 @@ HttpResponse Api::account_view(const HttpRequest& request, const std::string& vi
 }
 
 void Api::export_view_lag() {
-  const std::vector<std::string> views = view_names(config_);
+  const std::vector<std::string> views = config_.destination_names_of_kind("view");
   if (views.empty()) return;
   try {
     pool_.with_connection("measuring view lag", [&](pqxx::connection& connection) {

@@ -388,6 +388,8 @@ TEST(ParseConfig, DestinationNamesPerPipelineAndFeedersPerDestination) {
   EXPECT_EQ(config.pipelines_feeding("account_balance"), (Names{"orders", "refunds"}));
   EXPECT_EQ(config.pipelines_feeding("ledger"), Names{"orders"});
   EXPECT_EQ(config.pipelines_feeding("daily_totals"), Names{});
+  EXPECT_EQ(config.destination_names_of_kind("view"), Names{"account_balance"});
+  EXPECT_EQ(config.destination_names_of_kind("http"), Names{"ledger"});
 }
 
 TEST(ParseConfigErrors, InvalidNamesAreRejected) {
