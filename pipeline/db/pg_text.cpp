@@ -28,4 +28,13 @@ std::string text_array_literal(const std::vector<std::string>& values) {
   return literal + "}";
 }
 
+std::string bigint_array_literal(const std::vector<std::int64_t>& values) {
+  std::string literal = "{";
+  for (const std::int64_t value : values) {
+    if (literal.size() > 1) literal += ',';
+    literal += std::to_string(value);
+  }
+  return literal + "}";
+}
+
 }  // namespace tidemark::pipeline::db

@@ -221,13 +221,11 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
 
 std::vector<OutboxEvent> Relay::record_and_claim(const std::vector<Answer>& answers,
                                                  const std::vector<long long>& delays, std::size_t capacity) {
-  std::string delivered_ids = "{";
+  std::vector<std::int64_t> delivered;
   for (const auto& answer : answers) {
-    if (answer.result.status != DeliveryResult::Status::kDelivered) continue;
-    if (delivered_ids.size() > 1) delivered_ids += ',';
-    delivered_ids += std::to_string(answer.id);
+    if (answer.result.status == DeliveryResult::Status::kDelivered) delivered.push_back(answer.id);
   }
-  delivered_ids += '}';
+  const std::string delivered_ids = db::bigint_array_literal(delivered);
 
   std::vector<OutboxEvent> claimed;
   // Each statement commits on its own: every mark is idempotent and fenced, and the claim

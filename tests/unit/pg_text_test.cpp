@@ -25,5 +25,11 @@ TEST(PgText, ArrayLiteralQuotesEveryElementAndEscapesQuotesAndBackslashes) {
   EXPECT_EQ(text_array_literal({"q\"b\\{}"}), "{\"q\\\"b\\\\{}\"}");
 }
 
+TEST(PgText, BigintArrayLiteral) {
+  EXPECT_EQ(bigint_array_literal({}), "{}");
+  EXPECT_EQ(bigint_array_literal({7}), "{7}");
+  EXPECT_EQ(bigint_array_literal({1, -2, 9223372036854775807}), "{1,-2,9223372036854775807}");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline::db
