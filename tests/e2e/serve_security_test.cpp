@@ -65,6 +65,20 @@ class ServeSecurityTest : public ::testing::Test {
   std::filesystem::path directory_;
 };
 
+// A plain TCP connection to 127.0.0.1:port (completed by the kernel, accepted or not); -1 on failure.
+int connect_to(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
 // User plus system CPU time a process has used, from /proc/PID/stat.
 double cpu_seconds(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/stat");

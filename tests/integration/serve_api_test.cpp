@@ -32,7 +32,6 @@ namespace tidemark::app::serve {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::connect_to;
 using testing::HttpAnswer;
 using testing::http_request;
 using testing::TestDatabase;
@@ -452,6 +451,20 @@ int count_of(const std::string& text, const std::string& part) {
   int count = 0;
   for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
   return count;
+}
+
+// A plain TCP connection to serve; -1 when it could not connect.
+int connect_to(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
 }
 
 // Reads from `fd` until the peer closes (true) or `timeout` passes (false).

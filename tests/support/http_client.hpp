@@ -27,10 +27,6 @@ struct RawExchange {
 RawExchange raw_exchange(unsigned short port, const std::string& bytes,
                          std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
-// A plain TCP connection to 127.0.0.1:port (completed by the kernel, accepted or not), for
-// tests that hold connections open: the file descriptor, which the caller closes; -1 on failure.
-int connect_to(unsigned short port);
-
 // A port that was free a moment ago (for child processes that take --listen).
 unsigned short free_port();
 
