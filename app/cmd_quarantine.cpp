@@ -87,9 +87,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
       pqxx::nontransaction txn(*connection);
       const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
       if (!rows.empty()) {
-        if (const auto found = config->pipelines.find(rows[0][0].c_str()); found != config->pipelines.end()) {
-          for (const auto& destination : found->second.destinations) destinations.push_back(destination.name);
-        }
+        destinations = config->destination_names(rows[0][0].c_str());
       }
     }
     try {

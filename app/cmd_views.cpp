@@ -87,14 +87,8 @@ void register_views_command(CLI::App& root, int& exit_code) {
     const std::string url = options->database.connect_url(config);
     // A view reflects the pipelines that list it: a snapshot of the state is its content only
     // when those are all the pipelines that wrote the state.
-    std::vector<std::string> feeders;
-    if (config) {
-      for (const auto& [name, pipeline] : config->pipelines) {
-        for (const auto& destination : pipeline.destinations) {
-          if (destination.name == options->name) feeders.push_back(name);
-        }
-      }
-    }
+    const std::vector<std::string> feeders =
+        config ? config->pipelines_feeding(options->name) : std::vector<std::string>{};
     as_usage_errors([&] {
       const auto source = [&] {
         auto connection = pipeline::db::connect(url);

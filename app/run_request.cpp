@@ -12,7 +12,7 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config)
   request.batch_size = config.batch_size;
   request.max_batch_bytes = config.max_batch_bytes;
   request.max_rejected = config.max_rejected;
-  for (const auto& destination : config.destinations) request.destinations.push_back(destination.name);
+  request.destinations = config.destination_names();
   const connectors::file::Format format = connectors::file::parse_format(config.source.format).value();
   request.open_source = [path = config.source.path, format, settle = config.source.settle] {
     return connectors::file::open_file_source(path, format, settle);

@@ -11,12 +11,4 @@ pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::str
   return sinks;
 }
 
-std::vector<std::string> view_names(const pipeline::Config& config) {
-  std::vector<std::string> names;
-  for (const auto& [name, destination] : config.destinations()) {
-    if (destination.kind == "view") names.push_back(name);
-  }
-  return names;
-}
-
 }  // namespace tidemark::app

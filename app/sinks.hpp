@@ -10,7 +10,4 @@ namespace tidemark::app {
 
 pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url);
 
-// The names of the config's view destinations (for tidemark_view_lag_seconds).
-std::vector<std::string> view_names(const pipeline::Config& config);
-
 }  // namespace tidemark::app

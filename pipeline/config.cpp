@@ -411,6 +411,35 @@ class Parser {
 
 }  // namespace
 
+std::vector<std::string> PipelineConfig::destination_names() const {
+  std::vector<std::string> names;
+  for (const auto& destination : destinations) names.push_back(destination.name);
+  return names;
+}
+
+std::vector<std::string> Config::destination_names_of_kind(std::string_view kind) const {
+  std::vector<std::string> names;
+  for (const auto& [name, destination] : destinations()) {
+    if (destination.kind == kind) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> Config::destination_names(const std::string& pipeline) const {
+  const auto found = pipelines.find(pipeline);
+  return found == pipelines.end() ? std::vector<std::string>{} : found->second.destination_names();
+}
+
+std::vector<std::string> Config::pipelines_feeding(std::string_view destination) const {
+  std::vector<std::string> feeders;
+  for (const auto& [name, pipeline] : pipelines) {
+    for (const auto& listed : pipeline.destinations) {
+      if (listed.name == destination) feeders.push_back(name);
+    }
+  }
+  return feeders;
+}
+
 std::map<std::string, DestinationConfig> Config::destinations() const {
   std::map<std::string, DestinationConfig> out;
   for (const auto& [name, pipeline] : pipelines) {

@@ -68,6 +68,9 @@ struct PipelineConfig {
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   std::optional<ScheduleConfig> schedule;
   std::vector<DestinationConfig> destinations;
+
+  // The names of `destinations`, in the order listed: the outbox rows each record writes.
+  std::vector<std::string> destination_names() const;
 };
 
 struct RelayConfig {
@@ -99,6 +102,12 @@ struct Config {
 
   // Every destination of every pipeline, by name.
   std::map<std::string, DestinationConfig> destinations() const;
+  // The names of every destination of kind `kind` ("http", "view"), sorted.
+  std::vector<std::string> destination_names_of_kind(std::string_view kind) const;
+  // The destination names of pipeline `pipeline`; none when it is not configured.
+  std::vector<std::string> destination_names(const std::string& pipeline) const;
+  // The pipelines that list destination `destination` (a view's feeders), by name.
+  std::vector<std::string> pipelines_feeding(std::string_view destination) const;
 };
 
 // `file_name` is used in error messages only.

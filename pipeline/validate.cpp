@@ -8,6 +8,8 @@
 #include <string_view>
 #include <utility>
 
+#include "pipeline/utf8.hpp"
+
 namespace tidemark::pipeline {
 
 namespace {
@@ -48,49 +50,19 @@ Rejection reject(std::string_view field, std::string_view rule) {
   return Rejection{std::string(field) + ": " + std::string(rule)};
 }
 
-// Checks UTF-8 well-formedness (Unicode table 3-7: no overlongs, no surrogates, nothing
-// above U+10FFFF, no truncated sequences), control characters and the length in code points.
+// Checks UTF-8 well-formedness (decode_utf8), control characters and the length in code
+// points.
 std::optional<std::string> identifier_problem(std::string_view text) {
   std::size_t code_points = 0;
   std::size_t i = 0;
   while (i < text.size()) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    std::size_t length = 0;
-    unsigned char low = 0x80;  // allowed range of the first continuation byte
-    unsigned char high = 0xBF;
-    std::uint32_t code_point = 0;
-    if (lead < 0x80) {
-      length = 1;
-      code_point = lead;
-    } else if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-      code_point = lead & 0x1Fu;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      code_point = lead & 0x0Fu;
-      if (lead == 0xE0) low = 0xA0;   // overlong
-      if (lead == 0xED) high = 0x9F;  // surrogates
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      code_point = lead & 0x07u;
-      if (lead == 0xF0) low = 0x90;   // overlong
-      if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
-    } else {
-      return "invalid UTF-8 at byte " + std::to_string(i);
-    }
-    if (i + length > text.size()) return "invalid UTF-8 at byte " + std::to_string(i);
-    for (std::size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      const unsigned char min = k == 1 ? low : 0x80;
-      const unsigned char max = k == 1 ? high : 0xBF;
-      if (next < min || next > max) return "invalid UTF-8 at byte " + std::to_string(i);
-      code_point = (code_point << 6) | (next & 0x3Fu);
-    }
+    const Utf8Sequence sequence = decode_utf8(text.substr(i));
+    if (sequence.length == 0) return "invalid UTF-8 at byte " + std::to_string(i);
     // C0, DEL and C1 controls.
-    if (code_point < 0x20 || (code_point >= 0x7F && code_point <= 0x9F)) {
+    if (const char32_t c = sequence.code_point; c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
       return "control character at byte " + std::to_string(i);
     }
-    i += length;
+    i += sequence.length;
     ++code_points;
   }
   if (code_points == 0) return std::string("empty");

@@ -15,10 +15,10 @@
 
 #include "app/serve/front_door.hpp"
 #include "app/serve/schedule.hpp"
-#include "app/sinks.hpp"
 #include "connectors/http/signature.hpp"
 #include "pipeline/db/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/utf8.hpp"
 #include "pipeline/views/views.hpp"
 #include "sql/statements.hpp"
 
@@ -225,7 +225,7 @@ HttpResponse Api::pipelines() {
       entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
                                             : boost::json::value(nullptr);
       boost::json::array destinations;
-      for (const auto& destination : pipeline.destinations) destinations.emplace_back(destination.name);
+      for (const auto& destination : pipeline.destination_names()) destinations.emplace_back(destination);
       entry["destinations"] = std::move(destinations);
       const RunQueue::PipelineState state = runs_.state(name);
       entry["running"] = state.running;
@@ -280,9 +280,7 @@ HttpResponse Api::quarantine(const HttpRequest& request) {
       std::string raw(entry["raw"].as_string());
       if (raw.size() > kListRawBytes) {
         // Never inside a UTF-8 sequence: back to the start of the one the cut would split.
-        std::size_t cut = kListRawBytes;
-        while (cut > 0 && (static_cast<unsigned char>(raw[cut]) & 0xC0) == 0x80) --cut;
-        raw.resize(cut);
+        raw.resize(pipeline::utf8_prefix_length(raw, kListRawBytes));
       }
       entry["raw"] = raw;
       entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();
@@ -328,10 +326,7 @@ HttpResponse Api::release(const std::string& id) {
   });
   if (!pipeline) return error_response(404, "no quarantine entry " + id);
   if (released) return error_response(409, "quarantine entry " + id + " was released already");
-  std::vector<std::string> destinations;
-  if (const auto found = config_.pipelines.find(*pipeline); found != config_.pipelines.end()) {
-    for (const auto& destination : found->second.destinations) destinations.push_back(destination.name);
-  }
+  const std::vector<std::string> destinations = config_.destination_names(*pipeline);
   pipeline::ReleaseResult result;
   try {
     result = pipeline::release_quarantined(pool_.url(), *entry_id, destinations, "api");
@@ -340,8 +335,9 @@ HttpResponse Api::release(const std::string& id) {
   }
   const std::string outcome(pipeline::to_string(result.outcome));
   // The release is a one-record batch in the ledger: the exposed counts follow it.
-  metrics_.records_total.Add({{"pipeline", *pipeline}, {"outcome", outcome}}).Increment();
-  metrics_.batches_total.Add({{"pipeline", *pipeline}, {"status", "committed"}}).Increment();
+  pipeline::OutcomeCounts counts;
+  counts[result.outcome] = 1;
+  runs_.count_committed_batch(*pipeline, counts);
   return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
 }
 
@@ -391,7 +387,7 @@ HttpResponse Api::account_view(const HttpRequest& request, const std::string& vi
 }
 
 void Api::export_view_lag() {
-  const std::vector<std::string> views = view_names(config_);
+  const std::vector<std::string> views = config_.destination_names_of_kind("view");
   if (views.empty()) return;
   try {
     pool_.with_connection("measuring view lag", [&](pqxx::connection& connection) {

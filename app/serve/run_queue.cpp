@@ -208,6 +208,17 @@ void RunQueue::drive(Slot& slot, QueuedRun run) {
   }
 }
 
+void RunQueue::count_committed_batch(const std::string& name, const pipeline::OutcomeCounts& counts) {
+  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+    // A configured pipeline's series exist from the start; a count of 0 creates none for
+    // a pipeline gone from the config (a late quarantine release).
+    if (counts[outcome] == 0) continue;
+    metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
+        .Increment(static_cast<double>(counts[outcome]));
+  }
+  metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();
+}
+
 RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   const std::string& name = slot.config->name;
   pipeline::RunRequest request = request_from_config(*slot.config);
@@ -217,11 +228,7 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   request.replay = run.replay;
   request.stop_requested = &stopping_;
   request.on_batch = [&](const pipeline::BatchReport& report) {
-    for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
-      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
-          .Increment(static_cast<double>(report.counts[outcome]));
-    }
-    metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();
+    count_committed_batch(name, report.counts);
     metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets()).Observe(report.seconds);
     metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
   };

@@ -59,6 +59,10 @@ class RunQueue {
   };
   PipelineState state(const std::string& pipeline);
 
+  // Counts a batch committed for pipeline `name` in the pipeline metrics: a run's, or the
+  // one-record batch of a quarantine release. Thread-safe.
+  void count_committed_batch(const std::string& name, const pipeline::OutcomeCounts& counts);
+
   // Graceful stop: active runs stop after the batch in hand commits, queued runs are
   // recorded as failed and never start. Thread-safe.
   void request_stop();

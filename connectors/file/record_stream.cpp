@@ -4,12 +4,9 @@
 #include <utility>
 
 #include "connectors/file/jsonl_decoder.hpp"
+#include "pipeline/utf8.hpp"
 
 namespace tidemark::connectors::file {
-
-namespace {
-constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
-}  // namespace
 
 RecordStream::RecordStream(Format format, std::size_t max_record_bytes)
     : format_(format), max_record_bytes_(max_record_bytes) {}
@@ -59,6 +56,7 @@ std::optional<RecordStream::Frame> RecordStream::next_frame(bool at_eof) {
       return Frame{oversized_raw_, oversized_position_, true};
     }
     if (at_file_start_) {
+      using pipeline::kUtf8Bom;
       if (data.size() < kUtf8Bom.size() && !at_eof && kUtf8Bom.starts_with(data)) return std::nullopt;
       at_file_start_ = false;
       if (data.starts_with(kUtf8Bom)) consume(kUtf8Bom.size());

@@ -1,6 +1,6 @@
 #pragma once
 // Text-format COPY ... FROM STDIN with lines the caller has already formatted (see
-// append_copy_text). libpqxx 6.4 keeps stream_to::write_raw_line private, and its tuple
+// db::append_copy_text). libpqxx 6.4 keeps stream_to::write_raw_line private, and its tuple
 // interface escapes field by field; the batch path formats each line once instead.
 #include <memory>
 #include <string>

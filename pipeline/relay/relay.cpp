@@ -7,8 +7,9 @@
 
 #include "metrics/metrics.hpp"
 #include "pipeline/backoff.hpp"
+#include "pipeline/db/pg_text.hpp"
 #include "pipeline/failpoint.hpp"
-#include "pipeline/run/committer.hpp"
+#include "pipeline/utf8.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -27,14 +28,11 @@ std::string_view result_label(DeliveryResult::Status status) {
   return "unknown";
 }
 
-// A PostgreSQL array literal of names, which the config restricts to [A-Za-z0-9_-].
+// The sinks' names as a PostgreSQL array literal.
 std::string text_array(const Sinks& sinks) {
-  std::string array = "{";
-  for (const auto& [name, sink] : sinks) {
-    if (array.size() > 1) array += ',';
-    array += '"' + name + '"';
-  }
-  return array + '}';
+  std::vector<std::string> names;
+  for (const auto& [name, sink] : sinks) names.push_back(name);
+  return db::text_array_literal(names);
 }
 
 void prepare(pqxx::connection& connection) {
@@ -49,10 +47,8 @@ std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
   std::string stored = storable_text(text, changed);
   if (stored.size() <= max_bytes) return stored;
   static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
-  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
-  // Valid UTF-8 now, so stepping back over continuation bytes lands on a character's start.
-  while (cut > 0 && (static_cast<unsigned char>(stored[cut]) & 0xC0) == 0x80) --cut;
-  stored.resize(cut);
+  // Valid UTF-8 now, so the cut can back up to a character's start.
+  stored.resize(utf8_prefix_length(stored, max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0));
   return stored + std::string(kEllipsis);
 }
 
@@ -225,13 +221,11 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
 
 std::vector<OutboxEvent> Relay::record_and_claim(const std::vector<Answer>& answers,
                                                  const std::vector<long long>& delays, std::size_t capacity) {
-  std::string delivered_ids = "{";
+  std::vector<std::int64_t> delivered;
   for (const auto& answer : answers) {
-    if (answer.result.status != DeliveryResult::Status::kDelivered) continue;
-    if (delivered_ids.size() > 1) delivered_ids += ',';
-    delivered_ids += std::to_string(answer.id);
+    if (answer.result.status == DeliveryResult::Status::kDelivered) delivered.push_back(answer.id);
   }
-  delivered_ids += '}';
+  const std::string delivered_ids = db::bigint_array_literal(delivered);
 
   std::vector<OutboxEvent> claimed;
   // Each statement commits on its own: every mark is idempotent and fenced, and the claim

@@ -3,11 +3,15 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/db/copy_writer.hpp"
+#include "pipeline/db/pg_text.hpp"
 #include "pipeline/failpoint.hpp"
+#include "pipeline/utf8.hpp"
 #include "pipeline/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
+
+using db::append_copy_text;
 
 namespace {
 
@@ -21,35 +25,6 @@ void append_hex(std::string& out, std::string_view bytes) {
   }
 }
 
-// Length of the valid UTF-8 sequence at the start of `bytes`, or 0.
-std::size_t utf8_sequence_length(std::string_view bytes) {
-  const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(bytes[i]); };
-  const unsigned char lead = byte(0);
-  if (lead < 0x80) return lead == 0 ? 0 : 1;
-  std::size_t length = 0;
-  std::uint32_t code = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2;
-    code = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3;
-    code = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4;
-    code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (bytes.size() < length) return 0;
-  for (std::size_t i = 1; i < length; ++i) {
-    if ((byte(i) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i) & 0x3F);
-  }
-  static constexpr std::uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kMinimum[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return 0;
-  return length;
-}
-
 void append_nullable(std::string& line, const std::optional<std::string>& value) {
   if (value) {
     append_copy_text(line, *value);
@@ -58,56 +33,13 @@ void append_nullable(std::string& line, const std::optional<std::string>& value)
   }
 }
 
-std::string text_array_literal(const std::vector<std::string>& values) {
-  std::string literal = "{";
-  for (const auto& value : values) {
-    if (literal.size() > 1) literal += ',';
-    literal += '"';
-    for (char c : value) {
-      if (c == '"' || c == '\\') literal += '\\';
-      literal += c;
-    }
-    literal += '"';
-  }
-  return literal + "}";
-}
-
 }  // namespace
-
-void append_copy_text(std::string& line, std::string_view value) {
-  for (char c : value) {
-    switch (c) {
-      case '\\': line += "\\\\"; break;
-      case '\t': line += "\\t"; break;
-      case '\n': line += "\\n"; break;
-      case '\r': line += "\\r"; break;
-      default: line += c;
-    }
-  }
-}
-
-std::string storable_text(std::string_view bytes, bool& changed) {
-  std::string text;
-  text.reserve(bytes.size());
-  while (!bytes.empty()) {
-    const std::size_t length = utf8_sequence_length(bytes);
-    if (length == 0) {
-      text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
-      changed = true;
-      bytes.remove_prefix(1);
-    } else {
-      text.append(bytes.substr(0, length));
-      bytes.remove_prefix(length);
-    }
-  }
-  return text;
-}
 
 std::string escape_bytes(std::string_view bytes) {
   std::string text;
   text.reserve(bytes.size());
   while (!bytes.empty()) {
-    const std::size_t length = utf8_sequence_length(bytes);
+    const std::size_t length = storable_utf8_length(bytes);
     if (length == 0) {
       text += "\\x";
       append_hex(text, bytes.substr(0, 1));
@@ -159,7 +91,7 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
     : url_(std::move(url)),
       pipeline_(std::move(pipeline)),
       source_(escape_bytes(source)),
-      destinations_literal_(text_array_literal(destinations)),
+      destinations_literal_(db::text_array_literal(destinations)),
       retry_(retry) {}
 
 pqxx::connection& Committer::connection() {

@@ -85,13 +85,6 @@ class Committer {
   std::unique_ptr<pqxx::connection> connection_;
 };
 
-// Appends `value` to a text-format COPY line, escaped (backslash, tab, newline, CR).
-void append_copy_text(std::string& line, std::string_view value);
-
-// Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
-// when anything was replaced.
-std::string storable_text(std::string_view bytes, bool& changed);
-
 // A name of any bytes (a file name, a source path, a header row) as valid text, reversibly:
 // a backslash becomes "\\", a NUL or a byte that is not part of valid UTF-8 "\xNN" (two
 // lowercase hex digits). Valid UTF-8 without backslashes is unchanged.

@@ -13,6 +13,7 @@
 #include "pipeline/plan.hpp"
 #include "pipeline/run/bounded_queue.hpp"
 #include "pipeline/run/committer.hpp"
+#include "pipeline/utf8.hpp"
 #include "pipeline/validate.hpp"
 #include "sql/statements.hpp"
 
@@ -84,7 +85,7 @@ std::optional<std::string> read_csv_header(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
   if (!in || !std::getline(in, line)) return std::nullopt;
-  if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+  if (line.starts_with(kUtf8Bom)) line.erase(0, kUtf8Bom.size());
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
 }

@@ -45,14 +45,12 @@ relay::DeliveryResult ViewSink::apply(const relay::OutboxEvent& event) {
 
 relay::Sinks make_view_sinks(const Config& config, const std::string& database_url) {
   relay::Sinks sinks;
-  std::vector<std::string> names;
-  for (const auto& [name, destination] : config.destinations()) {
-    if (destination.kind != "view") continue;
+  const std::vector<std::string> names = config.destination_names_of_kind("view");
+  for (const auto& name : names) {
     if (!is_known_view(name)) {
       throw ConfigError("destination '" + name + "' is of kind view, but tidemark has no such view (" +
                         kAccountBalance + ", " + kDailyTotals + ")");
     }
-    names.push_back(name);
     sinks.emplace(name, std::make_unique<ViewSink>(name, database_url));
   }
   if (!names.empty()) {

@@ -5,6 +5,8 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/backoff.hpp"
+#include "pipeline/db/pg_text.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::views {
@@ -217,9 +219,7 @@ RebuildSource rebuild_source(pqxx::connection& connection, const std::string& vi
                              const std::vector<std::string>& feeders) {
   if (view != kAccountBalance || feeders.empty()) return RebuildSource::kFullHistory;
   pqxx::read_transaction txn(connection);
-  std::string list = "{";
-  for (const auto& feeder : feeders) list += (list.size() > 1 ? ",\"" : "\"") + feeder + "\"";
-  list += "}";
+  const std::string list = db::text_array_literal(feeders);
   const auto others = txn.exec_params(
       std::string(sql::kViewsOtherFeeders), list);
   return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
@@ -298,8 +298,7 @@ void drop_view(pqxx::connection& connection, const std::string& view, int versio
 Duration redelivery_horizon(const RelayConfig& config, Duration lease) {
   Duration horizon = lease * config.max_attempts;
   for (int attempt = 1; attempt < config.max_attempts; ++attempt) {
-    const int doublings = std::min(attempt - 1, 30);
-    horizon += std::min(config.max_delay, Duration(config.base_delay.count() << doublings));
+    horizon += backoff_ceiling(config.base_delay, config.max_delay, attempt);
   }
   return horizon;
 }
@@ -321,12 +320,7 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
 }
 
 std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {
-  std::string array = "{";
-  for (const auto& name : names) {
-    if (array.size() > 1) array += ',';
-    array += '"' + name + '"';
-  }
-  array += '}';
+  const std::string array = db::text_array_literal(names);
   pqxx::read_transaction txn(connection);
   std::map<std::string, ViewHealth> health;
   for (const auto& row : txn.exec_params(std::string(sql::kViewsLag), array)) {

@@ -367,6 +367,32 @@ TEST(ParseConfig, AViewDestinationMayBeListedBySeveralPipelines) {
   EXPECT_EQ(config.destinations().size(), 1u);
 }
 
+TEST(ParseConfig, DestinationNamesPerPipelineAndFeedersPerDestination) {
+  const Config config = parse_config(
+      "pipelines:\n"
+      "  orders:\n"
+      "    source: {path: a.csv}\n"
+      "    destinations:\n"
+      "      - {name: ledger, kind: http, url: http://127.0.0.1:9000/events, secret_env: LEDGER_SECRET}\n"
+      "      - {name: account_balance, kind: view}\n"
+      "  refunds:\n"
+      "    source: {path: b.csv}\n"
+      "    destinations: [{name: account_balance, kind: view}]\n"
+      "  quiet:\n"
+      "    source: {path: c.csv}\n",
+      "config.yaml");
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(config.pipelines.at("orders").destination_names(), (Names{"ledger", "account_balance"}));
+  EXPECT_EQ(config.destination_names("refunds"), Names{"account_balance"});
+  EXPECT_EQ(config.destination_names("quiet"), Names{});
+  EXPECT_EQ(config.destination_names("not_configured"), Names{});
+  EXPECT_EQ(config.pipelines_feeding("account_balance"), (Names{"orders", "refunds"}));
+  EXPECT_EQ(config.pipelines_feeding("ledger"), Names{"orders"});
+  EXPECT_EQ(config.pipelines_feeding("daily_totals"), Names{});
+  EXPECT_EQ(config.destination_names_of_kind("view"), Names{"account_balance"});
+  EXPECT_EQ(config.destination_names_of_kind("http"), Names{"ledger"});
+}
+
 TEST(ParseConfigErrors, InvalidNamesAreRejected) {
   EXPECT_THAT(config_error("pipelines:\n  bad name:\n    source: {path: a.csv}\n"),
               StartsWith("config.yaml:2: pipelines: invalid pipeline name \"bad name\""));

@@ -1,0 +1,38 @@
+#pragma once
+// UTF-8 scanning, in one place: the validator's identifier rules, the text the database
+// stores (quarantine entries, errors, escaped names) and cuts at a byte limit all
+// read sequences the same way. Pure; no third-party includes.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace tidemark::pipeline {
+
+// The byte order mark a UTF-8 file may start with (it is not part of the first record).
+inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
+
+// The sequence at the start of some bytes.
+struct Utf8Sequence {
+  // 0 when the bytes are empty or do not start with a well-formed sequence (Unicode table
+  // 3-7: no overlongs, no surrogates, nothing above U+10FFFF, none truncated).
+  std::size_t length = 0;
+  char32_t code_point = 0;
+};
+
+// Decodes the sequence at the start of `bytes`. NUL is well-formed here (code point 0):
+// whether it is allowed is the caller's rule.
+Utf8Sequence decode_utf8(std::string_view bytes);
+
+// The length of the sequence at the start of `bytes` that a text column stores as it is, or
+// 0: PostgreSQL refuses NUL in text as it refuses invalid UTF-8.
+std::size_t storable_utf8_length(std::string_view bytes);
+
+// Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
+// when anything was replaced.
+std::string storable_text(std::string_view bytes, bool& changed);
+
+// How many bytes of valid UTF-8 `text` to keep so that at most `max_bytes` remain and no
+// sequence is split: all of it when it fits, else the cut backed up to a sequence's start.
+std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes);
+
+}  // namespace tidemark::pipeline
