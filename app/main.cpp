@@ -11,7 +11,8 @@
 int main(int argc, char** argv) {
   // Logs go to stderr; stdout carries only results (tables, the --json summary).
   spdlog::set_default_logger(spdlog::stderr_color_mt("tidemark"));
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  // UTC with its Z, as the API and cron are (INTERFACE "CLI"), whatever the machine's zone.
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
 
   CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
                "number of times, kill the process at any instant, and the state, the side effects and the\n"

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -415,6 +416,30 @@ TEST(CliDb, StartStatusUrlStopManageTheClusterUnderTidemarkHome) {
   const ProcessResult stop = run_tidemark({"db", "stop"}, options);
   EXPECT_EQ(stop.exit_code, 0) << stop.err;
   EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 1);
+}
+
+// INTERFACE "CLI": log timestamps are UTC with the Z suffix (2026-12-01T06:00:00.123Z), whatever
+// the machine's time zone. TZ is a POSIX rule (no tzdata needed): nine hours east of UTC.
+TEST(CliLogs, TimestampsAreUtcWithTheZSuffixWhateverTheTimeZone) {
+  const auto utc_hour = [] {
+    const std::time_t now = std::time(nullptr);
+    std::tm parts{};
+    gmtime_r(&now, &parts);
+    char text[32];
+    std::strftime(text, sizeof text, "%Y-%m-%dT%H", &parts);
+    return std::string(text);
+  };
+  const std::string before = utc_hour();
+  ProcessOptions options;
+  options.env["TZ"] = "JST-9";
+  options.env["TIDEMARK_HOME"] = (std::filesystem::temp_directory_path() / "tidemark-no-such-home").string();
+  const ProcessResult result = run_tidemark({"quarantine", "list"}, options);  // logs one error line
+  const std::string after = utc_hour();
+  ASSERT_FALSE(result.err.empty());
+  EXPECT_THAT(result.err, ::testing::MatchesRegex("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z "
+                                                  "(.|\n)*"));
+  const std::string hour = result.err.substr(0, 13);
+  EXPECT_TRUE(hour == before || hour == after) << result.err << " (UTC hour " << before << ")";
 }
 
 }  // namespace
