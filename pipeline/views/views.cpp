@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/backoff.hpp"
+#include "pipeline/db/database.hpp"
 #include "pipeline/db/pg_text.hpp"
 #include "sql/statements.hpp"
 
@@ -103,16 +104,24 @@ std::int64_t replay(pqxx::connection& connection, const std::string& view, int v
     }
   }
   std::int64_t applied = 0;
+  const std::string table = table_name(view, version);
   for (std::size_t start = 0; start < events.size(); start += kReplayBatch) {
-    pqxx::work txn(connection);
-    for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
-      const ViewEvent& event = events[i];
-      const std::string table = table_name(view, version);
-      const ApplyOutcome outcome = view == kAccountBalance ? apply_account_balance(txn, table, event, over_gaps)
-                                                           : apply_daily_totals(txn, table, event);
-      if (outcome == ApplyOutcome::kApplied) ++applied;
-    }
-    txn.commit();
+    // The relay applies live events to the same rows meanwhile (a moved transaction locks two
+    // accounts), so a chunk can meet a deadlock: it rolls back whole and is applied again,
+    // which the version filter and the inbox make safe.
+    std::int64_t chunk_applied = 0;
+    db::with_retries({}, "replaying events into " + table, [&] {
+      chunk_applied = 0;
+      pqxx::work txn(connection);
+      for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
+        const ViewEvent& event = events[i];
+        const ApplyOutcome outcome = view == kAccountBalance ? apply_account_balance(txn, table, event, over_gaps)
+                                                             : apply_daily_totals(txn, table, event);
+        if (outcome == ApplyOutcome::kApplied) ++chunk_applied;
+      }
+      txn.commit();
+    });
+    applied += chunk_applied;
   }
   return applied;
 }
