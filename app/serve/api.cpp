@@ -16,9 +16,9 @@
 #include "app/serve/front_door.hpp"
 #include "app/serve/schedule.hpp"
 #include "connectors/http/signature.hpp"
-#include "pipeline/db/database.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
-#include "pipeline/utf8.hpp"
+#include "pipeline/core/utf8.hpp"
 #include "pipeline/views/views.hpp"
 #include "sql/statements.hpp"
 

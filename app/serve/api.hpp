@@ -8,11 +8,11 @@
 #include <optional>
 #include <string>
 
-#include "app/serve/connection_pool.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
 #include "app/serve/http_message.hpp"
 #include "app/serve/run_queue.hpp"
 #include "metrics/metrics.hpp"
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 
 namespace tidemark::app::serve {
 

@@ -4,8 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
-#include "app/run_request.hpp"
-#include "pipeline/run/committer.hpp"
+#include "app/wiring/run_request.hpp"
+#include "pipeline/store/committer.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {

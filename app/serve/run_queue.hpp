@@ -13,9 +13,9 @@
 #include <string>
 #include <thread>
 
-#include "app/serve/connection_pool.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
 #include "metrics/metrics.hpp"
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app::serve {

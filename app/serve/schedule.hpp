@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 
 namespace tidemark::app::serve {
 

@@ -1,6 +1,6 @@
 #include "app/serve/service.hpp"
 
-#include "app/sinks.hpp"
+#include "app/wiring/sinks.hpp"
 
 #include <algorithm>
 #include <condition_variable>
@@ -22,7 +22,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
-#include "app/serve/connection_pool.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
 #include "app/serve/http_server.hpp"
 #include "app/serve/run_queue.hpp"
 #include "app/serve/schedule.hpp"

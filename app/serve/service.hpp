@@ -8,7 +8,7 @@
 
 #include "app/serve/api.hpp"
 #include "metrics/metrics.hpp"
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 
 namespace tidemark::app::serve {
 

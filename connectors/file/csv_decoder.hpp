@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "connectors/file/record_fields.hpp"
-#include "pipeline/record.hpp"
+#include "pipeline/core/record.hpp"
 
 namespace tidemark::connectors::file {
 

@@ -13,7 +13,7 @@
 
 #include "connectors/file/format.hpp"
 #include "connectors/file/record_stream.hpp"
-#include "pipeline/source.hpp"
+#include "pipeline/core/source.hpp"
 
 namespace tidemark::connectors::file {
 

@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "pipeline/record.hpp"
+#include "pipeline/core/record.hpp"
 
 namespace tidemark::connectors::file {
 

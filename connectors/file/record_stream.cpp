@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "connectors/file/jsonl_decoder.hpp"
-#include "pipeline/utf8.hpp"
+#include "pipeline/core/utf8.hpp"
 
 namespace tidemark::connectors::file {
 

@@ -10,7 +10,7 @@
 
 #include "connectors/file/csv_decoder.hpp"
 #include "connectors/file/format.hpp"
-#include "pipeline/record.hpp"
+#include "pipeline/core/record.hpp"
 
 namespace tidemark::connectors::file {
 

@@ -8,7 +8,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/error.hpp>
 
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 
 namespace tidemark::connectors::http {
 

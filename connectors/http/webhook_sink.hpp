@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/config.hpp"
-#include "pipeline/relay/sink.hpp"
+#include "app/config/config.hpp"
+#include "pipeline/core/sink.hpp"
 
 namespace tidemark::connectors::http {
 

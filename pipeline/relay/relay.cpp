@@ -6,10 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include "metrics/metrics.hpp"
-#include "pipeline/backoff.hpp"
-#include "pipeline/db/pg_text.hpp"
-#include "pipeline/failpoint.hpp"
-#include "pipeline/utf8.hpp"
+#include "pipeline/core/backoff.hpp"
+#include "pipeline/store/pg/pg_text.hpp"
+#include "pipeline/core/failpoint.hpp"
+#include "pipeline/core/utf8.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {

@@ -18,9 +18,9 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/config.hpp"
-#include "pipeline/db/database.hpp"
-#include "pipeline/relay/sink.hpp"
+#include "app/config/config.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/core/sink.hpp"
 
 namespace tidemark::metrics {
 struct Metrics;

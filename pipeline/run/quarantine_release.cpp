@@ -3,10 +3,10 @@
 #include <stdexcept>
 
 #include "connectors/file/record_stream.hpp"
-#include "pipeline/plan.hpp"
-#include "pipeline/run/committer.hpp"
+#include "pipeline/core/plan.hpp"
+#include "pipeline/store/committer.hpp"
 #include "pipeline/run/run_controller.hpp"
-#include "pipeline/validate.hpp"
+#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {

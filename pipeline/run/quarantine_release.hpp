@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/db/database.hpp"
-#include "pipeline/record.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/core/record.hpp"
 
 namespace tidemark::pipeline {
 

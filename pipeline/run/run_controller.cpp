@@ -9,12 +9,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include "pipeline/failpoint.hpp"
-#include "pipeline/plan.hpp"
+#include "pipeline/core/failpoint.hpp"
+#include "pipeline/core/plan.hpp"
 #include "pipeline/run/bounded_queue.hpp"
-#include "pipeline/run/committer.hpp"
-#include "pipeline/utf8.hpp"
-#include "pipeline/validate.hpp"
+#include "pipeline/store/committer.hpp"
+#include "pipeline/core/utf8.hpp"
+#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {

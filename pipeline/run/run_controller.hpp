@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/config.hpp"
-#include "pipeline/db/database.hpp"
-#include "pipeline/run/committer.hpp"
-#include "pipeline/record.hpp"
-#include "pipeline/source.hpp"
+#include "app/config/config.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/committer.hpp"
+#include "pipeline/core/record.hpp"
+#include "pipeline/core/source.hpp"
 
 namespace tidemark::pipeline {
 

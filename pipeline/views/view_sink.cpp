@@ -1,6 +1,6 @@
 #include "pipeline/views/view_sink.hpp"
 
-#include "pipeline/db/database.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "pipeline/views/views.hpp"
 
 namespace tidemark::pipeline::views {

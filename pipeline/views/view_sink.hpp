@@ -9,9 +9,9 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/config.hpp"
+#include "app/config/config.hpp"
 #include "pipeline/relay/relay.hpp"
-#include "pipeline/relay/sink.hpp"
+#include "pipeline/core/sink.hpp"
 
 namespace tidemark::pipeline::views {
 

@@ -5,9 +5,9 @@
 #include <boost/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "pipeline/backoff.hpp"
-#include "pipeline/db/database.hpp"
-#include "pipeline/db/pg_text.hpp"
+#include "pipeline/core/backoff.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/pg_text.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::views {

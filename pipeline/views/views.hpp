@@ -15,8 +15,8 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/config.hpp"
-#include "pipeline/relay/sink.hpp"
+#include "app/config/config.hpp"
+#include "pipeline/core/sink.hpp"
 
 namespace tidemark::pipeline::views {
 

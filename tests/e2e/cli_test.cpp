@@ -19,7 +19,7 @@
 #include <boost/json.hpp>
 #include <pqxx/pqxx>
 
-#include "pipeline/db/cluster.hpp"
+#include "pipeline/store/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_database.hpp"
 

@@ -15,7 +15,7 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/db/cluster.hpp"
+#include "pipeline/store/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
 

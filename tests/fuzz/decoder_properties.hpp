@@ -6,8 +6,8 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/record.hpp"
-#include "pipeline/validate.hpp"
+#include "pipeline/core/record.hpp"
+#include "pipeline/core/validate.hpp"
 
 namespace tidemark::fuzz {
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <variant>
 
-#include "pipeline/validate.hpp"
+#include "pipeline/core/validate.hpp"
 
 namespace {
 

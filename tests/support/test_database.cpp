@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <mutex>
 
-#include "pipeline/db/cluster.hpp"
-#include "pipeline/db/database.hpp"
+#include "pipeline/store/cluster.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::testing {
 

@@ -1,0 +1,104 @@
+#include <pwd.h>
+#include <unistd.h>
+
+#include <iostream>
+
+#include "app/cli/commands.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/run/quarantine_release.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::app {
+
+namespace {
+
+struct QuarantineOptions {
+  DatabaseOptions database;
+  std::string pipeline;
+  int limit = 100;
+  bool all = false;
+  std::int64_t id = 0;
+};
+
+std::string current_user() {
+  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
+  if (const passwd* entry = getpwuid(geteuid())) return entry->pw_name;
+  return "uid " + std::to_string(geteuid());
+}
+
+}  // namespace
+
+void register_quarantine_commands(CLI::App& root, int& exit_code) {
+  auto* quarantine = root.add_subcommand("quarantine", "Review and release quarantined (invalid or conflicting) records");
+  quarantine->require_subcommand(1);
+  auto options = std::make_shared<QuarantineOptions>();
+
+  auto* list = quarantine->add_subcommand("list", "List quarantined records, oldest first (unreleased only by default)");
+  options->database.add_to(*list);
+  list->add_option("--pipeline", options->pipeline, "Only this pipeline's records");
+  list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(CLI::PositiveNumber);
+  list->add_flag("--all", options->all, "Include released records");
+  list->callback([&, options] {
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    pqxx::nontransaction txn(*connection);
+    const auto rows = txn.exec_params(
+        std::string(sql::kCliQuarantineList),
+        options->pipeline, options->all, options->limit);
+    std::cout << "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail"
+              << (options->all ? "\treleased_as" : "") << "\n";
+    for (const auto& row : rows) {
+      std::cout << row[0].c_str();
+      for (int column = 1; column < (options->all ? 8 : 7); ++column) std::cout << "\t" << row[column].c_str();
+      std::cout << "\n";
+    }
+    std::cerr << rows.size() << " record(s)\n";
+    exit_code = kExitOk;
+  });
+
+  auto* show = quarantine->add_subcommand("show", "Show one quarantined record, with its raw text as received");
+  options->database.add_to(*show);
+  show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
+  show->callback([&, options] {
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    pqxx::nontransaction txn(*connection);
+    const auto rows = txn.exec_params(
+        std::string(sql::kCliQuarantineShow),
+        options->id);
+    if (rows.empty()) throw UsageError("quarantine entry " + std::to_string(options->id) + " does not exist");
+    for (const auto& field : rows[0]) {
+      std::cout << field.name() << ": " << (field.is_null() ? "" : field.c_str()) << "\n";
+    }
+    exit_code = kExitOk;
+  });
+
+  auto* release = quarantine->add_subcommand(
+      "release",
+      "Validate a quarantined record again and send it through the normal plan and commit path; it is\n"
+      "accepted, or quarantined again with its new reason. Pass the pipeline's --config so that an accepted\n"
+      "record writes outbox rows for its destinations.");
+  options->database.add_to(*release);
+  release->add_option("ID", options->id, "Quarantine entry id")->required();
+  release->callback([&, options] {
+    const auto config = options->database.load_config();
+    const std::string url = options->database.connect_url(config);
+    std::vector<std::string> destinations;
+    if (config) {
+      auto connection = pipeline::db::connect(url);
+      pqxx::nontransaction txn(*connection);
+      const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
+      if (!rows.empty()) {
+        destinations = config->destination_names(rows[0][0].c_str());
+      }
+    }
+    try {
+      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user());
+      std::cout << "quarantine entry " << options->id << " released in run " << result.run_id << ": "
+                << pipeline::to_string(result.outcome) << "\n";
+    } catch (const std::invalid_argument& error) {
+      throw UsageError(error.what());
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace tidemark::app

@@ -1,0 +1,131 @@
+#include <filesystem>
+#include <iostream>
+
+#include <boost/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "app/cli/commands.hpp"
+#include "app/wiring/run_request.hpp"
+#include "connectors/file/format.hpp"
+#include "pipeline/run/run_controller.hpp"
+
+namespace tidemark::app {
+
+namespace {
+
+struct RunOptions {
+  DatabaseOptions database;
+  std::string pipeline;
+  std::string source;
+  std::string format;
+  std::size_t batch_size = 0;
+  std::string max_rejected;
+  bool replay = false;
+  bool json = false;
+};
+
+// The pipeline as this run sees it: the config's, when given, with --source, --format and
+// --batch-size overriding it; without a config, the options alone.
+pipeline::RunRequest build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
+  pipeline::PipelineConfig pipeline;
+  pipeline.name = options.pipeline;
+  if (config) {
+    const auto found = config->pipelines.find(options.pipeline);
+    if (found == config->pipelines.end()) {
+      std::string known;
+      for (const auto& [name, ignored] : config->pipelines) known += (known.empty() ? "" : ", ") + name;
+      throw UsageError("--pipeline " + options.pipeline + ": no such pipeline in " + options.database.config_file +
+                       " (it defines: " + (known.empty() ? "none" : known) + ")");
+    }
+    pipeline = found->second;
+  } else if (options.source.empty()) {
+    throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
+  }
+  if (!options.source.empty()) {
+    pipeline.source.path = options.source;
+    // A new path brings its own format when its extension tells one.
+    if (const auto format = connectors::file::format_from_extension(options.source)) {
+      pipeline.source.format = *format == connectors::file::Format::kCsv ? "csv" : "jsonl";
+    }
+  }
+  if (!options.format.empty()) pipeline.source.format = options.format;  // CLI11 checked: csv or jsonl
+  if (pipeline.source.format.empty()) {
+    throw UsageError("cannot tell the format of " + pipeline.source.path +
+                     " from its extension: pass --format csv or --format jsonl");
+  }
+  if (options.batch_size > 0) pipeline.batch_size = options.batch_size;
+  if (!options.max_rejected.empty()) {
+    pipeline.max_rejected = pipeline::parse_rejection_limit(options.max_rejected);
+    if (!pipeline.max_rejected) {
+      throw UsageError("--max-rejected " + options.max_rejected +
+                       ": expected a count (e.g. 100) or a percentage of the run's input (e.g. 5%)");
+    }
+  }
+  pipeline::RunRequest request = request_from_config(pipeline);
+  request.replay = options.replay;
+  return request;
+}
+
+std::string summary_json(const pipeline::RunSummary& summary) {
+  boost::json::object json;
+  json["pipeline"] = summary.pipeline;
+  json["run_id"] = summary.run_id;
+  json["batches"] = summary.batches;
+  json["input"] = summary.counts.input();
+  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+    json[pipeline::to_string(outcome)] = summary.counts[outcome];
+  }
+  json["checkpoint"] = summary.checkpoint;
+  json["pending_tail_bytes"] = summary.pending_tail_bytes;
+  return boost::json::serialize(json);
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& root, int& exit_code) {
+  auto options = std::make_shared<RunOptions>();
+  auto* run = root.add_subcommand(
+      "run",
+      "Read a pipeline's source from its checkpoint to the end, batch by batch, and exit.\n"
+      "Exit 0: the run completed (quarantined records are not a failure); 1: the run failed (also: an unusable\n"
+      "file, or more rejected records than --max-rejected); 2: usage error.");
+  options->database.add_to(*run);
+  run->add_option("--pipeline", options->pipeline, "Pipeline name (its checkpoint and lock are per pipeline)")
+      ->required();
+  run->add_option("--source", options->source,
+                  "A .csv/.jsonl/.ndjson file or a folder of them (read in lexical order); overrides the config");
+  run->add_option("--format", options->format, "csv or jsonl (default: from the file extension or the config)")
+      ->check(CLI::IsMember({"csv", "jsonl"}));
+  run->add_option("--batch-size", options->batch_size, "Records per batch and transaction (default 10000)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+  run->add_option("--max-rejected", options->max_rejected,
+                  "Fail the run when its rejected (invalid + conflict) records exceed N, or N% of its input; the "
+                  "batch that crosses it rolls back (default: unlimited, or the config's max_rejected)");
+  run->add_flag("--replay", options->replay,
+                "Read the source from its beginning, ignoring the checkpoint (safe: no duplicate state or effects; "
+                "the checkpoint never moves back)");
+  run->add_flag("--json", options->json, "Print the run summary as one JSON object on the last line of stdout");
+  run->callback([&, options] {
+    const auto config = options->database.load_config();
+    pipeline::RunRequest request = build_request(*options, config);
+    request.database_url = options->database.connect_url(config);
+    const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+    if (options->json) {
+      std::cout << summary_json(summary) << std::endl;
+    } else {
+      std::cout << "pipeline " << summary.pipeline << ", run " << summary.run_id << ": " << summary.batches
+                << " batches, " << summary.counts.input() << " records\n";
+      for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+        std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
+      }
+      std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+      if (summary.pending_tail_bytes > 0) {
+        std::cout << "pending: " << summary.pending_tail_bytes
+                  << " bytes of a last line without a newline, left for the next run" << std::endl;
+      }
+    }
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace tidemark::app

@@ -1,0 +1,143 @@
+// tidemark views list | rebuild NAME --version N | drop NAME --version N | cleanup
+#include <iomanip>
+#include <iostream>
+#include <set>
+
+#include <spdlog/spdlog.h>
+
+#include "app/cli/commands.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/relay/relay.hpp"
+#include "pipeline/views/views.hpp"
+
+namespace tidemark::app {
+
+
+namespace {
+
+const std::string kDefaultRetention = std::to_string(pipeline::views::kDefaultInboxRetention.count()) + "h";
+
+struct ViewsCommandOptions {
+  DatabaseOptions database;
+  std::string name;
+  int version = 0;
+  std::string retention = kDefaultRetention;
+};
+
+// ViewError is the user's request being impossible as asked: a usage error (exit 2).
+template <class Work>
+void as_usage_errors(Work&& work) {
+  try {
+    work();
+  } catch (const pipeline::views::ViewError& error) {
+    throw UsageError(error.what());
+  }
+}
+
+void add_name_and_version(CLI::App& command, ViewsCommandOptions& options) {
+  command.add_option("NAME", options.name, "The view: account_balance or daily_totals")
+      ->required()
+      ->check(CLI::IsMember({pipeline::views::kAccountBalance, pipeline::views::kDailyTotals}));
+  command.add_option("--version", options.version, "The version (its table is NAME_v<N>)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+void register_views_command(CLI::App& root, int& exit_code) {
+  auto options = std::make_shared<ViewsCommandOptions>();
+  auto* views = root.add_subcommand(
+      "views",
+      "Materialized views fed by the outbox (account_balance, daily_totals): list versions and lag, rebuild a\n"
+      "new version while the old one serves, retire one, clean up the inbox. See docs/views.md.");
+  views->require_subcommand(1);
+
+  auto* list = views->add_subcommand("list", "Every version of every view, its status and lag");
+  options->database.add_to(*list);
+  list->callback([&, options] {
+    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    const auto versions = pipeline::views::list_views(*connection);
+    std::cout << "view\tversion\ttable\tstatus\tlag_seconds\tpending\tdead\tcreated_at\tposition\n";
+    std::set<std::string> stuck;
+    for (const auto& version : versions) {
+      std::cout << version.name << '\t' << version.version << '\t'
+                << pipeline::views::table_name(version.name, version.version) << '\t' << version.status << '\t'
+                << std::fixed << std::setprecision(3) << version.lag_seconds << '\t' << version.pending << '\t'
+                << version.dead << '\t' << version.created_at << '\t' << version.position << '\n';
+      if (version.dead > 0 && version.status != "retired") stuck.insert(version.name);
+    }
+    std::cerr << versions.size() << " view version(s)\n";
+    for (const auto& name : stuck) {
+      // A dead view event is one the view will never apply: a gap left by an older Tidemark
+      // (sequences shared by all destinations), or an event that could not be applied.
+      std::cerr << "view " << name << " has dead events it will never apply (see `tidemark outbox list --status dead "
+                << "--destination " << name << "`): run `tidemark views rebuild " << name
+                << " --version N` with a new N, then drop the old version\n";
+    }
+    exit_code = kExitOk;
+  });
+
+  auto* rebuild = views->add_subcommand(
+      "rebuild", "Create NAME_v<N> and fill it while the other versions keep serving; it is live when this returns");
+  options->database.add_to(*rebuild);
+  add_name_and_version(*rebuild, *options);
+  rebuild->callback([&, options] {
+    const auto config = options->database.load_config();
+    const std::string url = options->database.connect_url(config);
+    // A view reflects the pipelines that list it: a snapshot of the state is its content only
+    // when those are all the pipelines that wrote the state.
+    const std::vector<std::string> feeders =
+        config ? config->pipelines_feeding(options->name) : std::vector<std::string>{};
+    as_usage_errors([&] {
+      const auto source = [&] {
+        auto connection = pipeline::db::connect(url);
+        return pipeline::views::rebuild_source(*connection, options->name, feeders);
+      }();
+      spdlog::info("rebuilding {} from {}", pipeline::views::table_name(options->name, options->version),
+                   source == pipeline::views::RebuildSource::kSnapshot
+                       ? "a snapshot of transaction_state (every pipeline that wrote it feeds the view)"
+                       : "the full history of its events in the outbox");
+      const auto rows = pipeline::views::rebuild_view(url, options->name, options->version, source);
+      std::cout << pipeline::views::table_name(options->name, options->version) << " is live with " << rows
+                << " rows; retire the old version with `tidemark views drop " << options->name
+                << " --version M` once readers use the new one\n";
+    });
+    exit_code = kExitOk;
+  });
+
+  auto* drop = views->add_subcommand("drop", "Retire one version: drop its table and its inbox records");
+  options->database.add_to(*drop);
+  add_name_and_version(*drop, *options);
+  drop->callback([&, options] {
+    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    as_usage_errors([&] { pipeline::views::drop_view(*connection, options->name, options->version); });
+    std::cout << pipeline::views::table_name(options->name, options->version) << " retired\n";
+    exit_code = kExitOk;
+  });
+
+  auto* cleanup = views->add_subcommand(
+      "cleanup",
+      "Delete inbox records older than --retention; refused when the retention does not exceed the longest\n"
+      "time the relay config allows between a first delivery and a redelivery");
+  options->database.add_to(*cleanup);
+  cleanup->add_option("--retention", options->retention,
+                      "Keep inbox records this long, e.g. 72h (default " + kDefaultRetention + ")");
+  cleanup->callback([&, options] {
+    const auto retention = pipeline::parse_duration(options->retention);
+    if (!retention) {
+      throw UsageError("--retention '" + options->retention + "' is not a duration: an integer with ms, s, m or h");
+    }
+    const auto config = options->database.load_config();
+    const pipeline::RelayConfig relay_config = config ? config->relay : pipeline::RelayConfig{};
+    auto connection = pipeline::db::connect(options->database.connect_url(config));
+    as_usage_errors([&] {
+      const auto deleted = pipeline::views::cleanup_inbox(*connection, *retention, relay_config,
+                                                          pipeline::relay::relay_options(relay_config).lease);
+      std::cout << deleted << " inbox record(s) older than " << options->retention << " deleted\n";
+    });
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace tidemark::app

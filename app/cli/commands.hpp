@@ -1,0 +1,57 @@
+#pragma once
+// The tidemark command line: each command group lives in its own app/cmd_*.cpp and is
+// registered explicitly in main.cpp, so one list shows every command.
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "app/config/config.hpp"
+#include "pipeline/store/cluster.hpp"
+
+namespace tidemark::app {
+
+// Exit codes of INTERFACE.md.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+// Thrown for usage and configuration mistakes: main prints the message and exits 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// --config FILE and --database URL, which every database command takes.
+struct DatabaseOptions {
+  std::string config_file;
+  std::string database_url;
+
+  void add_to(CLI::App& command);
+  // The loaded config, when --config was given (ConfigError on a bad file).
+  std::optional<pipeline::Config> load_config() const;
+  // --database > TIDEMARK_DATABASE_URL > config `database:` > the embedded default
+  // (created and started on first use); then applies pending migrations. Returns the URL.
+  // A malformed URL is a UsageError (exit 2); a server that refuses us fails at once.
+  std::string connect_url(const std::optional<pipeline::Config>& config) const;
+  // The same for read-only commands, which never create a database: with none configured
+  // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
+  std::string existing_url(const std::optional<pipeline::Config>& config) const;
+
+ private:
+  std::string resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
+};
+
+// UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
+// home and `tidemark db start`.
+void require_embedded_cluster(const pipeline::db::Cluster& cluster);
+
+// Each sets `exit_code` from its callback; errors propagate as exceptions to main, which
+// maps UsageError/ConfigError to 2 and everything else to 1.
+void register_db_commands(CLI::App& root, int& exit_code);          // db start|stop|status|url, migrate
+void register_run_command(CLI::App& root, int& exit_code);          // run
+void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantine list|show|release
+void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
+void register_serve_command(CLI::App& root, int& exit_code);        // serve
+void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
+
+}  // namespace tidemark::app

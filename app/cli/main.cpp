@@ -1,0 +1,63 @@
+// tidemark: loads batches of records into PostgreSQL exactly once in effect.
+#include <algorithm>
+#include <iostream>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "app/cli/commands.hpp"
+#include "app/config/config.hpp"
+
+int main(int argc, char** argv) {
+  // Logs go to stderr; stdout carries only results (tables, the --json summary).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("tidemark"));
+  // UTC with its Z, as the API and cron are (INTERFACE "CLI"), whatever the machine's zone.
+  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+
+  CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
+               "number of times, kill the process at any instant, and the state, the side effects and the\n"
+               "checkpoint still end where one clean run would have left them. See README.md and docs/."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tidemark 0.1.0");
+
+  int exit_code = tidemark::app::kExitOk;
+  // Every command, in one list.
+  tidemark::app::register_run_command(app, exit_code);
+  tidemark::app::register_quarantine_commands(app, exit_code);
+  tidemark::app::register_serve_command(app, exit_code);
+  tidemark::app::register_relay_commands(app, exit_code);
+  tidemark::app::register_views_command(app, exit_code);
+  tidemark::app::register_db_commands(app, exit_code);
+
+  try {
+    // CLI11 would only say "a subcommand is required"; name the word it did not know.
+    const auto commands = app.get_subcommands({});
+    const auto named = [&](const CLI::App* command) { return command->get_name() == argv[1]; };
+    if (argc > 1 && argv[1][0] != '-' && std::none_of(commands.begin(), commands.end(), named)) {
+      std::string known;
+      for (const auto* command : commands) known += (known.empty() ? "" : ", ") + command->get_name();
+      throw tidemark::app::UsageError(std::string("unknown command '") + argv[1] + "' (commands: " + known +
+                                      "); see tidemark --help");
+    }
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForAllHelp& help) {
+    return app.exit(help);
+  } catch (const CLI::CallForVersion& version) {
+    return app.exit(version);
+  } catch (const CLI::ParseError& error) {
+    app.exit(error);
+    return tidemark::app::kExitUsage;
+  } catch (const tidemark::app::UsageError& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitUsage;
+  } catch (const tidemark::pipeline::ConfigError& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitUsage;
+  } catch (const std::exception& error) {
+    spdlog::error("{}", error.what());
+    return tidemark::app::kExitFailed;
+  }
+  return exit_code;
+}

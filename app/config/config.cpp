@@ -1,0 +1,522 @@
+#include "app/config/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <sstream>
+
+namespace tidemark::pipeline {
+
+namespace {
+
+constexpr std::size_t kMaxBatchSize = 1'000'000;
+constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 30;
+constexpr std::size_t kMaxNameLength = 64;
+constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
+
+// Decimal digits only: no sign, no spaces, no base prefix. nullopt on overflow.
+std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+bool is_name(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxNameLength && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+bool is_env_var_name(std::string_view text) {
+  return !text.empty() && !(text[0] >= '0' && text[0] <= '9') && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// Five whitespace-separated fields of digits, '*', ',', '-' and '/'; the scheduler
+// interprets them, this only rejects what can never be a cron expression.
+bool is_cron_expression(std::string_view text) {
+  std::istringstream fields{std::string(text)};
+  int count = 0;
+  for (std::string field; fields >> field; ++count) {
+    const bool allowed = std::all_of(field.begin(), field.end(), [](char c) {
+      return (c >= '0' && c <= '9') || c == '*' || c == ',' || c == '-' || c == '/';
+    });
+    if (!allowed) return false;
+  }
+  return count == 5;
+}
+
+std::optional<std::string> format_from_extension(const std::string& path) {
+  std::string extension = std::filesystem::path(path).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (extension == ".csv") return "csv";
+  if (extension == ".jsonl" || extension == ".ndjson") return "jsonl";
+  return std::nullopt;
+}
+
+std::string join(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (const auto word : words) {
+    if (!out.empty()) out += ", ";
+    out += word;
+  }
+  return out;
+}
+
+// What the user wrote, for "got …" in messages.
+std::string describe(const YAML::Node& node) {
+  if (node.IsNull()) return "nothing";
+  if (node.IsMap()) return "a map";
+  if (node.IsSequence()) return "a list";
+  return '"' + node.Scalar() + '"';
+}
+
+// One key of a map with its value; `path` is the dotted key path used in messages.
+struct Entry {
+  YAML::Node key;
+  YAML::Node value;
+  std::string path;
+};
+
+std::string child_path(const std::string& parent, std::string_view key) {
+  return parent.empty() ? std::string(key) : parent + "." + std::string(key);
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view file_name) : file_name_(file_name) {}
+
+  Config parse(const YAML::Node& root) {
+    Config config;
+    if (root.IsNull()) return config;  // an empty file: every default
+    const auto top = fields({YAML::Node(), root, ""}, {"database", "http", "pipelines", "relay", "retention"});
+    if (const auto* database = find(top, "database")) {
+      config.database = non_empty_string(*database);
+    }
+    if (const auto* http = find(top, "http")) config.http = parse_http(*http);
+    if (const auto* pipelines = find(top, "pipelines")) parse_pipelines(*pipelines, config);
+    if (const auto* relay = find(top, "relay")) config.relay = parse_relay(*relay);
+    if (const auto* retention = find(top, "retention")) config.retention = parse_retention(*retention);
+    return config;
+  }
+
+  [[noreturn]] void fail(const YAML::Mark& mark, std::string_view message) const {
+    throw ConfigError(file_name_ + ":" + std::to_string(mark.line + 1) + ": " + std::string(message));
+  }
+
+ private:
+  using Fields = std::map<std::string, Entry, std::less<>>;
+
+  // A value error points at a scalar value itself, else at its key: a map or list value
+  // starts on a later line, and a missing value has no position of its own.
+  static YAML::Mark mark_of(const Entry& entry) {
+    if (entry.value.IsDefined() && entry.value.IsScalar()) return entry.value.Mark();
+    if (entry.key.IsDefined() && !entry.key.Mark().is_null()) return entry.key.Mark();
+    return entry.value.Mark();
+  }
+
+  // "pipelines.p.batch_size: "; nothing for the document itself.
+  static std::string key_prefix(const Entry& entry) { return entry.path.empty() ? "" : entry.path + ": "; }
+
+  [[noreturn]] void fail_value(const Entry& entry, std::string_view expected) const {
+    fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value));
+  }
+
+  [[noreturn]] void fail_at(const Entry& entry, std::string_view problem) const {
+    fail(mark_of(entry), key_prefix(entry) + std::string(problem));
+  }
+
+  static const Entry* find(const Fields& fields, std::string_view key) {
+    const auto it = fields.find(key);
+    return it == fields.end() ? nullptr : &it->second;
+  }
+
+  const Entry& require(const Fields& fields, const Entry& map, std::string_view key) const {
+    const auto* entry = find(fields, key);
+    if (entry == nullptr) fail(map.value.Mark(), key_prefix(map) + "missing required key '" + std::string(key) + "'");
+    return *entry;
+  }
+
+  // The keys of a map, each checked against `allowed` (strict: a typo is an error, not a
+  // silently ignored setting). `secret_hint` is appended when an unknown key looks like a secret.
+  Fields fields(const Entry& map, std::initializer_list<std::string_view> allowed,
+                std::string_view secret_hint = "") const {
+    if (!map.value.IsMap()) fail_value(map, "a map with keys " + join(allowed));
+    Fields out;
+    for (const auto& pair : map.value) {
+      const std::string where = map.path.empty() ? "at the top level" : "in " + map.path;
+      if (!pair.first.IsScalar())
+        fail(pair.first.Mark(), "a key " + where + " is " + describe(pair.first) + ", not a name");
+      const std::string key = pair.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+        fail(pair.first.Mark(), "unknown key '" + key + "' " + where + " (expected one of: " + join(allowed) + ")" +
+                                    (key.find("secret") == std::string::npos ? "" : std::string(secret_hint)));
+      }
+      if (const auto* earlier = find(out, key)) {
+        fail(pair.first.Mark(), "duplicate key '" + key + "' " + where + " (first at line " +
+                                    std::to_string(earlier->key.Mark().line + 1) + ")");
+      }
+      out.emplace(key, Entry{pair.first, pair.second, child_path(map.path, key)});
+    }
+    return out;
+  }
+
+  std::string string_value(const Entry& entry) const {
+    if (!entry.value.IsScalar()) fail_value(entry, "a string");
+    return entry.value.Scalar();
+  }
+
+  std::string non_empty_string(const Entry& entry) const {
+    auto text = string_value(entry);
+    if (text.empty()) fail_value(entry, "a non-empty string");
+    return text;
+  }
+
+  std::uint64_t integer_value(const Entry& entry, std::uint64_t min, std::uint64_t max,
+                              std::string_view expected) const {
+    const auto value = entry.value.IsScalar() ? parse_unsigned(entry.value.Scalar()) : std::nullopt;
+    if (!value || *value < min || *value > max) fail_value(entry, expected);
+    return *value;
+  }
+
+  bool boolean_value(const Entry& entry) const {
+    if (!entry.value.IsScalar() || (entry.value.Scalar() != "true" && entry.value.Scalar() != "false")) {
+      fail_value(entry, "true or false");
+    }
+    return entry.value.Scalar() == "true";
+  }
+
+  Duration duration_value(const Entry& entry) const {
+    const auto value = entry.value.IsScalar() ? parse_duration(entry.value.Scalar()) : std::nullopt;
+    if (!value || value->count() <= 0) {
+      fail_value(entry, "a positive duration: an integer with a unit ms, s, m or h (e.g. 250ms, 30s, 5m, 2h)");
+    }
+    return *value;
+  }
+
+  HttpConfig parse_http(const Entry& map) const {
+    HttpConfig http;
+    const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated"});
+    if (const auto* listen = find(keys, "listen")) {
+      http.listen = string_value(*listen);
+      const auto colon = http.listen.rfind(':');
+      const auto port =
+          colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(http.listen).substr(colon + 1));
+      if (colon == 0 || !port || *port > 65535) fail_value(*listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
+    }
+    if (const auto* entry = find(keys, "max_connections")) {
+      http.max_connections = integer_value(*entry, 1, 1000000, "an integer from 1 to 1000000");
+    }
+    if (const auto* entry = find(keys, "allow_unauthenticated")) http.allow_unauthenticated = boolean_value(*entry);
+    return http;
+  }
+
+  RetentionConfig parse_retention(const Entry& map) const {
+    RetentionConfig retention;
+    const auto keys = fields(map, {"requests"});
+    if (const auto* entry = find(keys, "requests")) retention.requests = duration_value(*entry);
+    return retention;
+  }
+
+  void parse_pipelines(const Entry& map, Config& config) {
+    if (!map.value.IsMap()) fail_value(map, "a map from pipeline name to its settings");
+    for (const auto& pair : map.value) {
+      if (!pair.first.IsScalar() || !is_name(pair.first.Scalar())) {
+        fail(pair.first.Mark(),
+             map.path + ": invalid pipeline name " + describe(pair.first) + " (" + std::string(kNameRule) + ")");
+      }
+      const std::string name = pair.first.Scalar();
+      if (config.pipelines.contains(name)) {
+        fail(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+      }
+      config.pipelines.emplace(name, parse_pipeline({pair.first, pair.second, child_path(map.path, name)}, name));
+    }
+  }
+
+  PipelineConfig parse_pipeline(const Entry& map, const std::string& name) {
+    PipelineConfig pipeline;
+    pipeline.name = name;
+    const auto keys =
+        fields(map, {"source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
+    pipeline.source = parse_source(require(keys, map, "source"));
+    if (const auto* batch_size = find(keys, "batch_size")) {
+      pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
+                                          "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
+    }
+    if (const auto* max_batch_bytes = find(keys, "max_batch_bytes")) {
+      pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
+                                               "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
+    }
+    if (const auto* max_rejected = find(keys, "max_rejected")) {
+      pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())
+                                                             : std::nullopt;
+      if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
+    }
+    if (const auto* schedule = find(keys, "schedule")) pipeline.schedule = parse_schedule(*schedule);
+    if (const auto* destinations = find(keys, "destinations")) {
+      pipeline.destinations = parse_destinations(*destinations);
+    }
+    return pipeline;
+  }
+
+  SourceConfig parse_source(const Entry& map) const {
+    SourceConfig source;
+    const auto keys = fields(map, {"kind", "path", "format", "settle"});
+    if (const auto* kind = find(keys, "kind")) {
+      if (string_value(*kind) != "file") fail_value(*kind, "file (the only source kind so far)");
+    }
+    source.path = non_empty_string(require(keys, map, "path"));
+    if (const auto* format = find(keys, "format")) {
+      source.format = string_value(*format);
+      if (source.format != "csv" && source.format != "jsonl") fail_value(*format, "csv or jsonl");
+    } else if (auto inferred = format_from_extension(source.path)) {
+      source.format = std::move(*inferred);
+    } else {
+      fail_at(map, "cannot tell the format of '" + source.path +
+                       "' from its extension (.csv, .jsonl, .ndjson): add format: csv or format: jsonl");
+    }
+    if (const auto* settle = find(keys, "settle")) {
+      // Zero is allowed here (unlike other durations): it reads a last line at once.
+      const auto value = settle->value.IsScalar() ? parse_duration(settle->value.Scalar()) : std::nullopt;
+      if (!value) fail_value(*settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
+      source.settle = *value;
+    }
+    return source;
+  }
+
+  ScheduleConfig parse_schedule(const Entry& map) const {
+    ScheduleConfig schedule;
+    const auto keys = fields(map, {"every", "cron"});
+    const auto* every = find(keys, "every");
+    const auto* cron = find(keys, "cron");
+    if ((every == nullptr) == (cron == nullptr)) {
+      fail_at(map, "expected exactly one of every (e.g. every: 5m) or cron (e.g. cron: \"*/5 * * * *\")");
+    }
+    if (every != nullptr) schedule.every = duration_value(*every);
+    if (cron != nullptr) {
+      schedule.cron = string_value(*cron);
+      if (!is_cron_expression(*schedule.cron)) {
+        fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'");
+      }
+    }
+    return schedule;
+  }
+
+  std::vector<DestinationConfig> parse_destinations(const Entry& list) {
+    if (!list.value.IsSequence()) fail_value(list, "a list of destinations");
+    std::vector<DestinationConfig> destinations;
+    for (std::size_t i = 0; i < list.value.size(); ++i) {
+      const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
+      destinations.push_back(parse_destination(item));
+      for (std::size_t j = 0; j + 1 < destinations.size(); ++j) {
+        if (destinations[j].name == destinations.back().name) {
+          fail_at(item, "destination '" + destinations.back().name + "' is listed twice in this pipeline");
+        }
+      }
+    }
+    return destinations;
+  }
+
+  DestinationConfig parse_destination(const Entry& map) {
+    DestinationConfig destination;
+    const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file"},
+                             "; secrets are never in the file: use secret_env to name the environment variable "
+                             "that holds it");
+    const auto& name = require(keys, map, "name");
+    destination.name = string_value(name);
+    if (!is_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
+    const auto& kind = require(keys, map, "kind");
+    destination.kind = string_value(kind);
+    // Unique across the file, not per pipeline: outbox rows name only their destination. A
+    // view is the exception: several pipelines may list it, and it reflects all of them.
+    if (const auto [it, inserted] =
+            destination_lines_.emplace(destination.name, Definition{mark_of(name).line + 1, destination.kind});
+        !inserted && (destination.kind != "view" || it->second.kind != "view")) {
+      fail_at(name, "destination '" + destination.name + "' is already defined at line " +
+                        std::to_string(it->second.line) +
+                        " (destination names must be unique across the file; only a view destination may be "
+                        "listed by several pipelines)");
+    }
+    if (destination.kind == "http") {
+      const auto& url = require(keys, map, "url");
+      destination.url = string_value(url);
+      if (!destination.url.starts_with("http://") && !destination.url.starts_with("https://")) {
+        fail_value(url, "a URL starting with http:// or https://");
+      }
+      const auto& secret_env = require(keys, map, "secret_env");
+      destination.secret_env = string_value(secret_env);
+      if (!is_env_var_name(destination.secret_env)) fail_value(secret_env, "the name of an environment variable");
+      if (const auto* ca_file = find(keys, "ca_file")) {
+        destination.ca_file = non_empty_string(*ca_file);
+        if (!destination.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
+        // Checked here so that a typo fails at start-up, naming the line, not at the first delivery.
+        if (std::filesystem::is_directory(destination.ca_file)) {
+          fail_at(*ca_file, "'" + destination.ca_file + "' is a folder, not a PEM file of trusted certificates");
+        }
+        if (!std::ifstream(destination.ca_file)) {
+          fail_at(*ca_file, "cannot read '" + destination.ca_file + "': " + std::strerror(errno));
+        }
+      }
+    } else if (destination.kind == "view") {
+      for (const auto key : {"url", "secret_env", "ca_file"}) {
+        if (const auto* extra = find(keys, key)) fail_at(*extra, "a view destination takes only name and kind");
+      }
+    } else {
+      fail_value(kind, "http or view");
+    }
+    return destination;
+  }
+
+  RelayConfig parse_relay(const Entry& map) const {
+    RelayConfig relay;
+    const auto keys =
+        fields(map, {"max_attempts", "base_delay", "max_delay", "max_in_flight", "connect_timeout", "request_timeout"});
+    if (const auto* entry = find(keys, "max_attempts")) {
+      relay.max_attempts = static_cast<int>(integer_value(*entry, 1, 1000, "an integer from 1 to 1000"));
+    }
+    if (const auto* entry = find(keys, "base_delay")) relay.base_delay = duration_value(*entry);
+    if (const auto* entry = find(keys, "max_delay")) relay.max_delay = duration_value(*entry);
+    if (const auto* entry = find(keys, "max_in_flight")) {
+      relay.max_in_flight = integer_value(*entry, 1, 1024, "an integer from 1 to 1024");
+    }
+    if (const auto* entry = find(keys, "connect_timeout")) relay.connect_timeout = duration_value(*entry);
+    if (const auto* entry = find(keys, "request_timeout")) relay.request_timeout = duration_value(*entry);
+    if (relay.max_delay < relay.base_delay) {
+      if (const auto* max_delay = find(keys, "max_delay")) {
+        fail_at(*max_delay, "must not be shorter than relay.base_delay");
+      }
+      fail_at(require(keys, map, "base_delay"), "must not be longer than relay.max_delay (5m by default)");
+    }
+    return relay;
+  }
+
+  std::string file_name_;
+  struct Definition {
+    int line = 0;  // of the destination's first definition
+    std::string kind;
+  };
+  std::map<std::string, Definition> destination_lines_;
+};
+
+}  // namespace
+
+std::vector<std::string> PipelineConfig::destination_names() const {
+  std::vector<std::string> names;
+  for (const auto& destination : destinations) names.push_back(destination.name);
+  return names;
+}
+
+std::vector<std::string> Config::destination_names_of_kind(std::string_view kind) const {
+  std::vector<std::string> names;
+  for (const auto& [name, destination] : destinations()) {
+    if (destination.kind == kind) names.push_back(name);
+  }
+  return names;
+}
+
+std::vector<std::string> Config::destination_names(const std::string& pipeline) const {
+  const auto found = pipelines.find(pipeline);
+  return found == pipelines.end() ? std::vector<std::string>{} : found->second.destination_names();
+}
+
+std::vector<std::string> Config::pipelines_feeding(std::string_view destination) const {
+  std::vector<std::string> feeders;
+  for (const auto& [name, pipeline] : pipelines) {
+    for (const auto& listed : pipeline.destinations) {
+      if (listed.name == destination) feeders.push_back(name);
+    }
+  }
+  return feeders;
+}
+
+std::map<std::string, DestinationConfig> Config::destinations() const {
+  std::map<std::string, DestinationConfig> out;
+  for (const auto& [name, pipeline] : pipelines) {
+    for (const auto& destination : pipeline.destinations) out.emplace(destination.name, destination);
+  }
+  return out;
+}
+
+Config parse_config(std::string_view yaml_text, std::string_view file_name) {
+  Parser parser(file_name);
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(yaml_text));
+  } catch (const YAML::Exception& error) {
+    parser.fail(error.mark, "YAML syntax error: " + error.msg);
+  }
+  // A second document would otherwise be ignored without a word.
+  if (documents.size() > 1) parser.fail(documents[1].Mark(), "a config file holds one YAML document; remove the '---'");
+  return parser.parse(documents.empty() ? YAML::Node() : documents.front());
+}
+
+Config load_config(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ConfigError("cannot read config file " + path.string() + ": " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw ConfigError("cannot read config file " + path.string() + ": " + std::strerror(errno));
+  return parse_config(text.str(), path.string());
+}
+
+bool RejectionLimit::exceeded_by(std::uint64_t rejected, std::uint64_t input) const {
+  if (percent) return static_cast<double>(rejected) * 100.0 > *percent * static_cast<double>(input);
+  return rejected > count;
+}
+
+std::optional<RejectionLimit> parse_rejection_limit(std::string_view text) {
+  RejectionLimit limit;
+  limit.text = std::string(text);
+  if (!text.ends_with('%')) {
+    const auto count = parse_unsigned(text);
+    if (!count) return std::nullopt;
+    limit.count = *count;
+    return limit;
+  }
+  const std::string_view number = text.substr(0, text.size() - 1);
+  // Digits with at most one '.', between digits: no sign, exponent, or spaces.
+  const auto dot = number.find('.');
+  const auto digits = [](std::string_view part) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (!digits(number.substr(0, dot)) || (dot != std::string_view::npos && !digits(number.substr(dot + 1)))) {
+    return std::nullopt;
+  }
+  double value = 0;
+  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (error != std::errc{} || end != number.data() + number.size() || value > 100.0) return std::nullopt;
+  limit.percent = value;
+  return limit;
+}
+
+std::optional<Duration> parse_duration(std::string_view text) {
+  struct Unit {
+    std::string_view suffix;
+    Duration::rep milliseconds;
+  };
+  // "ms" before "m" and "s": the longest suffix decides.
+  static constexpr Unit kUnits[] = {{"ms", 1}, {"s", 1'000}, {"m", 60'000}, {"h", 3'600'000}};
+  for (const auto& unit : kUnits) {
+    if (!text.ends_with(unit.suffix)) continue;
+    const auto count = parse_unsigned(text.substr(0, text.size() - unit.suffix.size()));
+    const auto limit = static_cast<std::uint64_t>(std::numeric_limits<Duration::rep>::max() / unit.milliseconds);
+    if (!count || *count > limit) return std::nullopt;
+    return Duration(static_cast<Duration::rep>(*count) * unit.milliseconds);
+  }
+  return std::nullopt;
+}
+
+}  // namespace tidemark::pipeline

@@ -1,0 +1,65 @@
+#include "pipeline/core/record.hpp"
+
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+#include "pipeline/core/source.hpp"
+
+namespace tidemark::pipeline {
+
+namespace {
+constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
+    "inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid", "conflict"};
+}  // namespace
+
+std::string SourcePosition::describe() const {
+  return file + ":" + std::to_string(line) + " (byte " + std::to_string(offset) + ")";
+}
+
+std::string Amount::to_string() const {
+  // Work on the magnitude as unsigned so the most negative value cannot overflow.
+  const bool negative = cents < 0;
+  const std::uint64_t magnitude =
+      negative ? std::uint64_t{0} - static_cast<std::uint64_t>(cents) : static_cast<std::uint64_t>(cents);
+  char text[32];
+  const int length = std::snprintf(text, sizeof text, "%s%llu.%02llu", negative ? "-" : "",
+                                   static_cast<unsigned long long>(magnitude / 100),
+                                   static_cast<unsigned long long>(magnitude % 100));
+  return std::string(text, static_cast<std::size_t>(length));
+}
+
+std::string_view to_string(Outcome outcome) { return kOutcomeNames[static_cast<std::size_t>(outcome)]; }
+
+std::optional<Outcome> outcome_from_string(std::string_view text) {
+  for (Outcome o : kAllOutcomes) {
+    if (to_string(o) == text) return o;
+  }
+  return std::nullopt;
+}
+
+std::uint64_t OutcomeCounts::input() const {
+  std::uint64_t total = 0;
+  for (std::uint64_t n : by_outcome) total += n;
+  return total;
+}
+
+OutcomeCounts& OutcomeCounts::operator+=(const OutcomeCounts& other) {
+  for (std::size_t i = 0; i < kOutcomeCount; ++i) by_outcome[i] += other.by_outcome[i];
+  return *this;
+}
+
+std::string Checkpoint::to_string() const { return file + ":" + std::to_string(offset); }
+
+std::optional<Checkpoint> Checkpoint::parse(std::string_view text) {
+  // The offset follows the last ':' so that file names may themselves contain ':'.
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  Checkpoint checkpoint{std::string(text.substr(0, colon)), 0};
+  const std::string_view digits = text.substr(colon + 1);
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), checkpoint.offset);
+  if (error != std::errc{} || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
+  return checkpoint;
+}
+
+}  // namespace tidemark::pipeline

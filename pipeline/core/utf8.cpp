@@ -1,0 +1,71 @@
+#include "pipeline/core/utf8.hpp"
+
+#include <cstdint>
+
+namespace tidemark::pipeline {
+
+Utf8Sequence decode_utf8(std::string_view bytes) {
+  if (bytes.empty()) return {};
+  const auto lead = static_cast<unsigned char>(bytes[0]);
+  std::size_t length = 0;
+  unsigned char low = 0x80;  // allowed range of the first continuation byte
+  unsigned char high = 0xBF;
+  std::uint32_t code_point = 0;
+  if (lead < 0x80) return {1, lead};
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+    code_point = lead & 0x1Fu;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    code_point = lead & 0x0Fu;
+    if (lead == 0xE0) low = 0xA0;   // overlong
+    if (lead == 0xED) high = 0x9F;  // surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    code_point = lead & 0x07u;
+    if (lead == 0xF0) low = 0x90;   // overlong
+    if (lead == 0xF4) high = 0x8F;  // above U+10FFFF
+  } else {
+    return {};
+  }
+  if (bytes.size() < length) return {};
+  for (std::size_t k = 1; k < length; ++k) {
+    const auto next = static_cast<unsigned char>(bytes[k]);
+    const unsigned char min = k == 1 ? low : 0x80;
+    const unsigned char max = k == 1 ? high : 0xBF;
+    if (next < min || next > max) return {};
+    code_point = (code_point << 6) | (next & 0x3Fu);
+  }
+  return {length, static_cast<char32_t>(code_point)};
+}
+
+std::size_t storable_utf8_length(std::string_view bytes) {
+  const Utf8Sequence sequence = decode_utf8(bytes);
+  return sequence.code_point == 0 ? 0 : sequence.length;
+}
+
+std::string storable_text(std::string_view bytes, bool& changed) {
+  std::string text;
+  text.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const std::size_t length = storable_utf8_length(bytes);
+    if (length == 0) {
+      text += "\xEF\xBF\xBD";  // U+FFFD REPLACEMENT CHARACTER
+      changed = true;
+      bytes.remove_prefix(1);
+    } else {
+      text.append(bytes.substr(0, length));
+      bytes.remove_prefix(length);
+    }
+  }
+  return text;
+}
+
+std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return text.size();
+  std::size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return cut;
+}
+
+}  // namespace tidemark::pipeline

@@ -1,0 +1,322 @@
+#include "pipeline/core/validate.hpp"
+
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "pipeline/core/utf8.hpp"
+
+namespace tidemark::pipeline {
+
+namespace {
+
+constexpr std::size_t kMaxIdentifierCodePoints = 128;
+constexpr int kMaxAmountIntegerDigits = 10;
+constexpr int kMaxAmountFractionDigits = 2;
+constexpr int kMaxTimestampFractionDigits = 6;
+constexpr std::int64_t kMicrosPerSecond = 1'000'000;
+constexpr std::int64_t kSecondsPerDay = 86'400;
+constexpr std::size_t kMaxQuotedBytes = 64;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// A value quoted into a detail as printable ASCII: the detail is stored in a text column,
+// which refuses NUL bytes and invalid UTF-8, and a huge value must not bloat quarantine.
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < text.size() && i < kMaxQuotedBytes; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte == '"' || byte == '\\') {
+      out += '\\';
+      out += static_cast<char>(byte);
+    } else if (byte >= 0x20 && byte < 0x7F) {
+      out += static_cast<char>(byte);
+    } else {
+      char escaped[5];
+      std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
+      out += escaped;
+    }
+  }
+  if (text.size() > kMaxQuotedBytes) out += "...";
+  out += '"';
+  return out;
+}
+
+Rejection reject(std::string_view field, std::string_view rule) {
+  return Rejection{std::string(field) + ": " + std::string(rule)};
+}
+
+// Checks UTF-8 well-formedness (decode_utf8), control characters and the length in code
+// points.
+std::optional<std::string> identifier_problem(std::string_view text) {
+  std::size_t code_points = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const Utf8Sequence sequence = decode_utf8(text.substr(i));
+    if (sequence.length == 0) return "invalid UTF-8 at byte " + std::to_string(i);
+    // C0, DEL and C1 controls.
+    if (const char32_t c = sequence.code_point; c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
+      return "control character at byte " + std::to_string(i);
+    }
+    i += sequence.length;
+    ++code_points;
+  }
+  if (code_points == 0) return std::string("empty");
+  if (code_points > kMaxIdentifierCodePoints) {
+    return "more than " + std::to_string(kMaxIdentifierCodePoints) + " characters (" +
+           std::to_string(code_points) + ")";
+  }
+  return std::nullopt;
+}
+
+std::variant<std::string, Rejection> validate_identifier(std::string_view name, const Field& field) {
+  if (field.kind != FieldKind::kString) return reject(name, "must be a string");
+  if (auto problem = identifier_problem(field.text)) return reject(name, *problem);
+  return field.text;
+}
+
+// JSON may carry the revision as a number or as a string; either way the text must be
+// decimal digits only, so "1.0", "1e3", "-1" and " 1" are refused whatever the kind.
+std::variant<std::int64_t, Rejection> validate_revision(const Field& field) {
+  constexpr std::string_view kName = "source_revision";
+  if (field.kind == FieldKind::kOther) return reject(kName, "must be an integer");
+  const std::string_view text = field.text;
+  if (text.empty()) return reject(kName, "empty");
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::int64_t value = 0;
+  for (char c : text) {
+    if (!is_digit(c)) return reject(kName, "not an integer of decimal digits only in " + quoted(text));
+    const int digit = c - '0';
+    if (value > (kMax - digit) / 10) {
+      return reject(kName, "greater than 9223372036854775807 in " + quoted(text));
+    }
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+std::int64_t days_from_civil(std::int64_t year, unsigned month, unsigned day) {
+  year -= month <= 2 ? 1 : 0;
+  const std::int64_t era = (year >= 0 ? year : year - 399) / 400;
+  const auto year_of_era = static_cast<unsigned>(year - era * 400);
+  const unsigned day_of_year = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+  const unsigned day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+  return era * 146097 + static_cast<std::int64_t>(day_of_era) - 719468;
+}
+
+struct CivilDate {
+  std::int64_t year;
+  unsigned month;
+  unsigned day;
+};
+
+// Inverse of days_from_civil.
+CivilDate civil_from_days(std::int64_t days) {
+  days += 719468;
+  const std::int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  const auto day_of_era = static_cast<unsigned>(days - era * 146097);
+  const unsigned year_of_era =
+      (day_of_era - day_of_era / 1460 + day_of_era / 36524 - day_of_era / 146096) / 365;
+  const unsigned day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const unsigned shifted_month = (5 * day_of_year + 2) / 153;
+  const unsigned day = day_of_year - (153 * shifted_month + 2) / 5 + 1;
+  const unsigned month = shifted_month < 10 ? shifted_month + 3 : shifted_month - 9;
+  return {static_cast<std::int64_t>(year_of_era) + era * 400 + (month <= 2 ? 1 : 0), month, day};
+}
+
+bool is_leap_year(int year) { return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0; }
+
+unsigned days_in_month(int year, unsigned month) {
+  constexpr unsigned kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  return month == 2 && is_leap_year(year) ? 29 : kDays[month - 1];
+}
+
+// Reads exactly `count` digits at `pos`; nullopt if any is not a digit or the text ends.
+std::optional<int> fixed_digits(std::string_view text, std::size_t pos, std::size_t count) {
+  if (pos + count > text.size()) return std::nullopt;
+  int value = 0;
+  for (std::size_t i = pos; i < pos + count; ++i) {
+    if (!is_digit(text[i])) return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+bool char_at(std::string_view text, std::size_t pos, char expected) {
+  return pos < text.size() && text[pos] == expected;
+}
+
+}  // namespace
+
+std::variant<Amount, Rejection> parse_amount(std::string_view text) {
+  // Strict on purpose (DESIGN rule 5, no silent repair): at least one integer digit, and a
+  // point must be followed by a digit, so ".5", "5." and "130.000" are refused like "1e3".
+  const auto malformed = [&] {
+    return Rejection{"not a plain decimal ([+-]digits[.1-2 digits]) in " + quoted(text)};
+  };
+  if (text.empty()) return Rejection{"empty"};
+  std::size_t pos = 0;
+  const bool negative = text[0] == '-';
+  if (text[0] == '-' || text[0] == '+') ++pos;
+  const std::size_t integer_start = pos;
+  while (pos < text.size() && is_digit(text[pos])) ++pos;
+  const std::size_t integer_end = pos;
+  if (integer_end == integer_start) return malformed();
+  std::size_t fraction_start = pos;
+  std::size_t fraction_end = pos;
+  if (pos < text.size() && text[pos] == '.') {
+    fraction_start = ++pos;
+    while (pos < text.size() && is_digit(text[pos])) ++pos;
+    fraction_end = pos;
+    if (fraction_end == fraction_start) return malformed();
+  }
+  if (pos != text.size()) return malformed();
+
+  // Leading zeros hold no value: what counts is whether numeric(12,2) can store the number.
+  std::size_t significant_start = integer_start;
+  while (significant_start + 1 < integer_end && text[significant_start] == '0') ++significant_start;
+  if (integer_end - significant_start > kMaxAmountIntegerDigits) {
+    return Rejection{"more than 10 integer digits in " + quoted(text)};
+  }
+  if (fraction_end - fraction_start > kMaxAmountFractionDigits) {
+    return Rejection{"more than 2 fraction digits in " + quoted(text)};
+  }
+  // At most 12 digits, so the magnitude fits an int64 with room to spare.
+  std::int64_t cents = 0;
+  for (std::size_t i = significant_start; i < integer_end; ++i) cents = cents * 10 + (text[i] - '0');
+  for (std::size_t i = 0; i < kMaxAmountFractionDigits; ++i) {
+    const std::size_t at = fraction_start + i;
+    cents = cents * 10 + (at < fraction_end ? text[at] - '0' : 0);
+  }
+  return Amount{negative ? -cents : cents};
+}
+
+std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
+  const auto malformed = [&] {
+    return Rejection{"not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or +HH:MM) in " +
+                     quoted(text)};
+  };
+  const auto out_of_range = [&](std::string_view part) {
+    return Rejection{std::string(part) + " out of range in " + quoted(text)};
+  };
+  // Only 'T'/'t' separate date and time: RFC 3339 merely permits applications to use a space.
+  const auto year = fixed_digits(text, 0, 4);
+  const auto month = fixed_digits(text, 5, 2);
+  const auto day = fixed_digits(text, 8, 2);
+  const auto hour = fixed_digits(text, 11, 2);
+  const auto minute = fixed_digits(text, 14, 2);
+  const auto second = fixed_digits(text, 17, 2);
+  if (!year || !char_at(text, 4, '-') || !month || !char_at(text, 7, '-') || !day ||
+      !(char_at(text, 10, 'T') || char_at(text, 10, 't')) || !hour || !char_at(text, 13, ':') ||
+      !minute || !char_at(text, 16, ':') || !second) {
+    return malformed();
+  }
+  std::size_t pos = 19;
+  std::int64_t micros = 0;
+  if (char_at(text, pos, '.')) {
+    const std::size_t start = ++pos;
+    while (pos < text.size() && is_digit(text[pos])) ++pos;
+    const std::size_t digits = pos - start;
+    if (digits == 0) return malformed();
+    // PostgreSQL would round a 7th digit away: refuse rather than repair.
+    if (digits > kMaxTimestampFractionDigits) {
+      return Rejection{"more than 6 fraction digits in " + quoted(text)};
+    }
+    for (std::size_t i = 0; i < kMaxTimestampFractionDigits; ++i) {
+      micros = micros * 10 + (i < digits ? text[start + i] - '0' : 0);
+    }
+  }
+  std::int64_t offset_seconds = 0;
+  if (pos == text.size()) return Rejection{"no UTC offset (Z or +HH:MM) in " + quoted(text)};
+  if (text[pos] == 'Z' || text[pos] == 'z') {
+    ++pos;
+  } else if (text[pos] == '+' || text[pos] == '-') {
+    const auto offset_hour = fixed_digits(text, pos + 1, 2);
+    const auto offset_minute = fixed_digits(text, pos + 4, 2);
+    if (!offset_hour || !char_at(text, pos + 3, ':') || !offset_minute) return malformed();
+    if (*offset_hour > 23 || *offset_minute > 59) return out_of_range("offset");
+    offset_seconds = (text[pos] == '-' ? -1 : 1) * (*offset_hour * 3600 + *offset_minute * 60);
+    pos += 6;
+  } else {
+    return malformed();
+  }
+  if (pos != text.size()) return malformed();
+
+  if (*year < 1) return out_of_range("year");
+  if (*month < 1 || *month > 12) return out_of_range("month");
+  if (*day < 1 || static_cast<unsigned>(*day) > days_in_month(*year, static_cast<unsigned>(*month))) {
+    return out_of_range("day");
+  }
+  if (*hour > 23) return out_of_range("hour");
+  if (*minute > 59) return out_of_range("minute");
+  // A leap second (60) is refused: PostgreSQL would silently roll it into the next minute.
+  if (*second > 59) return out_of_range("second");
+
+  const std::int64_t days = days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
+  const std::int64_t local_seconds = days * kSecondsPerDay + *hour * 3600 + *minute * 60 + *second;
+  return (local_seconds - offset_seconds) * kMicrosPerSecond + micros;
+}
+
+std::string format_timestamp(std::int64_t utc_micros) {
+  // Floor division so that instants before the epoch land on the right day and second.
+  constexpr std::int64_t kMicrosPerDay = kSecondsPerDay * kMicrosPerSecond;
+  std::int64_t days = utc_micros / kMicrosPerDay;
+  std::int64_t micros_of_day = utc_micros % kMicrosPerDay;
+  if (micros_of_day < 0) {
+    micros_of_day += kMicrosPerDay;
+    --days;
+  }
+  const CivilDate date = civil_from_days(days);
+  const std::int64_t seconds_of_day = micros_of_day / kMicrosPerSecond;
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
+                static_cast<long long>(date.year), date.month, date.day,
+                static_cast<long long>(seconds_of_day / 3600), static_cast<long long>(seconds_of_day / 60 % 60),
+                static_cast<long long>(seconds_of_day % 60), static_cast<long long>(micros_of_day % kMicrosPerSecond));
+  return buffer;
+}
+
+Validated validate(const DecodedRecord& decoded) {
+  if (decoded.decode_error) return Rejection{*decoded.decode_error};
+  Record record;
+
+  if (!decoded.transaction_id) return reject("transaction_id", "missing");
+  auto transaction_id = validate_identifier("transaction_id", *decoded.transaction_id);
+  if (auto* rejection = std::get_if<Rejection>(&transaction_id)) return std::move(*rejection);
+  record.transaction_id = std::move(std::get<std::string>(transaction_id));
+
+  if (!decoded.source_revision) return reject("source_revision", "missing");
+  const auto revision = validate_revision(*decoded.source_revision);
+  if (const auto* rejection = std::get_if<Rejection>(&revision)) return *rejection;
+  record.source_revision = std::get<std::int64_t>(revision);
+
+  // JSON may carry the amount as a number or a string; the same rules apply to its text.
+  if (!decoded.amount) return reject("amount", "missing");
+  if (decoded.amount->kind == FieldKind::kOther) return reject("amount", "must be a number or a string");
+  const auto amount = parse_amount(decoded.amount->text);
+  if (const auto* rejection = std::get_if<Rejection>(&amount)) return reject("amount", rejection->detail);
+  record.amount = std::get<Amount>(amount);
+
+  if (decoded.account_id && !(decoded.account_id->kind == FieldKind::kString && decoded.account_id->text.empty())) {
+    auto account_id = validate_identifier("account_id", *decoded.account_id);
+    if (auto* rejection = std::get_if<Rejection>(&account_id)) return std::move(*rejection);
+    record.account_id = std::move(std::get<std::string>(account_id));
+  }
+
+  if (decoded.occurred_at && !(decoded.occurred_at->kind == FieldKind::kString && decoded.occurred_at->text.empty())) {
+    if (decoded.occurred_at->kind != FieldKind::kString) return reject("occurred_at", "must be a string");
+    const auto occurred_at = parse_timestamp(decoded.occurred_at->text);
+    if (const auto* rejection = std::get_if<Rejection>(&occurred_at)) {
+      return reject("occurred_at", rejection->detail);
+    }
+    record.occurred_at_us = std::get<std::int64_t>(occurred_at);
+  }
+  return record;
+}
+
+}  // namespace tidemark::pipeline

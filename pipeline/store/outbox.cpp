@@ -1,0 +1,45 @@
+#include "pipeline/store/outbox.hpp"
+
+#include "pipeline/core/sink.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::pipeline::relay {
+
+std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxFilter& filter) {
+  pqxx::read_transaction txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRelayList),
+                                    filter.status ? filter.status->c_str() : nullptr,
+                                    filter.destination ? filter.destination->c_str() : nullptr,
+                                    static_cast<long long>(filter.limit));
+  std::vector<OutboxEntry> entries;
+  entries.reserve(rows.size());
+  for (const auto& row : rows) {
+    OutboxEntry entry;
+    entry.id = row[0].as<std::int64_t>();
+    entry.destination = row[1].as<std::string>();
+    entry.status = row[2].as<std::string>();
+    entry.attempts = row[3].as<int>();
+    entry.idempotency_key = row[4].as<std::string>();
+    entry.next_attempt_at = row[5].as<std::string>();
+    entry.last_error = redact_urls(row[6].as<std::string>());  // rows recorded before redaction too
+    entry.delivered_at = row[7].as<std::string>();
+    entries.push_back(std::move(entry));
+  }
+  return entries;
+}
+
+bool retry_outbox_event(pqxx::connection& connection, std::int64_t id) {
+  pqxx::work txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRelayRetryOne), id);
+  txn.commit();
+  return !rows.empty();
+}
+
+std::size_t retry_dead_outbox_events(pqxx::connection& connection) {
+  pqxx::work txn(connection);
+  const auto rows = txn.exec(std::string(sql::kRelayRetryAllDead));
+  txn.commit();
+  return static_cast<std::size_t>(rows.affected_rows());
+}
+
+}  // namespace tidemark::pipeline::relay

@@ -1,0 +1,137 @@
+#include "pipeline/store/pg/database.hpp"
+
+#include <unistd.h>
+
+#include <array>
+#include <random>
+#include <thread>
+
+#include <libpq-fe.h>
+
+#include <spdlog/spdlog.h>
+
+#include "pipeline/core/backoff.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::pipeline::db {
+
+namespace {
+
+// Any id works as long as every tidemark process uses the same one.
+constexpr long long kMigrationLockId = 7406961730223;
+
+bool transient_sqlstate(const std::string& state) {
+  return state.rfind("08", 0) == 0 || state == "40001" || state == "40P01" || state == "57P01" ||
+         state == "57P02" || state == "57P03" || state == "53300";
+}
+
+// What libpq says when the server (or libpq itself, before sending anything) refuses the
+// connection for good. libpq has no SQLSTATE for a failed connection, so the text decides;
+// the servers' messages at connection time are in English unless lc_messages says
+// otherwise (the embedded cluster uses the C locale). Anything else, such as "Connection
+// refused" while a server restarts, stays transient.
+bool is_refusal(std::string_view message) {
+  static constexpr std::array<std::string_view, 8> kRefusals{
+      "authentication failed",          // 28P01 password, and peer/ident/SCRAM failures
+      "no password supplied",           // libpq: the server wants one, neither URL nor passfile has it
+      "no pg_hba.conf entry",           // 28000
+      "pg_hba.conf rejects connection",  // 28000
+      "does not exist",                 // 3D000 database, 28000 role
+      "is not permitted to log in",     // 28000
+      "permission denied for database",  // 42501: no CONNECT privilege
+      "server does not support SSL",    // sslmode=require against a server without TLS
+  };
+  for (const auto refusal : kRefusals) {
+    if (message.find(refusal) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void check_url(const std::string& url) {
+  char* error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(url.c_str(), &error);
+  if (options != nullptr) {
+    PQconninfoFree(options);
+    return;
+  }
+  std::string message = error != nullptr ? error : "out of memory";
+  PQfreemem(error);
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  throw InvalidDatabaseUrl(message);
+}
+
+bool is_transient(const std::exception& error) {
+  if (dynamic_cast<const pqxx::broken_connection*>(&error) != nullptr) return true;
+  // The commit's outcome is unknown: retrying is only safe because every batch attempt
+  // first reads back what was committed (see pipeline/store/committer.cpp).
+  if (dynamic_cast<const pqxx::in_doubt_error*>(&error) != nullptr) return true;
+  // 40001 serialization failure, 40P01 deadlock, 40003 completion unknown (read back like an
+  // in-doubt commit): libpqxx 6.4 derives these from transaction_rollback, not sql_error.
+  if (dynamic_cast<const pqxx::transaction_rollback*>(&error) != nullptr) return true;
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&error)) return transient_sqlstate(sql->sqlstate());
+  return false;
+}
+
+void with_retries(const RetryPolicy& policy, std::string_view what, const std::function<void()>& attempt) {
+  std::mt19937_64 rng{std::random_device{}()};
+  for (int number = 1;; ++number) {
+    try {
+      attempt();
+      return;
+    } catch (const std::exception& error) {
+      if (!is_transient(error)) throw;
+      if (number >= policy.max_attempts) {
+        throw RetriesExhausted(std::string(what) + " failed after " + std::to_string(number) +
+                               " attempts; last error: " + error.what());
+      }
+      const auto delay = backoff_delay(policy.base_delay, policy.max_delay, number, rng);
+      spdlog::warn("{}: transient database error (attempt {}/{}), retrying in {} ms: {}", what, number,
+                   policy.max_attempts, delay.count(), error.what());
+      std::this_thread::sleep_for(delay);
+    }
+  }
+}
+
+std::unique_ptr<pqxx::connection> connect(const std::string& url) {
+  check_url(url);
+  std::unique_ptr<pqxx::connection> connection;
+  try {
+    connection = std::make_unique<pqxx::connection>(url);
+  } catch (const pqxx::broken_connection& error) {
+    std::string message = error.what();
+    while (!message.empty() && message.back() == '\n') message.pop_back();
+    // libpq checks option values (port, sslmode, …) only when connecting, before it
+    // contacts any server; those messages start with "invalid".
+    if (message.rfind("invalid ", 0) == 0) throw InvalidDatabaseUrl(message);
+    if (!is_refusal(message)) throw;
+    throw ConnectionRejected("the database rejected the connection (" + message +
+                            "): check the database name, the user and its password (or passfile) in the URL");
+  }
+  pqxx::nontransaction setup(*connection);
+  setup.exec("SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid())));
+  setup.commit();
+  return connection;
+}
+
+void migrate(pqxx::connection& connection) {
+  // One transaction per migration; the advisory lock makes a second process wait and then
+  // see the migration as applied, so two commands starting at once are safe.
+  for (const auto& migration : sql::kMigrations) {
+    const std::string version(migration.version);
+    pqxx::work txn(connection);
+    txn.exec_params(std::string(sql::kMigrateLock), kMigrationLockId);
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+    if (!txn.exec_params(std::string(sql::kMigrateIsApplied), version).empty()) {
+      txn.commit();
+      continue;
+    }
+    spdlog::info("applying migration {}", version);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), version);
+    txn.commit();
+  }
+}
+
+}  // namespace tidemark::pipeline::db

@@ -1,0 +1,709 @@
+// The outbox relay against a real PostgreSQL and a real HTTP receiver on 127.0.0.1
+// (issue 3): at-least-once delivery with stable keys, per-account order, backoff, dead
+// letters, and several relays at once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <boost/json.hpp>
+
+#include "connectors/http/signature.hpp"
+#include "connectors/http/webhook_sink.hpp"
+#include "metrics/metrics.hpp"
+#include "pipeline/store/outbox.hpp"
+#include "pipeline/relay/relay.hpp"
+#include "tests/support/test_database.hpp"
+#include "tests/support/test_receiver.hpp"
+
+namespace tidemark::pipeline::relay {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Failure;
+using testing::TestDatabase;
+using testing::TestReceiver;
+
+constexpr char kDestination[] = "ledger";
+constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-test-secret"
+constexpr char kWrongSecret[] = "whsec_d3Jvbmctc2VjcmV0";         // "wrong-secret"
+
+// Writes one outbox row the way the commit step does (INTERFACE.md "Side effects");
+// returns its idempotency key.
+std::string insert_event(pqxx::transaction_base& txn, const std::string& transaction_id, const std::string& account,
+                         std::int64_t sequence) {
+  const std::string key = std::string(kDestination) + ":" + transaction_id + ":1";
+  boost::json::object payload{{"event_id", key},     {"transaction_id", transaction_id}, {"source_revision", 1},
+                              {"amount", "10.00"},   {"previous_amount", nullptr},       {"account_id", account},
+                              {"sequence", sequence}, {"occurred_at", nullptr}};
+  txn.exec_params(
+      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
+      "VALUES ($1, $2, $3, $4, $5::jsonb)",
+      kDestination, key, account, sequence, boost::json::serialize(payload));
+  return key;
+}
+
+// `count` events spread round robin over `accounts` accounts, each account's sequence from 1.
+std::set<std::string> insert_events(const TestDatabase& db, int count, int accounts) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  std::set<std::string> keys;
+  for (int i = 0; i < count; ++i) {
+    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts), i / accounts + 1));
+  }
+  txn.commit();
+  return keys;
+}
+
+RelayOptions fast_options(int max_attempts = 100) {
+  RelayOptions options;
+  options.config.max_attempts = max_attempts;
+  options.config.base_delay = 1ms;
+  options.config.max_delay = 20ms;
+  options.config.max_in_flight = 8;
+  options.config.connect_timeout = 1s;
+  options.config.request_timeout = 300ms;
+  options.lease = 3s;
+  options.poll_interval = 20ms;
+  options.seed = 42;
+  return options;
+}
+
+Sinks sinks_for(const TestReceiver& receiver, const RelayOptions& options, const std::string& secret = kSecret) {
+  connectors::http::WebhookOptions webhook;
+  webhook.url = receiver.url();
+  webhook.signing_key = *connectors::http::decode_secret(secret);
+  webhook.connect_timeout = options.config.connect_timeout;
+  webhook.request_timeout = options.config.request_timeout;
+  Sinks sinks;
+  sinks.emplace(kDestination, std::make_unique<connectors::http::WebhookSink>(webhook));
+  return sinks;
+}
+
+std::string pending_count(const TestDatabase& db) {
+  return db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'");
+}
+
+// Retries come due after their backoff, so `--once` is repeated until nothing is pending.
+void drain_until_settled(Relay& relay, const TestDatabase& db, std::chrono::seconds limit = 90s) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (pending_count(db) != "0") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "events still pending: " << pending_count(db);
+    relay.drain();
+    std::this_thread::sleep_for(5ms);
+  }
+}
+
+struct EventInfo {
+  std::string account;
+  std::int64_t sequence = 0;
+};
+
+EventInfo parse(const std::string& body) {
+  const auto json = boost::json::parse(body).as_object();
+  return {std::string(json.at("account_id").as_string()), json.at("sequence").as_int64()};
+}
+
+std::set<std::string> outbox_keys(const TestDatabase& db) {
+  auto connection = db.connect();
+  pqxx::read_transaction txn(*connection);
+  std::set<std::string> keys;
+  for (const auto& row : txn.exec("SELECT idempotency_key FROM outbox")) keys.insert(row[0].as<std::string>());
+  return keys;
+}
+
+std::map<std::string, std::string> outbox_bodies(const TestDatabase& db) {
+  auto connection = db.connect();
+  pqxx::read_transaction txn(*connection);
+  std::map<std::string, std::string> bodies;
+  for (const auto& row : txn.exec("SELECT idempotency_key, payload::text FROM outbox")) {
+    bodies[row[0].as<std::string>()] = row[1].as<std::string>();
+  }
+  return bodies;
+}
+
+// Every request carries the row's key in both headers and its exact body; per account, the
+// requests (repeats included) arrive in sequence order, and each event is applied once.
+void expect_well_formed_and_ordered(const TestReceiver& receiver, const TestDatabase& db) {
+  const auto bodies = outbox_bodies(db);
+  std::map<std::string, std::int64_t> last_sequence;
+  for (const auto& request : receiver.requests()) {
+    EXPECT_TRUE(request.signature_valid) << request.webhook_id;
+    EXPECT_EQ(request.idempotency_key, request.webhook_id);
+    EXPECT_EQ(request.content_type, "application/json");
+    ASSERT_TRUE(bodies.count(request.webhook_id)) << request.webhook_id;
+    EXPECT_EQ(request.body, bodies.at(request.webhook_id)) << "a repeat must carry the same body";
+    const auto event = parse(request.body);
+    EXPECT_GE(event.sequence, last_sequence[event.account])
+        << request.webhook_id << " arrived after a later event of " << event.account;
+    last_sequence[event.account] = event.sequence;
+  }
+  std::map<std::string, std::int64_t> last_applied;
+  for (const auto& body : receiver.applied_bodies()) {
+    const auto event = parse(body);
+    EXPECT_EQ(event.sequence, last_applied[event.account] + 1) << "account " << event.account << " applied out of order";
+    last_applied[event.account] = event.sequence;
+  }
+}
+
+// last_error of every row, in id order.
+std::vector<std::string> query_errors(const TestDatabase& db) {
+  auto connection = db.connect();
+  pqxx::read_transaction txn(*connection);
+  std::vector<std::string> errors;
+  for (const auto& row : txn.exec("SELECT last_error FROM outbox ORDER BY id")) {
+    errors.push_back(row[0].as<std::string>());
+  }
+  return errors;
+}
+
+std::set<std::string> applied_keys(const TestReceiver& receiver) {
+  std::set<std::string> keys;
+  for (const auto& request : receiver.requests()) {
+    if (request.applied) keys.insert(request.webhook_id);
+  }
+  return keys;
+}
+
+TEST(Relay, EveryEventArrivesOnceInOrderDespiteThirtyPercentRandomFailures) {
+  constexpr std::uint64_t kSeed = 20240601;
+  std::cout << "receiver failure seed " << kSeed << "\n";
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_retry_after_seconds(0);
+  receiver.set_slow_delay(600ms);
+  receiver.fail_randomly(0.3, kSeed,
+                         {Failure::kServerError, Failure::kTooManyRequests, Failure::kDrop, Failure::kSlow});
+  const auto keys = insert_events(db, 300, 25);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered' AND delivered_at IS NOT NULL"), "300");
+  EXPECT_EQ(outbox_keys(db), keys);
+  EXPECT_EQ(applied_keys(receiver), outbox_keys(db));
+  EXPECT_EQ(receiver.applied_count(), keys.size());
+  EXPECT_GT(receiver.requests().size(), keys.size()) << "the failures must have caused repeats";
+  expect_well_formed_and_ordered(receiver, db);
+}
+
+TEST(Relay, EventCommittedLateWithALowerIdIsStillDelivered) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  // A takes the lower id but commits after B, and after the relay has delivered B.
+  auto connection_a = db.connect();
+  auto connection_b = db.connect();
+  pqxx::work txn_a(*connection_a);
+  const auto key_a = insert_event(txn_a, "tx-a", "acct-a", 1);
+  pqxx::work txn_b(*connection_b);
+  const auto key_b = insert_event(txn_b, "tx-b", "acct-b", 1);
+  txn_b.commit();
+  relay.drain();
+  ASSERT_EQ(applied_keys(receiver), std::set<std::string>{key_b});
+  txn_a.commit();
+  relay.drain();
+
+  EXPECT_EQ(applied_keys(receiver), (std::set<std::string>{key_a, key_b}));
+  EXPECT_LT(std::stoll(db.scalar("SELECT id FROM outbox WHERE idempotency_key = 'ledger:tx-a:1'")),
+            std::stoll(db.scalar("SELECT id FROM outbox WHERE idempotency_key = 'ledger:tx-b:1'")));
+  EXPECT_EQ(pending_count(db), "0");
+}
+
+TEST(Relay, LaterEventOfAnAccountWaitsWhileAnEarlierOneIsPending) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_next(Failure::kServerError);
+  auto options = fast_options();
+  options.config.base_delay = 1h;  // the failed first event waits, holding back the second
+  options.config.max_delay = 1h;
+  insert_events(db, 2, 1);
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+  ASSERT_EQ(receiver.requests().size(), 1u);
+  EXPECT_EQ(parse(receiver.requests()[0].body).sequence, 1);
+  EXPECT_EQ(db.scalar("SELECT attempts FROM outbox WHERE sequence = 2"), "0");
+
+  // Once the first is due again, both go, in order.
+  db.scalar("UPDATE outbox SET next_attempt_at = now() WHERE sequence = 1 RETURNING 1");
+  relay.drain();
+  relay.drain();
+  EXPECT_EQ(pending_count(db), "0");
+  expect_well_formed_and_ordered(receiver, db);
+  EXPECT_EQ(receiver.applied_count(), 2u);
+}
+
+TEST(Relay, BadRequestIsDeadAfterOneAttemptAndRetryRedrivesIt) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_next(Failure::kBadRequest);
+  const auto keys = insert_events(db, 1, 1);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "dead 1");
+  EXPECT_EQ(db.scalar("SELECT last_error FROM outbox"), "HTTP 400: rejected");
+  EXPECT_EQ(receiver.applied_count(), 0u);
+  relay.drain();
+  EXPECT_EQ(receiver.requests().size(), 1u) << "a dead event is not sent again by itself";
+
+  auto connection = db.connect();
+  const auto id = std::stoll(db.scalar("SELECT id FROM outbox"));
+  ASSERT_TRUE(retry_outbox_event(*connection, id));
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+  EXPECT_FALSE(retry_outbox_event(*connection, id)) << "a delivered event is not re-driven";
+}
+
+TEST(Relay, MaxAttemptsIsHonoured) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_always(Failure::kServerError);
+  insert_events(db, 1, 1);
+  const auto options = fast_options(/*max_attempts=*/3);
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "dead 3");
+  EXPECT_EQ(receiver.requests().size(), 3u);
+  EXPECT_NE(db.scalar("SELECT last_error FROM outbox").find("HTTP 500"), std::string::npos);
+}
+
+TEST(Relay, RetryAfterOfTheDestinationIsHonoured) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_retry_after_seconds(30);
+  receiver.fail_next(Failure::kTooManyRequests);
+  insert_events(db, 1, 1);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "pending 1");
+  const double wait = std::stod(db.scalar("SELECT extract(epoch FROM next_attempt_at - now()) FROM outbox"));
+  EXPECT_GT(wait, 25);
+  EXPECT_LE(wait, 30.5);
+}
+
+TEST(Relay, TimedOutAnswerIsRetriedAndTheReceiverAppliesItOnce) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(1500ms);
+  receiver.fail_next(Failure::kSlow);
+  const auto keys = insert_events(db, 1, 1);
+  auto options = fast_options();
+  options.config.base_delay = 1h;  // so that the first drain stops after the timed-out attempt
+  options.config.max_delay = 1h;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "pending 1");
+  EXPECT_NE(db.scalar("SELECT last_error FROM outbox").find("timed out"), std::string::npos)
+      << db.scalar("SELECT last_error FROM outbox");
+
+  db.scalar("UPDATE outbox SET next_attempt_at = now() RETURNING 1");
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 2");
+  EXPECT_EQ(receiver.requests().size(), 2u);
+  EXPECT_EQ(applied_keys(receiver), keys);
+  EXPECT_EQ(receiver.applied_count(), 1u);
+}
+
+TEST(Relay, DroppedConnectionIsRetried) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_next(Failure::kDrop, 2);
+  const auto keys = insert_events(db, 1, 1);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 3");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
+TEST(Relay, WrongSigningSecretIsRejectedByTheReceiver) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  insert_events(db, 1, 1);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options, kWrongSecret), options);
+
+  relay.drain();
+
+  ASSERT_EQ(receiver.requests().size(), 1u);
+  EXPECT_FALSE(receiver.requests()[0].signature_valid);
+  EXPECT_EQ(receiver.applied_count(), 0u);
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "dead 1");
+  EXPECT_NE(db.scalar("SELECT last_error FROM outbox").find("HTTP 401"), std::string::npos);
+}
+
+TEST(Relay, TwoRelaysAtOnceNeverHaveAnEventInFlightTwiceAndLoseNothing) {
+  constexpr std::uint64_t kSeed = 7;
+  std::cout << "receiver failure seed " << kSeed << "\n";
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_retry_after_seconds(0);
+  receiver.fail_randomly(0.2, kSeed, {Failure::kServerError, Failure::kTooManyRequests});
+  const auto keys = insert_events(db, 400, 40);
+  auto options = fast_options();
+  options.config.max_in_flight = 4;
+  Relay first(db.url(), sinks_for(receiver, options), options);
+  options.seed = 43;
+  Relay second(db.url(), sinks_for(receiver, options), options);
+
+  RelayStats first_stats;
+  RelayStats second_stats;
+  std::thread first_thread([&] { first_stats = first.run(); });
+  std::thread second_thread([&] { second_stats = second.run(); });
+  const bool all_applied = receiver.wait_for_applied(keys.size(), 90s);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (pending_count(db) != "0" && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  first.stop();
+  second.stop();
+  first_thread.join();
+  second_thread.join();
+
+  ASSERT_TRUE(all_applied);
+  EXPECT_EQ(pending_count(db), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "400");
+  EXPECT_EQ(receiver.max_concurrent_per_id(), 1);
+  EXPECT_EQ(applied_keys(receiver), keys);
+  EXPECT_EQ(first_stats.delivered + second_stats.delivered, 400u);
+  EXPECT_GT(first_stats.delivered, 0u) << "one relay must not starve the other";
+  EXPECT_GT(second_stats.delivered, 0u) << "one relay must not starve the other";
+  // Each event was acknowledged exactly once: no two relays sent it successfully.
+  std::map<std::string, int> acknowledged;
+  for (const auto& request : receiver.requests()) {
+    if (request.failure == Failure::kNone) ++acknowledged[request.webhook_id];
+  }
+  for (const auto& [key, count] : acknowledged) EXPECT_EQ(count, 1) << key;
+  expect_well_formed_and_ordered(receiver, db);
+}
+
+TEST(Relay, CountsDeliveriesAndPendingEventsInMetrics) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_next(Failure::kServerError);
+  insert_events(db, 2, 2);
+  auto options = fast_options();
+  options.config.base_delay = 1h;
+  options.config.max_delay = 1h;
+  metrics::Metrics metrics;
+  Relay relay(db.url(), sinks_for(receiver, options), options, &metrics);
+
+  relay.drain();
+
+  const std::string text = metrics.serialize();
+  EXPECT_NE(text.find(R"(tidemark_outbox_deliveries_total{destination="ledger",result="delivered"} 1)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(tidemark_outbox_deliveries_total{destination="ledger",result="retry"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(tidemark_outbox_pending{destination="ledger"} 1)"), std::string::npos);
+  EXPECT_NE(text.find(R"(tidemark_outbox_delivery_duration_seconds_count{destination="ledger"} 2)"),
+            std::string::npos);
+}
+
+TEST(Relay, DeliveryCountersOfEveryDestinationStartAtZero) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  const auto options = fast_options();
+  metrics::Metrics metrics;
+  Relay relay(db.url(), sinks_for(receiver, options), options, &metrics);
+
+  // Before any delivery: the first dead event must be an increase from 0, not a new series.
+  const std::string text = metrics.serialize();
+  for (const char* result : {"delivered", "retry", "dead"}) {
+    EXPECT_NE(text.find(std::string(R"(tidemark_outbox_deliveries_total{destination="ledger",result=")") + result +
+                        "\"} 0"),
+              std::string::npos)
+        << result << "\n"
+        << text;
+  }
+  EXPECT_NE(text.find(R"(tidemark_outbox_delivery_duration_seconds_count{destination="ledger"} 0)"), std::string::npos);
+}
+
+// A 500 whose body is not ASCII, cut by the excerpt in the middle of a character, plus NUL
+// and stray bytes: last_error is stored as valid UTF-8 and the relay carries on.
+TEST(Relay, ErrorBodyCutMidCharacterIsStoredAsValidBoundedText) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  std::string body(199, 'x');
+  for (int i = 0; i < 2000; ++i) body += "\xC3\xA9";  // é, cut after its first byte at 200
+  receiver.set_body(Failure::kServerError, body);
+  receiver.fail_next(Failure::kServerError);
+  receiver.set_body(Failure::kBadRequest, std::string("bad\0byte \xFF\xC3", 11));
+  receiver.fail_next(Failure::kBadRequest);
+  insert_events(db, 2, 2);
+  auto options = fast_options();
+  options.config.base_delay = 1h;
+  options.config.max_delay = 1h;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  ASSERT_NO_THROW(relay.drain());
+
+  auto errors = query_errors(db);
+  std::sort(errors.begin(), errors.end());  // the two went at once, in either order
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_EQ(errors[1], "HTTP 500: " + std::string(197, 'x') + "\xE2\x80\xA6");
+  EXPECT_EQ(errors[0], "HTTP 400: bad\xEF\xBF\xBD" "byte \xEF\xBF\xBD\xEF\xBF\xBD");
+}
+
+TEST(Relay, ErrorTextsAreBoundedBetweenCharacters) {
+  std::string text;
+  for (int i = 0; i < 3000; ++i) text += "\xC3\xA9";
+  // 100 - 3 bytes for the ellipsis falls inside a character: the cut steps back before it.
+  const std::string bounded = bounded_error_text(text, 100);
+  EXPECT_LE(bounded.size(), 100u);
+  EXPECT_EQ(bounded, [] {
+    std::string expected;
+    for (int i = 0; i < 48; ++i) expected += "\xC3\xA9";
+    return expected + "\xE2\x80\xA6";
+  }());
+  EXPECT_EQ(bounded_error_text("short"), "short");
+}
+
+// Retry-After beyond what any integer holds, or beyond duration_cast's range, is capped at
+// an hour; without the cap it overflowed the interval or was ignored.
+TEST(Relay, HugeRetryAfterIsCappedAtAnHour) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+  int number = 0;
+  for (const std::string value : {"10000000000000", "9223372036854775807", "99999999999999999999999"}) {
+    SCOPED_TRACE(value);
+    {
+      auto connection = db.connect();
+      pqxx::work txn(*connection);
+      insert_event(txn, "tx-" + std::to_string(number), "acct-" + std::to_string(number), 1);
+      txn.commit();
+    }
+    receiver.set_retry_after(value);
+    receiver.fail_next(Failure::kTooManyRequests);
+    ASSERT_NO_THROW(relay.drain());
+    const std::string key = std::string(kDestination) + ":tx-" + std::to_string(number) + ":1";
+    EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox WHERE idempotency_key = '" + key + "'"),
+              "pending 1");
+    const double wait = std::stod(db.scalar("SELECT extract(epoch FROM next_attempt_at - now()) FROM outbox "
+                                            "WHERE idempotency_key = '" + key + "'"));
+    EXPECT_GT(wait, 3590);
+    EXPECT_LE(wait, 3600.5);
+    ++number;
+  }
+}
+
+TEST(Relay, TwoHundredWithAMegabyteBodyIsDelivered) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_body(Failure::kNone, std::string(1 << 20, 'a'));
+  const auto keys = insert_events(db, 3, 1);
+  const auto options = fast_options(/*max_attempts=*/1);
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+
+  EXPECT_EQ(db.scalar("SELECT string_agg(status || ' ' || attempts, ',') FROM outbox"),
+            "delivered 1,delivered 1,delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
+// The cluster is stopped (as a crash would) while a delivery is in flight; its 2xx arrives
+// during the outage. run() waits the outage out instead of ending, and records that answer
+// when the database is back: the event is not sent again.
+TEST(Relay, RunWaitsOutADatabaseOutageAndRecordsTheAnswersOfMeanwhile) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(1500ms);
+  receiver.fail_next(Failure::kSlow);
+  insert_events(db, 1, 1);
+  auto options = fast_options();
+  options.config.request_timeout = 10s;
+  options.lease = 60s;
+  // One round of retries lasts well under a second, so the outage spans many rounds.
+  options.database_retries = {.max_attempts = 3, .base_delay = 10ms, .max_delay = 50ms};
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  std::atomic<bool> ended{false};
+  std::string failure;
+  RelayStats stats;
+  std::thread runner([&] {
+    try {
+      stats = relay.run();
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    ended = true;
+  });
+  struct JoinRunner {
+    Relay& relay;
+    std::thread& thread;
+    ~JoinRunner() {
+      relay.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } join_runner{relay, runner};
+
+  ASSERT_TRUE(receiver.wait_for_applied(1, 10s));  // applied; the answer comes 1.5 s later
+  TestDatabase::crash_cluster();
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!relay.waiting_for_database() && !ended && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(relay.waiting_for_database());
+  std::this_thread::sleep_for(2s);  // the outage outlasts the answer and many retry rounds
+  EXPECT_FALSE(ended) << "run() ended during the outage: " << failure;
+  TestDatabase::restart_cluster();
+
+  while (db.scalar("SELECT status FROM outbox") != "delivered" && std::chrono::steady_clock::now() < deadline + 20s) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+  EXPECT_FALSE(relay.waiting_for_database());
+  EXPECT_FALSE(ended) << failure;
+  relay.stop();
+  runner.join();
+  EXPECT_EQ(failure, "");
+  EXPECT_EQ(stats.delivered, 1u);
+  EXPECT_EQ(receiver.requests().size(), 1u) << "the answer of the outage was lost and the event sent again";
+}
+
+TEST(Relay, DrainGivesUpOnADatabaseOutageAfterOneRoundOfRetries) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  insert_events(db, 1, 1);
+  auto options = fast_options();
+  options.database_retries = {.max_attempts = 3, .base_delay = 10ms, .max_delay = 50ms};
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  TestDatabase::crash_cluster();
+  EXPECT_THROW(relay.drain(), db::RetriesExhausted);
+  TestDatabase::restart_cluster();
+  relay.drain();
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+}
+
+// Keys whose bytes a receiver may decode differently (INTERFACE "Side effects"): the headers
+// carry the key percent-encoded to printable ASCII, the same on every attempt, so a receiver
+// that reads headers as Latin-1 (Python's http.server) verifies every event. Before, the raw
+// bytes went out and such a receiver answered 401: dead at once.
+TEST(Relay, HeaderIdsArePrintableAsciiSoALatin1ReceiverVerifiesEveryEvent) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.read_headers_as_latin1();
+  const std::vector<std::string> transaction_ids = {"tx-\xC3\xA9\xC3\xA8-\xF0\x9F\x98\x80", "tx with spaces", "tx<1>",
+                                                    "tx-100%", "tx-plain", "tx-\x01\x7F"};
+  std::set<std::string> keys;
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    for (std::size_t i = 0; i < transaction_ids.size(); ++i) {
+      keys.insert(insert_event(txn, transaction_ids[i], "acct-" + std::to_string(i), 1));
+    }
+    txn.commit();
+  }
+  receiver.fail_next(Failure::kServerError, static_cast<int>(keys.size()));  // so that each goes twice
+  const auto options = fast_options();
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  drain_until_settled(relay, db);
+
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), std::to_string(keys.size()));
+  std::map<std::string, std::set<std::string>> ids_of_key;
+  for (const auto& request : receiver.requests()) {
+    EXPECT_TRUE(request.signature_valid) << request.webhook_id;
+    EXPECT_EQ(request.idempotency_key, request.webhook_id);
+    for (const char c : request.webhook_id) EXPECT_TRUE(c > 0x20 && c < 0x7F) << request.webhook_id;
+    ids_of_key[request.key].insert(request.webhook_id);
+  }
+  EXPECT_EQ(receiver.requests().size(), 2 * keys.size());
+  ASSERT_EQ(ids_of_key.size(), keys.size());
+  for (const auto& [key, ids] : ids_of_key) {
+    EXPECT_TRUE(keys.count(key)) << key << " does not decode to a key of the outbox";
+    EXPECT_EQ(ids.size(), 1u) << key << ": the header id changed between attempts";
+  }
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-100%:1"), "ledger:tx-100%25:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx with spaces:1"), "ledger:tx%20with%20spaces:1");
+  EXPECT_EQ(connectors::http::header_id("ledger:tx-plain:1"), "ledger:tx-plain:1");
+}
+
+TEST(Relay, UrlCredentialsAndQueriesAreRedactedInErrorTexts) {
+  EXPECT_EQ(redact_urls("receive http://user:s3cret@127.0.0.1:9/hook?token=abc#f: connection refused"),
+            "receive http://***@127.0.0.1:9/hook?***#f: connection refused");
+  EXPECT_EQ(redact_urls("to https://h.example/p?a=1&b=2, then http://plain/x."),
+            "to https://h.example/p?***, then http://plain/x.");
+  EXPECT_EQ(redact_urls("no url here: a://"), "no url here: a://");
+  EXPECT_EQ(redact_urls("http://u@h"), "http://***@h");
+}
+
+// A destination URL with credentials and a token in its query: neither reaches last_error
+// (so neither the logs nor `outbox list`), and rows stored before are shown redacted.
+TEST(Relay, DestinationCredentialsNeverReachLastErrorOrTheOutboxList) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.fail_always(Failure::kDrop);
+  insert_events(db, 1, 1);
+  auto options = fast_options(/*max_attempts=*/1);
+  connectors::http::WebhookOptions webhook;
+  webhook.url = "http://relay-user:s3cret@127.0.0.1:" + std::to_string(receiver.port()) + "/events?token=t0ken";
+  webhook.signing_key = *connectors::http::decode_secret(kSecret);
+  webhook.request_timeout = options.config.request_timeout;
+  Sinks sinks;
+  sinks.emplace(kDestination, std::make_unique<connectors::http::WebhookSink>(webhook));
+  Relay relay(db.url(), std::move(sinks), options);
+
+  relay.drain();
+
+  const std::string error = db.scalar("SELECT last_error FROM outbox");
+  EXPECT_EQ(db.scalar("SELECT status FROM outbox"), "dead");
+  EXPECT_NE(error.find("http://***@127.0.0.1:" + std::to_string(receiver.port()) + "/events?***"), std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
+  EXPECT_EQ(error.find("t0ken"), std::string::npos) << error;
+
+  db.scalar("UPDATE outbox SET last_error = 'receive http://old:s3cret@h/p?token=t0ken: reset' RETURNING 1");
+  auto connection = db.connect();
+  const auto entries = list_outbox(*connection, OutboxFilter{});
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].last_error, "receive http://***@h/p?***: reset");
+}
+
+TEST(Outbox, ListFiltersByStatusAndDestination) {
+  TestDatabase db;
+  insert_events(db, 3, 1);
+  db.scalar("UPDATE outbox SET status = 'dead', last_error = 'HTTP 400' WHERE sequence = 2 RETURNING 1");
+  auto connection = db.connect();
+
+  OutboxFilter dead;
+  dead.status = "dead";
+  const auto entries = list_outbox(*connection, dead);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].idempotency_key, "ledger:tx-1:1");
+  EXPECT_EQ(entries[0].last_error, "HTTP 400");
+
+  OutboxFilter other;
+  other.destination = "other";
+  EXPECT_TRUE(list_outbox(*connection, other).empty());
+  OutboxFilter limited;
+  limited.limit = 2;
+  EXPECT_EQ(list_outbox(*connection, limited).size(), 2u);
+  EXPECT_EQ(retry_dead_outbox_events(*connection), 1u);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0"), "3");
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline::relay
