@@ -472,36 +472,6 @@ Config load_config(const std::filesystem::path& path) {
   return parse_config(text.str(), path.string());
 }
 
-bool RejectionLimit::exceeded_by(std::uint64_t rejected, std::uint64_t input) const {
-  if (percent) return static_cast<double>(rejected) * 100.0 > *percent * static_cast<double>(input);
-  return rejected > count;
-}
-
-std::optional<RejectionLimit> parse_rejection_limit(std::string_view text) {
-  RejectionLimit limit;
-  limit.text = std::string(text);
-  if (!text.ends_with('%')) {
-    const auto count = parse_unsigned(text);
-    if (!count) return std::nullopt;
-    limit.count = *count;
-    return limit;
-  }
-  const std::string_view number = text.substr(0, text.size() - 1);
-  // Digits with at most one '.', between digits: no sign, exponent, or spaces.
-  const auto dot = number.find('.');
-  const auto digits = [](std::string_view part) {
-    return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-  };
-  if (!digits(number.substr(0, dot)) || (dot != std::string_view::npos && !digits(number.substr(dot + 1)))) {
-    return std::nullopt;
-  }
-  double value = 0;
-  const auto [end, error] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (error != std::errc{} || end != number.data() + number.size() || value > 100.0) return std::nullopt;
-  limit.percent = value;
-  return limit;
-}
-
 std::optional<Duration> parse_duration(std::string_view text) {
   struct Unit {
     std::string_view suffix;

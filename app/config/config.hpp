@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/run/limits.hpp"
+
 namespace tidemark::pipeline {
 
 using Duration = std::chrono::milliseconds;
@@ -29,20 +31,6 @@ struct SourceConfig {
   Duration settle = std::chrono::seconds(2);
 };
 
-// max_rejected: how many rejected (invalid + conflict) records a run may have, as a count
-// ("100") or as a share of the run's input so far ("5%"). The batch that crosses it rolls
-// back and the run fails.
-struct RejectionLimit {
-  std::uint64_t count = 0;
-  std::optional<double> percent;  // set for "N%"
-  std::string text;               // as written, for messages
-
-  bool exceeded_by(std::uint64_t rejected, std::uint64_t input) const;
-};
-
-// "N" (an integer) or "N%" (0 to 100, fraction digits allowed); nullopt when malformed.
-std::optional<RejectionLimit> parse_rejection_limit(std::string_view text);
-
 struct ScheduleConfig {
   std::optional<Duration> every;  // schedule: {every: 5m}
   std::optional<std::string> cron;  // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
@@ -55,9 +43,6 @@ struct DestinationConfig {
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
   std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
 };
-
-// 16 MiB: two batches in flight (one committing, one prepared) stay within a 64 MiB aim.
-inline constexpr std::size_t kDefaultMaxBatchBytes = 16 * 1024 * 1024;
 
 struct PipelineConfig {
   std::string name;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "app/config/config.hpp"
+#include "pipeline/run/limits.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/core/record.hpp"
