@@ -44,10 +44,12 @@ bool is_env_var_name(std::string_view text) {
   });
 }
 
-// Each kind with its YAML name: the one place either is spelt.
+// Each kind with its name (YAML, stored, printed): the one place either is spelt.
 constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile}};
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {{"http", DestinationKind::kHttp},
                                                                              {"view", DestinationKind::kView}};
+constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
+    {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook}};
 
 template <typename Kind, std::size_t N>
 std::string_view name_of(Kind kind, const std::pair<std::string_view, Kind> (&names)[N]) {
@@ -427,6 +429,8 @@ std::vector<std::string> PipelineConfig::destination_names() const {
 std::string_view to_string(SourceKind kind) { return name_of(kind, kSourceKinds); }
 
 std::string_view to_string(DestinationKind kind) { return name_of(kind, kDestinationKinds); }
+
+std::string_view to_string(Trigger trigger) { return name_of(trigger, kTriggers); }
 
 std::vector<std::string> Config::destination_names_of_kind(DestinationKind kind) const {
   std::vector<std::string> names;

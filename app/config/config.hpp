@@ -29,8 +29,12 @@ enum class SourceKind { kFile };
 enum class DestinationKind { kHttp, kView };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
+// What started a run; to_string is the name runs.trigger, JSON output and the API carry.
+enum class Trigger { kCli, kSchedule, kWebhook };
+
 std::string_view to_string(SourceKind kind);
 std::string_view to_string(DestinationKind kind);
+std::string_view to_string(Trigger trigger);
 
 struct SourceConfig {
   SourceKind kind = SourceKind::kFile;  // the only kind so far

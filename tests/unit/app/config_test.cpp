@@ -194,13 +194,16 @@ TEST(ParseConfig, FormatComesFromTheExtension) {
   EXPECT_EQ(format_of("in.ndjson"), Format::kJsonl);
 }
 
-// Kinds and formats are parsed once into enums; their names (API output, runs) come back unchanged.
-TEST(ParseConfig, KindAndFormatNamesRoundTrip) {
+// Kinds, formats and triggers are enums; their names (API output, runs.trigger) stay as they were.
+TEST(ParseConfig, KindFormatAndTriggerNames) {
   EXPECT_EQ(to_string(SourceKind::kFile), "file");
   EXPECT_EQ(to_string(DestinationKind::kHttp), "http");
   EXPECT_EQ(to_string(DestinationKind::kView), "view");
   EXPECT_EQ(to_string(Format::kCsv), "csv");
   EXPECT_EQ(to_string(Format::kJsonl), "jsonl");
+  EXPECT_EQ(to_string(Trigger::kCli), "cli");
+  EXPECT_EQ(to_string(Trigger::kSchedule), "schedule");
+  EXPECT_EQ(to_string(Trigger::kWebhook), "webhook");
 }
 
 TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
