@@ -41,15 +41,21 @@ pipeline::RunRequest build_request(const RunOptions& options, const std::optiona
   } else if (options.source.empty()) {
     throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
   }
+  bool format_known = config.has_value();  // the config's pipeline has one
   if (!options.source.empty()) {
     pipeline.source.path = options.source;
-    // A new path brings its own format when its extension tells one.
-    if (const auto format = connectors::file::format_from_extension(options.source)) {
-      pipeline.source.format = *format == connectors::file::Format::kCsv ? "csv" : "jsonl";
+    // A new path brings its own format when its extension tells one (ignoring case, as in the config).
+    if (const auto format =
+            connectors::file::format_from_extension(options.source, connectors::file::ExtensionCase::kIgnore)) {
+      pipeline.source.format = *format;
+      format_known = true;
     }
   }
-  if (!options.format.empty()) pipeline.source.format = options.format;  // CLI11 checked: csv or jsonl
-  if (pipeline.source.format.empty()) {
+  if (!options.format.empty()) {
+    pipeline.source.format = connectors::file::parse_format(options.format).value();  // CLI11 checked: csv or jsonl
+    format_known = true;
+  }
+  if (!format_known) {
     throw UsageError("cannot tell the format of " + pipeline.source.path +
                      " from its extension: pass --format csv or --format jsonl");
   }

@@ -3,7 +3,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
@@ -12,6 +11,9 @@
 #include <initializer_list>
 #include <limits>
 #include <sstream>
+#include <utility>
+
+#include "app/config/cron.hpp"
 
 namespace tidemark::pipeline {
 
@@ -42,27 +44,19 @@ bool is_env_var_name(std::string_view text) {
   });
 }
 
-// Five whitespace-separated fields of digits, '*', ',', '-' and '/'; the scheduler
-// interprets them, this only rejects what can never be a cron expression.
-bool is_cron_expression(std::string_view text) {
-  std::istringstream fields{std::string(text)};
-  int count = 0;
-  for (std::string field; fields >> field; ++count) {
-    const bool allowed = std::all_of(field.begin(), field.end(), [](char c) {
-      return (c >= '0' && c <= '9') || c == '*' || c == ',' || c == '-' || c == '/';
-    });
-    if (!allowed) return false;
-  }
-  return count == 5;
-}
+// Each kind with its name (YAML, stored, printed): the one place either is spelt.
+constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile}};
+constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {{"http", DestinationKind::kHttp},
+                                                                             {"view", DestinationKind::kView}};
+constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
+    {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook}};
 
-std::optional<std::string> format_from_extension(const std::string& path) {
-  std::string extension = std::filesystem::path(path).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (extension == ".csv") return "csv";
-  if (extension == ".jsonl" || extension == ".ndjson") return "jsonl";
-  return std::nullopt;
+template <typename Kind, std::size_t N>
+std::string_view name_of(Kind kind, const std::pair<std::string_view, Kind> (&names)[N]) {
+  for (const auto& [name, listed] : names) {
+    if (listed == kind) return name;
+  }
+  return "unknown";  // only a value cast from outside the enumerators
 }
 
 std::string join(std::initializer_list<std::string_view> words) {
@@ -129,8 +123,21 @@ class Parser {
   // "pipelines.p.batch_size: "; nothing for the document itself.
   static std::string key_prefix(const Entry& entry) { return entry.path.empty() ? "" : entry.path + ": "; }
 
-  [[noreturn]] void fail_value(const Entry& entry, std::string_view expected) const {
-    fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value));
+  // `why`, when given, follows in parentheses.
+  [[noreturn]] void fail_value(const Entry& entry, std::string_view expected, std::string_view why = "") const {
+    fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value) +
+                             (why.empty() ? "" : " (" + std::string(why) + ")"));
+  }
+
+  // The enumerator `names` gives the entry's string; else a value error expecting `expected`.
+  template <typename Kind, std::size_t N>
+  Kind enum_value(const Entry& entry, const std::pair<std::string_view, Kind> (&names)[N],
+                  std::string_view expected) const {
+    const std::string text = string_value(entry);
+    for (const auto& [name, kind] : names) {
+      if (name == text) return kind;
+    }
+    fail_value(entry, expected);
   }
 
   [[noreturn]] void fail_at(const Entry& entry, std::string_view problem) const {
@@ -274,14 +281,16 @@ class Parser {
     SourceConfig source;
     const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
-      if (string_value(*kind) != "file") fail_value(*kind, "file (the only source kind so far)");
+      source.kind = enum_value(*kind, kSourceKinds, "file (the only source kind so far)");
     }
     source.path = non_empty_string(require(keys, map, "path"));
     if (const auto* format = find(keys, "format")) {
-      source.format = string_value(*format);
-      if (source.format != "csv" && source.format != "jsonl") fail_value(*format, "csv or jsonl");
-    } else if (auto inferred = format_from_extension(source.path)) {
-      source.format = std::move(*inferred);
+      const auto parsed = connectors::file::parse_format(string_value(*format));
+      if (!parsed) fail_value(*format, "csv or jsonl");
+      source.format = *parsed;
+    } else if (const auto inferred =
+                   connectors::file::format_from_extension(source.path, connectors::file::ExtensionCase::kIgnore)) {
+      source.format = *inferred;
     } else {
       fail_at(map, "cannot tell the format of '" + source.path +
                        "' from its extension (.csv, .jsonl, .ndjson): add format: csv or format: jsonl");
@@ -306,8 +315,11 @@ class Parser {
     if (every != nullptr) schedule.every = duration_value(*every);
     if (cron != nullptr) {
       schedule.cron = string_value(*cron);
-      if (!is_cron_expression(*schedule.cron)) {
-        fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'");
+      // The scheduler's own parser: what passes here is what `serve` runs on.
+      std::string error;
+      if (!CronExpression::parse(*schedule.cron, error)) {
+        fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'",
+                   error);
       }
     }
     return schedule;
@@ -336,19 +348,18 @@ class Parser {
     const auto& name = require(keys, map, "name");
     destination.name = string_value(name);
     if (!is_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
-    const auto& kind = require(keys, map, "kind");
-    destination.kind = string_value(kind);
+    destination.kind = enum_value(require(keys, map, "kind"), kDestinationKinds, "http or view");
     // Unique across the file, not per pipeline: outbox rows name only their destination. A
     // view is the exception: several pipelines may list it, and it reflects all of them.
     if (const auto [it, inserted] =
             destination_lines_.emplace(destination.name, Definition{mark_of(name).line + 1, destination.kind});
-        !inserted && (destination.kind != "view" || it->second.kind != "view")) {
+        !inserted && (destination.kind != DestinationKind::kView || it->second.kind != DestinationKind::kView)) {
       fail_at(name, "destination '" + destination.name + "' is already defined at line " +
                         std::to_string(it->second.line) +
                         " (destination names must be unique across the file; only a view destination may be "
                         "listed by several pipelines)");
     }
-    if (destination.kind == "http") {
+    if (destination.kind == DestinationKind::kHttp) {
       const auto& url = require(keys, map, "url");
       destination.url = string_value(url);
       if (!destination.url.starts_with("http://") && !destination.url.starts_with("https://")) {
@@ -368,12 +379,10 @@ class Parser {
           fail_at(*ca_file, "cannot read '" + destination.ca_file + "': " + std::strerror(errno));
         }
       }
-    } else if (destination.kind == "view") {
+    } else {
       for (const auto key : {"url", "secret_env", "ca_file"}) {
         if (const auto* extra = find(keys, key)) fail_at(*extra, "a view destination takes only name and kind");
       }
-    } else {
-      fail_value(kind, "http or view");
     }
     return destination;
   }
@@ -404,7 +413,7 @@ class Parser {
   std::string file_name_;
   struct Definition {
     int line = 0;  // of the destination's first definition
-    std::string kind;
+    DestinationKind kind = DestinationKind::kHttp;
   };
   std::map<std::string, Definition> destination_lines_;
 };
@@ -417,7 +426,13 @@ std::vector<std::string> PipelineConfig::destination_names() const {
   return names;
 }
 
-std::vector<std::string> Config::destination_names_of_kind(std::string_view kind) const {
+std::string_view to_string(SourceKind kind) { return name_of(kind, kSourceKinds); }
+
+std::string_view to_string(DestinationKind kind) { return name_of(kind, kDestinationKinds); }
+
+std::string_view to_string(Trigger trigger) { return name_of(trigger, kTriggers); }
+
+std::vector<std::string> Config::destination_names_of_kind(DestinationKind kind) const {
   std::vector<std::string> names;
   for (const auto& [name, destination] : destinations()) {
     if (destination.kind == kind) names.push_back(name);

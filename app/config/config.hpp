@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connectors/file/format.hpp"
 #include "pipeline/run/limits.hpp"
 
 namespace tidemark::pipeline {
@@ -22,10 +23,23 @@ struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The kinds the config names, parsed once from their YAML names; to_string gives that name
+// back (API and JSON output). app/wiring/registry maps each kind to its factory.
+enum class SourceKind { kFile };
+enum class DestinationKind { kHttp, kView };
+using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
+
+// What started a run; to_string is the name runs.trigger, JSON output and the API carry.
+enum class Trigger { kCli, kSchedule, kWebhook };
+
+std::string_view to_string(SourceKind kind);
+std::string_view to_string(DestinationKind kind);
+std::string_view to_string(Trigger trigger);
+
 struct SourceConfig {
-  std::string kind = "file";  // only "file" so far
-  std::string path;           // a file or a folder, relative to the working directory
-  std::string format;         // "csv" or "jsonl"
+  SourceKind kind = SourceKind::kFile;  // the only kind so far
+  std::string path;                     // a file or a folder, relative to the working directory
+  Format format = Format::kCsv;         // from `format:` or the path's extension
   // A file's last line without a newline is read only once the file's size and mtime have
   // not changed for this long (0: at once); until then it may be half written.
   Duration settle = std::chrono::seconds(2);
@@ -38,8 +52,8 @@ struct ScheduleConfig {
 
 struct DestinationConfig {
   std::string name;  // unique across the file: outbox rows name their destination
-  std::string kind;  // "http" or "view"
-  std::string url;   // http: where events are POSTed
+  DestinationKind kind = DestinationKind::kHttp;
+  std::string url;         // http: where events are POSTed
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
   std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
 };
@@ -87,8 +101,8 @@ struct Config {
 
   // Every destination of every pipeline, by name.
   std::map<std::string, DestinationConfig> destinations() const;
-  // The names of every destination of kind `kind` ("http", "view"), sorted.
-  std::vector<std::string> destination_names_of_kind(std::string_view kind) const;
+  // The names of every destination of kind `kind`, sorted.
+  std::vector<std::string> destination_names_of_kind(DestinationKind kind) const;
   // The destination names of pipeline `pipeline`; none when it is not configured.
   std::vector<std::string> destination_names(const std::string& pipeline) const;
   // The pipelines that list destination `destination` (a view's feeders), by name.

@@ -219,8 +219,8 @@ HttpResponse Api::pipelines() {
     list.clear();
     for (const auto& [name, pipeline] : config_.pipelines) {
       boost::json::object entry{{"name", name},
-                                {"source", {{"kind", pipeline.source.kind}, {"path", pipeline.source.path},
-                                            {"format", pipeline.source.format}}},
+                                {"source", {{"kind", to_string(pipeline.source.kind)}, {"path", pipeline.source.path},
+                                            {"format", to_string(pipeline.source.format)}}},
                                 {"batch_size", pipeline.batch_size}};
       entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
                                             : boost::json::value(nullptr);
@@ -387,7 +387,7 @@ HttpResponse Api::account_view(const HttpRequest& request, const std::string& vi
 }
 
 void Api::export_view_lag() {
-  const std::vector<std::string> views = config_.destination_names_of_kind("view");
+  const std::vector<std::string> views = config_.destination_names_of_kind(pipeline::DestinationKind::kView);
   if (views.empty()) return;
   try {
     pool_.with_connection("measuring view lag", [&](pqxx::connection& connection) {

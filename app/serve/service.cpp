@@ -274,7 +274,7 @@ int Service::run() {
     asio::co_spawn(self.io, self.schedule_loop(name, schedule, self.timers.back()), asio::detached);
     spdlog::info("pipeline {}: runs {}", name, schedule.describe());
   }
-  if (!self.options.config.destination_names_of_kind("view").empty()) {
+  if (!self.options.config.destination_names_of_kind(pipeline::DestinationKind::kView).empty()) {
     self.timers.emplace_back(self.io);
     asio::co_spawn(self.io, self.inbox_cleanup_loop(self.timers.back()), asio::detached);
   }

@@ -1,22 +1,18 @@
 #include "app/wiring/run_request.hpp"
 
-#include "connectors/file/file_source.hpp"
-#include "connectors/file/format.hpp"
+#include "app/wiring/registry.hpp"
 
 namespace tidemark::app {
 
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config) {
   pipeline::RunRequest request;
   request.pipeline = config.name;
-  request.format = config.source.format;
+  request.format = to_string(config.source.format);
   request.batch_size = config.batch_size;
   request.max_batch_bytes = config.max_batch_bytes;
   request.max_rejected = config.max_rejected;
   request.destinations = config.destination_names();
-  const connectors::file::Format format = connectors::file::parse_format(config.source.format).value();
-  request.open_source = [path = config.source.path, format, settle = config.source.settle] {
-    return connectors::file::open_file_source(path, format, settle);
-  };
+  request.open_source = [open = source_factory(config.source.kind), source = config.source] { return open(source); };
   return request;
 }
 

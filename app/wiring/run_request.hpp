@@ -5,8 +5,8 @@
 
 namespace tidemark::app {
 
-// The run request of a pipeline: its file source, format, batch size and destinations.
-// `config.source.format` must be "csv" or "jsonl" (the config parser guarantees it).
+// The run request of a pipeline: its source (opened by the factory of its kind), format,
+// batch size and destinations.
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config);
 
 }  // namespace tidemark::app

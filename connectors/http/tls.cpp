@@ -8,7 +8,7 @@
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ssl/error.hpp>
 
-#include "app/config/config.hpp"
+#include "connectors/http/options_error.hpp"
 
 namespace tidemark::connectors::http {
 
@@ -47,16 +47,16 @@ asio::ssl::context make_client_tls_context(const std::string& ca_file) {
   asio::ssl::context context(asio::ssl::context::tls_client);
   SSL_CTX* native = context.native_handle();
   if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1) {
-    throw pipeline::ConfigError("cannot require TLS 1.2" + last_openssl_error());
+    throw OptionsError("cannot require TLS 1.2" + last_openssl_error());
   }
   context.set_verify_mode(asio::ssl::verify_peer);
   if (ca_file.empty()) {
     if (SSL_CTX_set_default_verify_paths(native) != 1) {
-      throw pipeline::ConfigError("cannot load the system's trusted certificates" + last_openssl_error());
+      throw OptionsError("cannot load the system's trusted certificates" + last_openssl_error());
     }
   } else if (SSL_CTX_load_verify_locations(native, ca_file.c_str(), nullptr) != 1) {
-    throw pipeline::ConfigError("ca_file '" + ca_file + "' holds no PEM certificate that can be read" +
-                                last_openssl_error());
+    throw OptionsError("ca_file '" + ca_file + "' holds no PEM certificate that can be read" +
+                       last_openssl_error());
   }
   return context;
 }

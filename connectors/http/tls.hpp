@@ -12,8 +12,8 @@ namespace tidemark::connectors::http {
 // A client context: TLS 1.2 or later, peer verification required, trusting the PEM bundle
 // `ca_file` or, when it is empty, the system store (SSL_CTX_set_default_verify_paths, so
 // SSL_CERT_FILE and SSL_CERT_DIR apply). Build it once per destination and share it between
-// that destination's connections. Throws pipeline::ConfigError when the trust store cannot
-// be loaded.
+// that destination's connections. Throws OptionsError when the trust store cannot be
+// loaded.
 boost::asio::ssl::context make_client_tls_context(const std::string& ca_file);
 
 // Readies the SSL object of a connection for a client handshake with `host` (a DNS name or

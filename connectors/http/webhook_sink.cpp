@@ -1,7 +1,6 @@
 #include "connectors/http/webhook_sink.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <thread>
@@ -18,6 +17,7 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 
+#include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
 
@@ -27,7 +27,6 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
-using pipeline::ConfigError;
 using pipeline::relay::DeliveryResult;
 using pipeline::relay::OutboxEvent;
 
@@ -46,14 +45,14 @@ struct Target {
 Target parse_target(const std::string& raw_url) {
   const std::string url = pipeline::relay::redact_urls(raw_url);  // for the messages only
   const auto parsed = boost::urls::parse_uri(raw_url);
-  if (!parsed) throw ConfigError("destination URL '" + url + "' is not a valid URL");
+  if (!parsed) throw OptionsError("destination URL '" + url + "' is not a valid URL");
   if (parsed->scheme() != "http" && parsed->scheme() != "https") {
-    throw ConfigError("destination URL '" + url + "': only http:// and https:// URLs are supported");
+    throw OptionsError("destination URL '" + url + "': only http:// and https:// URLs are supported");
   }
   Target target;
   target.tls = parsed->scheme() == "https";
   target.host = parsed->host();
-  if (target.host.empty()) throw ConfigError("destination URL '" + url + "' has no host");
+  if (target.host.empty()) throw OptionsError("destination URL '" + url + "' has no host");
   target.port = parsed->has_port() ? std::string(parsed->port()) : target.tls ? "443" : "80";
   target.host_header = parsed->has_port() ? target.host + ":" + target.port : target.host;
   target.path = std::string(parsed->encoded_target());
@@ -349,37 +348,5 @@ WebhookSink::WebhookSink(WebhookOptions options) : client_(std::make_unique<Clie
 WebhookSink::~WebhookSink() = default;
 
 void WebhookSink::deliver(OutboxEvent event, Completion done) { client_->deliver(std::move(event), std::move(done)); }
-
-WebhookOptions webhook_options(const pipeline::DestinationConfig& destination, const pipeline::RelayConfig& relay) {
-  const std::string where = "destination '" + destination.name + "'";
-  if (destination.secret_env.empty()) throw ConfigError(where + " has no secret_env naming its signing secret");
-  const char* secret = std::getenv(destination.secret_env.c_str());
-  if (secret == nullptr || *secret == '\0') {
-    throw ConfigError(where + ": environment variable " + destination.secret_env +
-                      " is not set; set it to the destination's whsec_… signing secret");
-  }
-  auto key = decode_secret(secret);
-  if (!key) {
-    throw ConfigError(where + ": environment variable " + destination.secret_env +
-                      " does not hold a Standard Webhooks secret (whsec_ followed by base64)");
-  }
-  WebhookOptions options;
-  options.url = destination.url;
-  options.ca_file = destination.ca_file;
-  options.signing_key = std::move(*key);
-  options.connect_timeout = relay.connect_timeout;
-  options.request_timeout = relay.request_timeout;
-  options.max_idle_connections = relay.max_in_flight;
-  return options;
-}
-
-std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> make_webhook_sinks(const pipeline::Config& config) {
-  std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> sinks;
-  for (const auto& [name, destination] : config.destinations()) {
-    if (destination.kind != "http") continue;
-    sinks.emplace(name, std::make_unique<WebhookSink>(webhook_options(destination, config.relay)));
-  }
-  return sinks;
-}
 
 }  // namespace tidemark::connectors::http

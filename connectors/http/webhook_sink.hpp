@@ -1,13 +1,12 @@
 #pragma once
 // The HTTP webhook sink: POSTs each outbox event, signed with Standard Webhooks headers, to
 // one destination URL over kept-alive connections. Boost.Beast stays inside the .cpp.
+#include <chrono>
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "app/config/config.hpp"
 #include "pipeline/core/sink.hpp"
 
 namespace tidemark::connectors::http {
@@ -16,8 +15,8 @@ struct WebhookOptions {
   std::string url;          // http://host[:port]/path or https://host[:port]/path
   std::string ca_file;      // https: PEM bundle trusted instead of the system store (empty: the system store)
   std::string signing_key;  // the key bytes of the destination's whsec_ secret
-  pipeline::Duration connect_timeout = std::chrono::seconds(5);
-  pipeline::Duration request_timeout = std::chrono::seconds(10);  // writing the request and reading the answer
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
+  std::chrono::milliseconds request_timeout = std::chrono::seconds(10);  // writing the request and reading the answer
   std::size_t max_idle_connections = 16;                          // kept alive between deliveries
 };
 
@@ -35,7 +34,7 @@ std::string header_id(std::string_view idempotency_key);
 
 class WebhookSink final : public pipeline::relay::Sink {
  public:
-  // Throws pipeline::ConfigError when the URL is not an http:// or https:// URL, or when the
+  // Throws OptionsError when the URL is not an http:// or https:// URL, or when the
   // trust store of an https:// URL cannot be loaded.
   explicit WebhookSink(WebhookOptions options);
   ~WebhookSink() override;
@@ -48,12 +47,5 @@ class WebhookSink final : public pipeline::relay::Sink {
   class Client;
   std::unique_ptr<Client> client_;
 };
-
-// The options of an http destination; the secret comes from the variable its secret_env
-// names. ConfigError names the destination and the variable when it is unset or malformed.
-WebhookOptions webhook_options(const pipeline::DestinationConfig& destination, const pipeline::RelayConfig& relay);
-
-// One sink per http destination of the config, by destination name.
-std::map<std::string, std::unique_ptr<pipeline::relay::Sink>> make_webhook_sinks(const pipeline::Config& config);
 
 }  // namespace tidemark::connectors::http

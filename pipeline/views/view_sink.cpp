@@ -45,7 +45,7 @@ relay::DeliveryResult ViewSink::apply(const relay::OutboxEvent& event) {
 
 relay::Sinks make_view_sinks(const Config& config, const std::string& database_url) {
   relay::Sinks sinks;
-  const std::vector<std::string> names = config.destination_names_of_kind("view");
+  const std::vector<std::string> names = config.destination_names_of_kind(DestinationKind::kView);
   for (const auto& name : names) {
     if (!is_known_view(name)) {
       throw ConfigError("destination '" + name + "' is of kind view, but tidemark has no such view (" +

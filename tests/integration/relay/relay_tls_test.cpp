@@ -13,6 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "app/wiring/sinks.hpp"
+#include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
 #include "connectors/http/webhook_sink.hpp"
@@ -225,7 +226,7 @@ TEST(RelayTls, CaFileWithoutCertificatesIsRefusedAtStart) {
   try {
     sink_for("https://127.0.0.1:1/events", garbage.string());
     FAIL() << "a ca_file without certificates must be refused";
-  } catch (const ConfigError& error) {
+  } catch (const OptionsError& error) {
     EXPECT_TRUE(std::string(error.what()).starts_with("ca_file '" + garbage.string() + "' holds no PEM certificate"))
         << error.what();
   }

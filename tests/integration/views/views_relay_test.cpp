@@ -32,7 +32,7 @@ Config view_config() {
   Config config;
   PipelineConfig pipeline;
   pipeline.name = kPipeline;
-  pipeline.destinations = {{kAccountBalance, "view", "", ""}, {kDailyTotals, "view", "", ""}};
+  pipeline.destinations = {{kAccountBalance, DestinationKind::kView, "", ""}, {kDailyTotals, DestinationKind::kView, "", ""}};
   config.pipelines[kPipeline] = pipeline;
   return config;
 }

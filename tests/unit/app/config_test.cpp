@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <utility>
+#include <vector>
 
 namespace tidemark::pipeline {
 namespace {
@@ -58,25 +60,25 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
 
   const auto& transactions = config.pipelines.at("transactions");
   EXPECT_EQ(transactions.name, "transactions");
-  EXPECT_EQ(transactions.source.kind, "file");
+  EXPECT_EQ(transactions.source.kind, SourceKind::kFile);
   EXPECT_EQ(transactions.source.path, "data/in");
-  EXPECT_EQ(transactions.source.format, "csv");
+  EXPECT_EQ(transactions.source.format, Format::kCsv);
   EXPECT_EQ(transactions.batch_size, 500u);
   ASSERT_TRUE(transactions.schedule.has_value());
   EXPECT_EQ(transactions.schedule->every, minutes(5));
   EXPECT_FALSE(transactions.schedule->cron.has_value());
   ASSERT_EQ(transactions.destinations.size(), 2u);
   EXPECT_EQ(transactions.destinations[0].name, "ledger");
-  EXPECT_EQ(transactions.destinations[0].kind, "http");
+  EXPECT_EQ(transactions.destinations[0].kind, DestinationKind::kHttp);
   EXPECT_EQ(transactions.destinations[0].url, "http://127.0.0.1:9000/events");
   EXPECT_EQ(transactions.destinations[0].secret_env, "LEDGER_SECRET");
   EXPECT_EQ(transactions.destinations[1].name, "balances");
-  EXPECT_EQ(transactions.destinations[1].kind, "view");
+  EXPECT_EQ(transactions.destinations[1].kind, DestinationKind::kView);
   EXPECT_EQ(transactions.destinations[1].url, "");
 
   const auto& refunds = config.pipelines.at("refunds");
   EXPECT_EQ(refunds.source.path, "data/refunds.ndjson");
-  EXPECT_EQ(refunds.source.format, "jsonl");  // from the .ndjson extension
+  EXPECT_EQ(refunds.source.format, Format::kJsonl);  // from the .ndjson extension
   EXPECT_EQ(refunds.batch_size, 10000u);
   ASSERT_TRUE(refunds.schedule.has_value());
   EXPECT_EQ(refunds.schedule->cron, "*/15 1-5 * * 1,3");
@@ -93,7 +95,7 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
   const auto destinations = config.destinations();
   ASSERT_EQ(destinations.size(), 2u);
   EXPECT_EQ(destinations.at("ledger").url, "http://127.0.0.1:9000/events");
-  EXPECT_EQ(destinations.at("balances").kind, "view");
+  EXPECT_EQ(destinations.at("balances").kind, DestinationKind::kView);
 }
 
 TEST(ParseConfig, OmittedSectionsTakeTheDefaults) {
@@ -185,15 +187,28 @@ TEST(ParseConfig, FormatComesFromTheExtension) {
         .pipelines.at("p")
         .source.format;
   };
-  EXPECT_EQ(format_of("in.csv"), "csv");
-  EXPECT_EQ(format_of("in.CSV"), "csv");
-  EXPECT_EQ(format_of("in.jsonl"), "jsonl");
-  EXPECT_EQ(format_of("in.ndjson"), "jsonl");
+  EXPECT_EQ(format_of("in.csv"), Format::kCsv);
+  EXPECT_EQ(format_of("in.CSV"), Format::kCsv);
+  EXPECT_EQ(format_of("in.jsonl"), Format::kJsonl);
+  EXPECT_EQ(format_of("in.JsonL"), Format::kJsonl);
+  EXPECT_EQ(format_of("in.ndjson"), Format::kJsonl);
+}
+
+// Kinds, formats and triggers are enums; their names (API output, runs.trigger) stay as they were.
+TEST(ParseConfig, KindFormatAndTriggerNames) {
+  EXPECT_EQ(to_string(SourceKind::kFile), "file");
+  EXPECT_EQ(to_string(DestinationKind::kHttp), "http");
+  EXPECT_EQ(to_string(DestinationKind::kView), "view");
+  EXPECT_EQ(to_string(Format::kCsv), "csv");
+  EXPECT_EQ(to_string(Format::kJsonl), "jsonl");
+  EXPECT_EQ(to_string(Trigger::kCli), "cli");
+  EXPECT_EQ(to_string(Trigger::kSchedule), "schedule");
+  EXPECT_EQ(to_string(Trigger::kWebhook), "webhook");
 }
 
 TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
   const auto config = parse_config("pipelines:\n  p:\n    source: {path: in.txt, format: jsonl}\n", "c.yaml");
-  EXPECT_EQ(config.pipelines.at("p").source.format, "jsonl");
+  EXPECT_EQ(config.pipelines.at("p").source.format, Format::kJsonl);
 }
 
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
@@ -389,8 +404,8 @@ TEST(ParseConfig, DestinationNamesPerPipelineAndFeedersPerDestination) {
   EXPECT_EQ(config.pipelines_feeding("account_balance"), (Names{"orders", "refunds"}));
   EXPECT_EQ(config.pipelines_feeding("ledger"), Names{"orders"});
   EXPECT_EQ(config.pipelines_feeding("daily_totals"), Names{});
-  EXPECT_EQ(config.destination_names_of_kind("view"), Names{"account_balance"});
-  EXPECT_EQ(config.destination_names_of_kind("http"), Names{"ledger"});
+  EXPECT_EQ(config.destination_names_of_kind(DestinationKind::kView), Names{"account_balance"});
+  EXPECT_EQ(config.destination_names_of_kind(DestinationKind::kHttp), Names{"ledger"});
 }
 
 TEST(ParseConfigErrors, InvalidNamesAreRejected) {
@@ -414,6 +429,20 @@ TEST(ParseConfigErrors, CronNeedsFiveFieldsOfCronCharacters) {
                 StartsWith("config.yaml:4: pipelines.transactions.schedule.cron: expected five fields"))
         << bad;
   }
+}
+
+// Five fields of cron characters are not enough: the scheduler's own parser checks each
+// field's range and form, so `serve` never starts with a schedule it cannot run.
+TEST(ParseConfigErrors, CronFieldsAreParsedByTheSchedulersParser) {
+  for (const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+           {"99 * * * *", "minute field '99'"}, {"* 24 * * *", "hour field '24'"},
+           {"*/0 * * * *", "minute field '*/0'"}, {"* * * * 8", "day-of-week field '8'"}}) {
+    EXPECT_THAT(config_error(std::string(kPipelineHead) + "    schedule: {cron: \"" + bad + "\"}\n"),
+                AllOf(StartsWith("config.yaml:4: pipelines.transactions.schedule.cron: expected five fields"),
+                      HasSubstr("got \"" + bad + "\" (" + why)))
+        << bad;
+  }
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    schedule: {cron: \"*/15 1-5 * * 1,3\"}\n"), "");
 }
 
 TEST(ParseConfigErrors, RelayMaxDelayShorterThanBaseDelay) {
@@ -477,6 +506,22 @@ TEST(LoadConfig, ReadsTheFileAndNamesItInErrors) {
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& error) {
     EXPECT_THAT(error.what(), StartsWith(path.string() + ":4: pipelines.p.batch_size:"));
+  }
+  std::filesystem::remove(path);
+}
+
+TEST(LoadConfig, CronOutOfRangeNamesTheFileLineAndKey) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "tidemark_config_cron_test.yaml";
+  {
+    std::ofstream out(path);
+    out << "pipelines:\n  p:\n    source: {path: a.csv}\n    schedule: {cron: \"99 * * * *\"}\n";
+  }
+  try {
+    load_config(path);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.what(), StartsWith(path.string() + ":4: pipelines.p.schedule.cron: expected five fields"));
+    EXPECT_THAT(error.what(), HasSubstr("minute field '99'"));
   }
   std::filesystem::remove(path);
 }

@@ -1,0 +1,57 @@
+#include "app/wiring/registry.hpp"
+
+#include <stdexcept>
+
+#include "app/wiring/sinks.hpp"
+#include "connectors/file/file_source.hpp"
+#include "pipeline/views/view_sink.hpp"
+
+namespace tidemark::app {
+
+namespace {
+
+const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factories() {
+  static const std::vector<std::pair<pipeline::SourceKind, SourceFactory>> factories = {
+      {pipeline::SourceKind::kFile,
+       [](const pipeline::SourceConfig& source) {
+         return connectors::file::open_file_source(source.path, source.format, source.settle);
+       }},
+  };
+  return factories;
+}
+
+const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>>& sink_factories() {
+  static const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>> factories = {
+      {pipeline::DestinationKind::kHttp, [](const SinkContext& context) { return make_webhook_sinks(context.config); }},
+      {pipeline::DestinationKind::kView,
+       [](const SinkContext& context) { return pipeline::views::make_view_sinks(context.config, context.database_url); }},
+  };
+  return factories;
+}
+
+template <typename Kind, typename Factory>
+const Factory& find_factory(const std::vector<std::pair<Kind, Factory>>& factories, Kind kind, const char* what) {
+  for (const auto& [listed, factory] : factories) {
+    if (listed == kind) return factory;
+  }
+  throw std::invalid_argument(std::string("no factory is registered for ") + what + " kind '" +
+                              std::string(to_string(kind)) + "' (" + std::to_string(static_cast<int>(kind)) + ")");
+}
+
+}  // namespace
+
+const SourceFactory& source_factory(pipeline::SourceKind kind) {
+  return find_factory(source_factories(), kind, "source");
+}
+
+const SinkFactory& sink_factory(pipeline::DestinationKind kind) {
+  return find_factory(sink_factories(), kind, "destination");
+}
+
+std::vector<pipeline::DestinationKind> sink_kinds() {
+  std::vector<pipeline::DestinationKind> kinds;
+  for (const auto& [kind, factory] : sink_factories()) kinds.push_back(kind);
+  return kinds;
+}
+
+}  // namespace tidemark::app

@@ -1,0 +1,13 @@
+#pragma once
+// The error of a destination whose options cannot be used: a URL that is not http:// or
+// https://, a trust store that does not load. Thrown when the sink is built, before any
+// delivery; app/wiring reports it as a configuration error (exit 2), with the same message.
+#include <stdexcept>
+
+namespace tidemark::connectors::http {
+
+struct OptionsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace tidemark::connectors::http
