@@ -15,14 +15,21 @@ constexpr pipeline::Duration kMinimumLease = std::chrono::seconds(2);
 
 pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config) {
   pipeline::relay::RelayOptions options;
-  options.config = {config.max_attempts,  config.base_delay,      config.max_delay,
-                    config.max_in_flight, config.connect_timeout, config.request_timeout};
+  options.config = {.max_attempts = config.max_attempts,
+                    .base_delay = config.base_delay,
+                    .max_delay = config.max_delay,
+                    .max_in_flight = config.max_in_flight,
+                    .connect_timeout = config.connect_timeout,
+                    .request_timeout = config.request_timeout};
   options.lease = std::max(kMinimumLease, 2 * (config.connect_timeout + config.request_timeout));
   return options;
 }
 
 pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config) {
-  return {config.max_attempts, config.base_delay, config.max_delay, relay_options(config).lease};
+  return {.max_attempts = config.max_attempts,
+          .base_delay = config.base_delay,
+          .max_delay = config.max_delay,
+          .lease = relay_options(config).lease};
 }
 
 pipeline::relay::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url) {
