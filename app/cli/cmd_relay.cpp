@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/outbox.hpp"
@@ -100,7 +101,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
       exit_code = kExitOk;
       return;
     }
-    pipeline::relay::Relay relay(url, std::move(sinks), pipeline::relay::relay_options(config->relay));
+    pipeline::relay::Relay relay(url, std::move(sinks), relay_options(config->relay));
     pipeline::relay::RelayStats stats;
     if (options->once) {
       stats = relay.drain();

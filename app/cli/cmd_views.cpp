@@ -6,9 +6,10 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/wiring/options.hpp"
 #include "pipeline/store/pg/database.hpp"
-#include "pipeline/relay/relay.hpp"
-#include "pipeline/views/views.hpp"
+#include "pipeline/views/admin.hpp"
+#include "pipeline/views/registry.hpp"
 
 namespace tidemark::app {
 
@@ -35,9 +36,9 @@ void as_usage_errors(Work&& work) {
 }
 
 void add_name_and_version(CLI::App& command, ViewsCommandOptions& options) {
-  command.add_option("NAME", options.name, "The view: account_balance or daily_totals")
+  command.add_option("NAME", options.name, "The view: " + pipeline::views::view_list(" or "))
       ->required()
-      ->check(CLI::IsMember({pipeline::views::kAccountBalance, pipeline::views::kDailyTotals}));
+      ->check(CLI::IsMember(pipeline::views::view_names()));
   command.add_option("--version", options.version, "The version (its table is NAME_v<N>)")
       ->required()
       ->check(CLI::PositiveNumber);
@@ -132,8 +133,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
     const pipeline::RelayConfig relay_config = config ? config->relay : pipeline::RelayConfig{};
     auto connection = pipeline::db::connect(options->database.connect_url(config));
     as_usage_errors([&] {
-      const auto deleted = pipeline::views::cleanup_inbox(*connection, *retention, relay_config,
-                                                          pipeline::relay::relay_options(relay_config).lease);
+      const auto deleted = pipeline::views::cleanup_inbox(*connection, *retention, redelivery(relay_config));
       std::cout << deleted << " inbox record(s) older than " << options->retention << " deleted\n";
     });
     exit_code = kExitOk;

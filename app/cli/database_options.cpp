@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.hpp"
 #include "pipeline/store/cluster.hpp"
+#include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app {

@@ -1,5 +1,6 @@
 #include "app/serve/service.hpp"
 
+#include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 
 #include <algorithm>
@@ -67,7 +68,7 @@ struct Service::Impl {
         signals(io) {
     if (!sinks.empty()) {
       relay = std::make_unique<pipeline::relay::Relay>(options.database_url, std::move(sinks),
-                                                       pipeline::relay::relay_options(options.config.relay), &metrics);
+                                                       relay_options(options.config.relay), &metrics);
       metrics.component_restarts_total.Add({{"component", "relay"}});
     }
     if (options.handle_signals) {
@@ -175,8 +176,7 @@ struct Service::Impl {
         try {
           pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
             const auto deleted = pipeline::views::cleanup_inbox(
-                connection, pipeline::views::kDefaultInboxRetention, options.config.relay,
-                pipeline::relay::relay_options(options.config.relay).lease);
+                connection, pipeline::views::kDefaultInboxRetention, redelivery(options.config.relay));
             spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
                          pipeline::views::kDefaultInboxRetention.count());
           });

@@ -4,7 +4,7 @@
 
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
-#include "pipeline/views/view_sink.hpp"
+#include "app/wiring/options.hpp"
 
 namespace tidemark::app {
 
@@ -24,7 +24,7 @@ const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>>& sink_facto
   static const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>> factories = {
       {pipeline::DestinationKind::kHttp, [](const SinkContext& context) { return make_webhook_sinks(context.config); }},
       {pipeline::DestinationKind::kView,
-       [](const SinkContext& context) { return pipeline::views::make_view_sinks(context.config, context.database_url); }},
+       [](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); }},
   };
   return factories;
 }

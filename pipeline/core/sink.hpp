@@ -5,9 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+namespace tidemark::pipeline {
+
+// The unit of every time option (the config's durations are milliseconds too).
+using Duration = std::chrono::milliseconds;
+
+}  // namespace tidemark::pipeline
 
 namespace tidemark::pipeline::relay {
 
@@ -63,5 +72,8 @@ class Sink {
   // thread, when the outcome is known (bounded by the sink's timeouts). Deliveries may overlap.
   virtual void deliver(OutboxEvent event, Completion done) = 0;
 };
+
+// The sinks the relay delivers through, by destination name.
+using Sinks = std::map<std::string, std::unique_ptr<Sink>>;
 
 }  // namespace tidemark::pipeline::relay

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 
 #include <spdlog/spdlog.h>
 
@@ -17,7 +18,6 @@ namespace tidemark::pipeline::relay {
 namespace {
 
 constexpr auto kPendingRefreshInterval = std::chrono::seconds(1);
-constexpr Duration kMinimumLease = std::chrono::seconds(2);
 
 std::string_view result_label(DeliveryResult::Status status) {
   switch (status) {
@@ -101,18 +101,11 @@ std::string redact_urls(std::string_view text) {
   return redacted;
 }
 
-RelayOptions relay_options(const RelayConfig& config) {
-  RelayOptions options;
-  options.config = config;
-  options.lease = std::max(kMinimumLease, 2 * (config.connect_timeout + config.request_timeout));
-  return options;
-}
-
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
-    : database_url_(std::move(database_url)),
-      options_(std::move(options)),
+    : options_(std::move(options)),
       metrics_(metrics),
       destinations_(text_array(sinks)),
+      database_(std::move(database_url), options_.database_retries, prepare),
       rng_(options_.seed),
       sinks_(std::move(sinks)) {
   if (metrics_ == nullptr) return;
@@ -341,19 +334,7 @@ void Relay::refresh_pending() {
 void Relay::with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work) {
   for (;;) {
     try {
-      db::with_retries(options_.database_retries, what, [&] {
-        try {
-          if (!connection_) {
-            connection_ = db::connect(database_url_);
-            prepare(*connection_);
-          }
-          work(*connection_);
-        } catch (const std::exception&) {
-          // A broken connection is replaced on the next attempt; a healthy one costs a reconnect.
-          connection_.reset();
-          throw;
-        }
-      });
+      database_.with_connection(what, work);
       if (waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
       return;
     } catch (const db::RetriesExhausted& error) {

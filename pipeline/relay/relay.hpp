@@ -8,8 +8,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
-#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -18,9 +16,9 @@
 
 #include <pqxx/pqxx>
 
-#include "app/config/config.hpp"
-#include "pipeline/store/pg/database.hpp"
 #include "pipeline/core/sink.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::metrics {
 struct Metrics;
@@ -28,8 +26,19 @@ struct Metrics;
 
 namespace tidemark::pipeline::relay {
 
+// The config's `relay:` settings, as the relay works by them (app/wiring fills them in).
+struct DeliveryPolicy {
+  int max_attempts = 10;  // a retryable failure on the last one is final (dead)
+  Duration base_delay = std::chrono::seconds(1);  // retry backoff, DESIGN rule 9
+  Duration max_delay = std::chrono::minutes(5);
+  std::size_t max_in_flight = 16;  // deliveries in flight at once, across keys
+  // The longest one attempt of a sink may take (its timeouts): the lease outlasts them.
+  Duration connect_timeout = std::chrono::seconds(5);
+  Duration request_timeout = std::chrono::seconds(10);
+};
+
 struct RelayOptions {
-  RelayConfig config;
+  DeliveryPolicy config;
   // How long a claimed event stays invisible to every relay. It must outlast one attempt
   // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
   Duration lease = std::chrono::seconds(30);
@@ -40,17 +49,11 @@ struct RelayOptions {
   db::RetryPolicy database_retries;
 };
 
-// Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
-// (at least 2 s), so that only a dead or hung relay ever loses its lease.
-RelayOptions relay_options(const RelayConfig& config);
-
 struct RelayStats {
   std::uint64_t delivered = 0;
   std::uint64_t retried = 0;
   std::uint64_t dead = 0;
 };
-
-using Sinks = std::map<std::string, std::unique_ptr<Sink>>;
 
 class Relay {
  public:
@@ -92,16 +95,15 @@ class Relay {
   void account(const std::vector<Answer>& answers);
   void send(std::vector<OutboxEvent> events);
   void refresh_pending();
-  // Runs `work` on the relay's connection with database retries; for ever in run() (see
-  // RelayOptions::database_retries), throws when stopping or in drain().
+  // Runs `work` on the relay's pooled connection with database retries; for ever in run()
+  // (see RelayOptions::database_retries), throws when stopping or in drain().
   void with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work);
   Duration retry_delay(const Answer& answer);
 
-  std::string database_url_;
   RelayOptions options_;
   metrics::Metrics* metrics_;
   std::string destinations_;  // '{"a","b"}', the claim's destination filter
-  std::unique_ptr<pqxx::connection> connection_;
+  db::ConnectionPool database_;  // one connection in use at a time: the relay's thread only
   std::mt19937_64 rng_;
   RelayStats stats_;
   std::size_t in_flight_ = 0;  // touched by the relay's own thread only

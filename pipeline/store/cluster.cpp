@@ -25,6 +25,8 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/store/pg/database.hpp"
+
 namespace tidemark::pipeline::db {
 
 namespace fs = std::filesystem;
@@ -387,8 +389,8 @@ void Cluster::start(const std::string& database) {
   }
   save_state();  // also tightens a state file of an older version (0644) to 0600
   require_password_authentication();
-  pqxx::connection admin(url("postgres"));
-  pqxx::nontransaction txn(admin);
+  auto admin = db::connect(url("postgres"));
+  pqxx::nontransaction txn(*admin);
   if (txn.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", database).empty()) {
     try {
       txn.exec("CREATE DATABASE " + txn.quote_name(database));
@@ -409,8 +411,8 @@ void Cluster::require_password_authentication() {
   const std::string password = random_password();
   write_private_file(passfile(), "127.0.0.1:*:*:postgres:" + password + "\n");
   {
-    pqxx::connection admin(address);
-    pqxx::nontransaction txn(admin);
+    auto admin = db::connect(address);
+    pqxx::nontransaction txn(*admin);
     txn.exec("ALTER ROLE postgres PASSWORD " + txn.quote(password));
     const ServerUser owner = server_user();
     write_private_file(hba, kHba, &owner);
@@ -420,6 +422,7 @@ void Cluster::require_password_authentication() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   for (;;) {
     try {
+      // Not db::connect: only libpq's own refusal of the wrong password is the answer sought.
       pqxx::connection probe(address + "?password=not-the-password");
     } catch (const pqxx::broken_connection&) {
       return;

@@ -1,38 +1,35 @@
 #pragma once
 // The relay's Sink for a view destination: applies each event in-process to every version
-// of the view that receives events, in one transaction on the sink's own connection. The
-// relay's claim gives per-account order; the sink refuses (retry) an event whose
+// of the view that receives events, in one transaction on a connection of the views' pool.
+// The relay's claim gives per-account order; the sink refuses (retry) an event whose
 // predecessor is missing, so it waits and shows in the view's lag rather than being lost.
 #include <memory>
-#include <mutex>
 #include <string>
+#include <vector>
 
-#include <pqxx/pqxx>
-
-#include "app/config/config.hpp"
-#include "pipeline/relay/relay.hpp"
 #include "pipeline/core/sink.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/views/view.hpp"
 
 namespace tidemark::pipeline::views {
 
 class ViewSink : public relay::Sink {
  public:
-  ViewSink(std::string view, std::string database_url);
+  ViewSink(const View& view, std::shared_ptr<db::ConnectionPool> database);
   // Applies synchronously and calls `done` before returning.
   void deliver(relay::OutboxEvent event, Completion done) override;
 
  private:
   relay::DeliveryResult apply(const relay::OutboxEvent& event);
 
-  std::string view_;
-  std::string database_url_;
-  std::mutex mutex_;  // one transaction at a time on the connection
-  std::unique_ptr<pqxx::connection> connection_;
+  const View& view_;
+  std::string name_;
+  std::shared_ptr<db::ConnectionPool> database_;
 };
 
-// One ViewSink per `kind: view` destination of `config`, keyed by destination name (the
-// view's name); creates version 1 of views that have none. ConfigError for a view name
-// Tidemark does not ship.
-relay::Sinks make_view_sinks(const Config& config, const std::string& database_url);
+// One ViewSink per view in `names`, keyed by name, sharing one pool of connections to
+// `database_url`; creates version 1 of views that have none. ViewError for a name Tidemark
+// ships no view of (app/wiring reports it as a configuration error first).
+relay::Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url);
 
 }  // namespace tidemark::pipeline::views

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "pipeline/store/cluster.hpp"
+#include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::testing {

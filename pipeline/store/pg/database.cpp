@@ -11,14 +11,10 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/backoff.hpp"
-#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
 
 namespace {
-
-// Any id works as long as every tidemark process uses the same one.
-constexpr long long kMigrationLockId = 7406961730223;
 
 bool transient_sqlstate(const std::string& state) {
   return state.rfind("08", 0) == 0 || state == "40001" || state == "40P01" || state == "57P01" ||
@@ -113,25 +109,6 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   setup.exec("SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid())));
   setup.commit();
   return connection;
-}
-
-void migrate(pqxx::connection& connection) {
-  // One transaction per migration; the advisory lock makes a second process wait and then
-  // see the migration as applied, so two commands starting at once are safe.
-  for (const auto& migration : sql::kMigrations) {
-    const std::string version(migration.version);
-    pqxx::work txn(connection);
-    txn.exec_params(std::string(sql::kMigrateLock), kMigrationLockId);
-    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
-    if (!txn.exec_params(std::string(sql::kMigrateIsApplied), version).empty()) {
-      txn.commit();
-      continue;
-    }
-    spdlog::info("applying migration {}", version);
-    txn.exec(std::string(migration.text));
-    txn.exec_params(std::string(sql::kMigrateRecordApplied), version);
-    txn.commit();
-  }
 }
 
 }  // namespace tidemark::pipeline::db

@@ -51,8 +51,4 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
 // InvalidDatabaseUrl or ConnectionRejected for permanent failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
-// Applies pending migrations from sql/migrations/ in order, each in its own transaction,
-// serialized across processes by an advisory lock. Safe to call from every command.
-void migrate(pqxx::connection& connection);
-
 }  // namespace tidemark::pipeline::db

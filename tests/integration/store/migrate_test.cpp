@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
 #include "tests/support/run_helpers.hpp"

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "app/wiring/options.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/views/view_sink.hpp"
 #include "pipeline/views/views.hpp"
@@ -64,7 +65,7 @@ class TwiceSink : public relay::Sink {
 };
 
 relay::Sinks view_sinks(const TestDatabase& db, bool twice) {
-  auto sinks = make_view_sinks(view_config(), db.url());
+  auto sinks = app::make_view_sinks(view_config(), db.url());
   if (twice) {
     for (auto& [name, sink] : sinks) sink = std::make_unique<TwiceSink>(std::move(sink));
   }
@@ -196,7 +197,7 @@ TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
                            "SELECT id, idempotency_key, partition_key, sequence, payload::text FROM outbox "
                            "WHERE destination = 'account_balance' ORDER BY sequence");
   ASSERT_EQ(events.size(), 3u);
-  auto sinks = make_view_sinks(view_config(), db.url());
+  auto sinks = app::make_view_sinks(view_config(), db.url());
   auto& sink = *sinks.at(kAccountBalance);
   auto deliver = [&](int index) {
     relay::OutboxEvent event;
@@ -304,7 +305,7 @@ TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt
   run("orders", "o-1,1,10.00,AC-1,\n", {kAccountBalance});
   run("refunds", "r-1,1,-4.00,AC-1,\n", {});
   run("orders", "o-2,1,20.00,AC-1,\no-3,1,7.00,AC-2,\n", {kAccountBalance});
-  relay::Relay relay(db.url(), make_view_sinks(view_config(), db.url()), fast_options());
+  relay::Relay relay(db.url(), app::make_view_sinks(view_config(), db.url()), fast_options());
   EXPECT_EQ(relay.drain().dead, 0u);
   EXPECT_EQ(balances(db, 1), (Rows{{"AC-1", "30.00"}, {"AC-2", "7.00"}}));
   EXPECT_EQ(versions(db, 1), (Rows{{"AC-1", "2"}, {"AC-2", "1"}}));
@@ -337,7 +338,7 @@ TEST(ViewsTest, AnOldGapStallsTheLiveVersionAndARebuildFromFullHistoryOrASnapsho
   load(db, dir, 1, header + "t2,1,5.00,a,\n");
   auto options = fast_options();
   options.config.max_attempts = 1;  // the first refusal is final, so one drain shows it
-  relay::Relay relay(db.url(), make_view_sinks(view_config(), db.url()), options);
+  relay::Relay relay(db.url(), app::make_view_sinks(view_config(), db.url()), options);
   EXPECT_EQ(relay.drain().dead, 1u);
   EXPECT_EQ(balances(db, 1), (Rows{{"a", "10.00"}}));
   auto connection = db.connect();
@@ -355,7 +356,7 @@ TEST(ViewsTest, DeadEventsShowAsLagAndDeadCountNeverAsLagZero) {
   TestDatabase db;
   TempDir dir;
   load(db, dir, 0, "transaction_id,source_revision,amount,account_id,occurred_at\nt1,1,1.00,a,\n");
-  make_view_sinks(view_config(), db.url());  // registers version 1 of each view
+  app::make_view_sinks(view_config(), db.url());  // registers version 1 of each view
   {
     auto connection = db.connect();
     pqxx::work txn(*connection);
@@ -388,13 +389,14 @@ TEST(ViewsTest, CleanupRefusesAnUnsafeRetentionAndDeletesOnlyOlderRecords) {
     txn.commit();
   }
   const RelayConfig config;  // 10 attempts, 1 s base, 5 min cap
-  const Duration lease = relay::relay_options(config).lease;
-  const Duration horizon = redelivery_horizon(config, lease);
+  const Redelivery relay = app::redelivery(config);
+  const Duration lease = app::relay_options(config).lease;
+  const Duration horizon = redelivery_horizon(relay);
   EXPECT_EQ(horizon, Duration(511'000) + 10 * lease);  // 1+2+…+256 s of backoff, one lease per attempt
-  EXPECT_THROW(cleanup_inbox(*connection, horizon, config, lease), ViewError);
-  EXPECT_THROW(cleanup_inbox(*connection, std::chrono::minutes(10), config, lease), ViewError);
+  EXPECT_THROW(cleanup_inbox(*connection, horizon, relay), ViewError);
+  EXPECT_THROW(cleanup_inbox(*connection, std::chrono::minutes(10), relay), ViewError);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox"), "3");
-  EXPECT_EQ(cleanup_inbox(*connection, std::chrono::hours(168), config, lease), 1);
+  EXPECT_EQ(cleanup_inbox(*connection, std::chrono::hours(168), relay), 1);
   EXPECT_EQ(query_rows(db, "SELECT event_id FROM inbox ORDER BY event_id"), (Rows{{"new"}, {"recent"}}));
 }
 

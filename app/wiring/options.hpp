@@ -1,0 +1,26 @@
+#pragma once
+// The config's sections turned into the option structs the relay and the views own: those
+// layers never see the config (docs/architecture.md, "Layers").
+#include <string>
+
+#include "app/config/config.hpp"
+#include "pipeline/core/sink.hpp"
+#include "pipeline/relay/relay.hpp"
+#include "pipeline/views/admin.hpp"
+
+namespace tidemark::app {
+
+// Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
+// (at least 2 s), so that only a dead or hung relay ever loses its lease.
+pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config);
+
+// How late the relay configured by `config` may deliver an event again, for the inbox
+// cleanup's check (DESIGN rule 16).
+pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config);
+
+// One ViewSink per `kind: view` destination of `config`, keyed by destination name (the
+// view's name); creates version 1 of views that have none. ConfigError for a view name
+// Tidemark does not ship.
+pipeline::relay::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url);
+
+}  // namespace tidemark::app

@@ -1,0 +1,214 @@
+#include "pipeline/views/admin.hpp"
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "pipeline/core/backoff.hpp"
+#include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/pg_text.hpp"
+#include "pipeline/views/registry.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::pipeline::views {
+
+namespace {
+
+constexpr std::size_t kReplayBatch = 1000;  // events per transaction when replaying the outbox
+
+bool version_exists(pqxx::transaction_base& txn, const std::string& view, int version) {
+  return !txn.exec_params(std::string(sql::kViewsVersionExists), view, version).empty();
+}
+
+// Replays the outbox rows of `query` (see View::replay_query) into one version,
+// kReplayBatch per transaction. Returns how many were applied.
+std::int64_t replay(pqxx::connection& connection, const View& view, int version, const std::string& query,
+                    Feed feed) {
+  const std::string name(view.name());
+  std::vector<ViewEvent> events;
+  {
+    pqxx::read_transaction txn(connection);
+    for (const auto& row : txn.exec_params(query, name)) {
+      relay::OutboxEvent outbox;
+      outbox.id = row[0].as<std::int64_t>();
+      outbox.destination = name;
+      outbox.idempotency_key = row[1].as<std::string>();
+      outbox.partition_key = row[2].is_null() ? std::string() : row[2].as<std::string>();
+      outbox.sequence = row[3].is_null() ? 0 : row[3].as<std::int64_t>();
+      outbox.payload = row[4].as<std::string>();
+      if (auto event = parse_view_event(outbox)) events.push_back(std::move(*event));
+    }
+  }
+  std::int64_t applied = 0;
+  const std::string table = table_name(name, version);
+  for (std::size_t start = 0; start < events.size(); start += kReplayBatch) {
+    // The relay applies live events to the same rows meanwhile (a moved transaction locks two
+    // accounts), so a chunk can meet a deadlock: it rolls back whole and is applied again,
+    // which the version filter and the inbox make safe.
+    std::int64_t chunk_applied = 0;
+    db::with_retries({}, "replaying events into " + table, [&] {
+      chunk_applied = 0;
+      pqxx::work txn(connection);
+      for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
+        if (view.apply(txn, table, events[i], feed) == ApplyOutcome::kApplied) ++chunk_applied;
+      }
+      txn.commit();
+    });
+    applied += chunk_applied;
+  }
+  return applied;
+}
+
+}  // namespace
+
+std::vector<int> receiving_versions(pqxx::transaction_base& txn, const std::string& view) {
+  std::vector<int> versions;
+  for (const auto& row : txn.exec_params(
+           std::string(sql::kViewsReceivingVersions), view)) {
+    versions.push_back(row[0].as<int>());
+  }
+  return versions;
+}
+
+void ensure_first_versions(pqxx::connection& connection, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    const View& view = known_view(name);
+    pqxx::work txn(connection);
+    // Serializes two processes starting at once; the second sees the first's version.
+    txn.exec_params(std::string(sql::kViewsLockView), name);
+    if (!txn.exec_params(std::string(sql::kViewsAnyVersion), name).empty()) continue;
+    txn.exec(statement(view.create_statement(), table_name(name, 1)));
+    txn.exec_params(
+        std::string(sql::kViewsRegisterFirstVersion),
+        name);
+    txn.commit();
+    spdlog::info("created view {} (empty; it receives every event from now on)", table_name(name, 1));
+  }
+}
+
+std::vector<ViewVersion> list_views(pqxx::connection& connection) {
+  pqxx::read_transaction txn(connection);
+  std::vector<ViewVersion> versions;
+  for (const auto& row : txn.exec(std::string(sql::kViewsList))) {
+    ViewVersion version;
+    version.name = row[0].as<std::string>();
+    version.version = row[1].as<int>();
+    version.status = row[2].as<std::string>();
+    version.position = row[3].as<std::string>();
+    version.created_at = row[4].as<std::string>();
+    version.lag_seconds = row[5].as<double>();
+    version.pending = row[6].as<std::int64_t>();
+    version.dead = row[7].as<std::int64_t>();
+    versions.push_back(std::move(version));
+  }
+  return versions;
+}
+
+RebuildSource rebuild_source(pqxx::connection& connection, const std::string& view,
+                             const std::vector<std::string>& feeders) {
+  const View* known = find_view(view);
+  if (known == nullptr || !known->snapshot_statement() || feeders.empty()) return RebuildSource::kFullHistory;
+  pqxx::read_transaction txn(connection);
+  const std::string list = db::text_array_literal(feeders);
+  const auto others = txn.exec_params(
+      std::string(sql::kViewsOtherFeeders), list);
+  return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
+}
+
+std::int64_t rebuild_view(const std::string& database_url, const std::string& view_name, int version,
+                          RebuildSource source) {
+  const View& view = known_view(view_name);
+  if (version < 1) throw ViewError("--version must be 1 or more");
+  const std::string table = table_name(view_name, version);
+  auto connection = db::connect(database_url);
+  std::string position = "full history";
+  {
+    // Registering the version makes the relay feed it from now on. From a snapshot, the
+    // same transaction fills it, and records the snapshot's position.
+    pqxx::transaction<pqxx::isolation_level::repeatable_read> txn(*connection);
+    txn.exec_params(std::string(sql::kViewsLockView), view_name);
+    if (version_exists(txn, view_name, version)) {
+      throw ViewError("view " + table + " already exists (versions are never reused); see `tidemark views list`");
+    }
+    txn.exec(statement(view.create_statement(), table));
+    const auto snapshot = view.snapshot_statement();
+    if (source == RebuildSource::kSnapshot && snapshot) {
+      position = txn.exec(std::string(sql::kViewsSnapshotPosition))[0][0].as<std::string>();
+      txn.exec(statement(*snapshot, table));
+    }
+    txn.exec_params(std::string(sql::kViewsRegisterVersion), view_name,
+                    version, position);
+    txn.commit();
+  }
+  // Events delivered to the older versions before this one was visible are still in the
+  // outbox: the view replays those its table may not reflect (View::replay_query).
+  // After a snapshot a gap means an event not yet applied (the relay brings it); in the
+  // whole history it is permanent, and the events after it still count.
+  const std::int64_t replayed = replay(*connection, view, version, view.replay_query(table),
+                                       position == "full history" ? Feed::kHistory : Feed::kLive);
+  pqxx::work txn(*connection);
+  txn.exec_params(std::string(sql::kViewsMarkLive), view_name,
+                  version);
+  const auto rows = txn.exec(statement(sql::kViewsCountRows, table))[0][0].as<std::int64_t>();
+  txn.commit();
+  spdlog::info("view {} is live: {} rows, {} events replayed from the outbox", table, rows, replayed);
+  return rows;
+}
+
+void drop_view(pqxx::connection& connection, const std::string& view, int version) {
+  pqxx::work txn(connection);
+  txn.exec_params(std::string(sql::kViewsLockView), view);
+  const auto status = txn.exec_params(std::string(sql::kViewsVersionStatus), view, version);
+  const std::string table = table_name(view, version);
+  if (status.empty() || status[0][0].as<std::string>() == "retired") {
+    throw ViewError("view " + table + " does not exist or is already retired; see `tidemark views list`");
+  }
+  const auto others = txn.exec_params(
+      std::string(sql::kViewsOtherLiveVersions), view, version);
+  if (others[0][0].as<std::int64_t>() == 0) {
+    throw ViewError("view " + table + " is the only live version of " + view +
+                    "; rebuild another version first (`tidemark views rebuild " + view + " --version N`)");
+  }
+  // The UPDATE waits for sinks holding the row FOR SHARE, so no event is applied to the
+  // table after it is gone.
+  txn.exec_params(std::string(sql::kViewsRetireVersion), view,
+                  version);
+  txn.exec(statement(sql::kViewsDropTable, table));
+  txn.exec_params(std::string(sql::kViewsForgetInbox), table);
+  txn.commit();
+}
+
+Duration redelivery_horizon(const Redelivery& relay) {
+  Duration horizon = relay.lease * relay.max_attempts;
+  for (int attempt = 1; attempt < relay.max_attempts; ++attempt) {
+    horizon += backoff_ceiling(relay.base_delay, relay.max_delay, attempt);
+  }
+  return horizon;
+}
+
+std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay) {
+  const Duration horizon = redelivery_horizon(relay);
+  if (retention <= horizon) {
+    throw ViewError("inbox retention " + std::to_string(retention.count()) +
+                    " ms is not longer than the relay's longest redelivery window (" +
+                    std::to_string(horizon.count()) +
+                    " ms: every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
+                    "a redelivered event would be applied twice. Use a longer --retention");
+  }
+  pqxx::work txn(connection);
+  const auto deleted = txn.exec_params(std::string(sql::kViewsCleanupInbox), static_cast<long long>(retention.count()));
+  txn.commit();
+  return deleted.affected_rows();
+}
+
+std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {
+  const std::string array = db::text_array_literal(names);
+  pqxx::read_transaction txn(connection);
+  std::map<std::string, ViewHealth> health;
+  for (const auto& row : txn.exec_params(std::string(sql::kViewsLag), array)) {
+    health[row[0].as<std::string>()] = ViewHealth{row[1].as<double>(), row[2].as<std::int64_t>()};
+  }
+  return health;
+}
+
+}  // namespace tidemark::pipeline::views

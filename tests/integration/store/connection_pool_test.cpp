@@ -1,0 +1,88 @@
+// db::ConnectionPool, the one way components get a connection: made by db::connect, reused,
+// replaced when broken; with_connection retries a transient failure, attempt() never does.
+#include "pipeline/store/pg/connection_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::pipeline::db {
+namespace {
+
+using testing::TestDatabase;
+
+std::string backend_pid(pqxx::connection& connection) {
+  pqxx::nontransaction txn(connection);
+  return txn.exec("SELECT pg_backend_pid()")[0][0].as<std::string>();
+}
+
+// Ends the pool's connection from the server side, as a restart or an administrator would.
+void terminate(const TestDatabase& db, const std::string& pid) {
+  ASSERT_EQ(db.scalar("SELECT pg_terminate_backend(" + pid + ")"), "t");
+}
+
+TEST(ConnectionPool, ReusesAConnectionMadeByConnectAndSetUpOnce) {
+  TestDatabase db;
+  int setups = 0;
+  ConnectionPool pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
+  std::string first;
+  std::string name;
+  pool.with_connection("reading the backend", [&](pqxx::connection& connection) {
+    first = backend_pid(connection);
+    pqxx::nontransaction txn(connection);
+    name = txn.exec("SELECT current_setting('application_name')")[0][0].as<std::string>();
+  });
+  EXPECT_EQ(name.rfind("tidemark pid ", 0), 0u) << name;  // db::connect's, which a raw connection lacks
+  std::string second;
+  pool.attempt([&](pqxx::connection& connection) { second = backend_pid(connection); });
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(setups, 1);
+}
+
+TEST(ConnectionPool, AnErrorOnAHealthyConnectionKeepsIt) {
+  TestDatabase db;
+  ConnectionPool pool(db.url());
+  std::string first;
+  pool.attempt([&](pqxx::connection& connection) { first = backend_pid(connection); });
+  EXPECT_THROW(pool.attempt([](pqxx::connection& connection) {
+    pqxx::work txn(connection);
+    txn.exec("SELECT no_such_column FROM pg_class");
+  }),
+               pqxx::sql_error);
+  std::string second;
+  pool.attempt([&](pqxx::connection& connection) { second = backend_pid(connection); });
+  EXPECT_EQ(second, first);
+}
+
+TEST(ConnectionPool, ABrokenConnectionIsReplacedAndPreparedAgain) {
+  TestDatabase db;
+  int setups = 0;
+  ConnectionPool pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
+  std::string first;
+  pool.attempt([&](pqxx::connection& connection) { first = backend_pid(connection); });
+  terminate(db, first);
+
+  // One attempt: the failure is the caller's to retry.
+  try {
+    pool.attempt([&](pqxx::connection& connection) { backend_pid(connection); });
+    FAIL() << "a terminated connection answered";
+  } catch (const std::exception& error) {
+    EXPECT_TRUE(is_transient(error)) << error.what();
+  }
+  std::string second;
+  pool.attempt([&](pqxx::connection& connection) { second = backend_pid(connection); });
+  EXPECT_NE(second, first);
+  EXPECT_EQ(setups, 2);
+
+  // with_connection retries on a new connection instead.
+  terminate(db, second);
+  std::string third;
+  pool.with_connection("reading the backend", [&](pqxx::connection& connection) { third = backend_pid(connection); });
+  EXPECT_NE(third, second);
+  EXPECT_EQ(setups, 3);
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline::db
