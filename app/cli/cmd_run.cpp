@@ -45,7 +45,7 @@ pipeline::RunRequest build_request(const RunOptions& options, const std::optiona
     pipeline.source.path = options.source;
     // A new path brings its own format when its extension tells one.
     if (const auto format = connectors::file::format_from_extension(options.source)) {
-      pipeline.source.format = *format == connectors::file::Format::kCsv ? "csv" : "jsonl";
+      pipeline.source.format = connectors::file::format_name(*format);
     }
   }
   if (!options.format.empty()) pipeline.source.format = options.format;  // CLI11 checked: csv or jsonl

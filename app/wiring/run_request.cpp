@@ -1,5 +1,6 @@
 #include "app/wiring/run_request.hpp"
 
+#include "connectors/file/file_record_decoder.hpp"
 #include "connectors/file/file_source.hpp"
 #include "connectors/file/format.hpp"
 
@@ -8,7 +9,6 @@ namespace tidemark::app {
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config) {
   pipeline::RunRequest request;
   request.pipeline = config.name;
-  request.format = config.source.format;
   request.batch_size = config.batch_size;
   request.max_batch_bytes = config.max_batch_bytes;
   request.max_rejected = config.max_rejected;
@@ -18,6 +18,11 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config)
     return connectors::file::open_file_source(path, format, settle);
   };
   return request;
+}
+
+const pipeline::RecordDecoder& quarantine_decoder() {
+  static const connectors::file::FileRecordDecoder decoder;
+  return decoder;
 }
 
 }  // namespace tidemark::app

@@ -1,12 +1,17 @@
 #pragma once
 // How `run` and `serve` turn a pipeline's configuration into a run request: one place.
 #include "app/config/config.hpp"
+#include "pipeline/core/record_decoder.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app {
 
-// The run request of a pipeline: its file source, format, batch size and destinations.
+// The run request of a pipeline: its file source, batch size and destinations.
 // `config.source.format` must be "csv" or "jsonl" (the config parser guarantees it).
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config);
+
+// The decoder a quarantine release decodes stored records with (the file connector's: every
+// quarantined record was read by a file source).
+const pipeline::RecordDecoder& quarantine_decoder();
 
 }  // namespace tidemark::app

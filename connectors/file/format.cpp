@@ -8,6 +8,12 @@ std::optional<Format> parse_format(std::string_view name) {
   return std::nullopt;
 }
 
+const std::string& format_name(Format format) {
+  static const std::string kCsv = "csv";
+  static const std::string kJsonl = "jsonl";
+  return format == Format::kCsv ? kCsv : kJsonl;
+}
+
 std::optional<Format> format_from_extension(const std::filesystem::path& path) {
   const std::string extension = path.extension().string();
   if (extension == ".csv") return Format::kCsv;

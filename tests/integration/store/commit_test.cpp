@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_position.hpp"
 #include "connectors/file/record_stream.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
@@ -351,12 +352,15 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   const BatchPlan plan = plan_batch(validated);
 
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the terminate below finds only ours
-  Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries());
+  Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries(),
+                      [](const Position& earlier, const Position& later) {
+                        return connectors::file::FilePosition::parse(earlier) < connectors::file::FilePosition::parse(later);
+                      });
   RunRequest run;
   run.pipeline = "p";
   const std::int64_t run_id = start_run(committer.connection(), run);
-  const BatchInput batch{decoded, validated, plan, 1, "direct.csv:0", Checkpoint{"direct.csv", text.size()}};
-  const QuarantineOrigin origin{"csv", nullptr};
+  const BatchInput batch{decoded, validated, plan, 1, "direct.csv:0", connectors::file::FilePosition{"direct.csv", text.size()}.to_position()};
+  const QuarantineOrigin origin{"csv"};
 
   const BatchResult first = committer.commit(batch, origin, run_id);
   EXPECT_FALSE(first.recovered);
