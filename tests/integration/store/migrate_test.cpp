@@ -72,7 +72,7 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
     // escaped, with its bytes beside it.
     txn.exec(R"(INSERT INTO checkpoint (pipeline, source, position, file, file_bytes, byte_offset) VALUES
                   ('old', '/in', 'x\y.csv:7', 'x\y.csv', NULL, 7),
-                  ('new', '/in', 'bé.csv:10', 'bé.csv', 'be92e637376', 10))");
+                  ('new', '/in', 'b\xe9.csv:10', 'b\xe9.csv', '\x62e92e637376', 10))");
     txn.exec(R"(INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, csv_header, position) VALUES
                   ('p', '/in', 'invalid', 'amount', 'tx,1,NaN', 'csv', 'transaction_id,source_revision,amount', 'a.csv:2 (byte 38)'),
                   ('p', '/in', 'invalid', 'amount', '{"amount":1}', 'jsonl', NULL, 'a.jsonl:1 (byte 0)'))");
@@ -90,11 +90,11 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
     }
     return result;
   };
-  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010' ORDER BY version"),
+  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' ORDER BY version"),
             (Rows{{"0011_source_neutral_positions.sql"}}));
   // The file source's position text, as it parses it: the old name's backslash escaped.
   EXPECT_EQ(rows("SELECT pipeline, position FROM checkpoint ORDER BY pipeline"),
-            (Rows{{"new", "b\xe9.csv:10"}, {"old", "x\\y.csv:7"}}));
+            (Rows{{"new", "b\\xe9.csv:10"}, {"old", "x\\\\y.csv:7"}}));
   EXPECT_EQ(rows("SELECT column_name FROM information_schema.columns WHERE table_schema = 'at0010' "
                  "AND table_name = 'checkpoint' AND column_name IN ('file', 'file_bytes', 'byte_offset')"),
             Rows{});
