@@ -383,5 +383,33 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   EXPECT_EQ(snapshot(), before);
 }
 
+// Issue 13: "never backwards" is the source's order of its opaque positions, not a rule of
+// the store. Here a source that counts down ("9" comes before "8"): a text or number order
+// would keep "9" against "8" and let "10" through.
+TEST_F(CommitTest, CheckpointMovesOnlyWhereTheSourcesOwnOrderSaysForward) {
+  Committer committer(db_.url(), "p", "countdown", {}, testing::fast_retries(),
+                      [](const Position& earlier, const Position& later) {
+                        return std::stoi(later.text) < std::stoi(earlier.text);
+                      });
+  RunRequest run;
+  run.pipeline = "p";
+  const std::int64_t run_id = start_run(committer.connection(), run);
+  const std::vector<DecodedRecord> decoded;
+  const std::vector<Validated> validated;
+  const BatchPlan plan = plan_batch(validated);
+  int batch_no = 0;
+  const auto commit_to = [&](const std::string& end) {
+    committer.commit({decoded, validated, plan, ++batch_no, "", Position{end}}, {"countdown"}, run_id);
+    return db_.scalar("SELECT position FROM checkpoint WHERE pipeline = 'p' AND source = 'countdown'");
+  };
+  EXPECT_EQ(commit_to("9"), "9");   // no row yet: written
+  EXPECT_EQ(commit_to("8"), "8");   // forward for this source
+  EXPECT_EQ(commit_to("10"), "8");  // backwards for this source: kept
+  EXPECT_EQ(commit_to("8"), "8");
+  // Each batch still has its ledger row, with the end it was read to.
+  EXPECT_EQ(query_rows(db_, "SELECT batch_no, end_position FROM batch_ledger ORDER BY batch_no"),
+            (Rows{{"1", "9"}, {"2", "8"}, {"3", "10"}, {"4", "8"}}));
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
