@@ -91,7 +91,7 @@ outboxed AS (
 quarantined AS (
   -- Every record of a conflicting version, in-batch or against the stored row.
   INSERT INTO quarantine (pipeline, source, reason, detail, transaction_id, source_revision, raw, format,
-                          csv_header, position, run_id)
+                          decode_context, position, run_id)
   SELECT :'pipeline', :'source', 'conflict',
          'transaction_id ' || r.transaction_id || ' revision ' || r.source_revision ||
            ' has a different payload than another record or the stored row of the same revision',
@@ -126,12 +126,13 @@ ledger AS (
   RETURNING 1
 ),
 checkpointed AS (
-  INSERT INTO checkpoint AS cp (pipeline, source, position, file, byte_offset, run_id)
-  VALUES (:'pipeline', :'source', :'end_position', :'end_file', :end_offset, :run_id)
+  INSERT INTO checkpoint AS cp (pipeline, source, position, run_id)
+  VALUES (:'pipeline', :'source', :'end_position', :run_id)
   ON CONFLICT (pipeline, source) DO UPDATE
-     SET position = EXCLUDED.position, file = EXCLUDED.file, byte_offset = EXCLUDED.byte_offset,
-         run_id = EXCLUDED.run_id, updated_at = now()
-   WHERE (EXCLUDED.file COLLATE "C", EXCLUDED.byte_offset) > (cp.file COLLATE "C", cp.byte_offset)
+     SET position = EXCLUDED.position, run_id = EXCLUDED.run_id, updated_at = now()
+   -- never backwards, in the file source's order: the name before the last ':', then the offset
+   WHERE (:'end_file' COLLATE "C", :end_offset)
+         > (substring(cp.position from '^(.*):') COLLATE "C", substring(cp.position from '[^:]*$')::bigint)
   RETURNING 1
 )
 SELECT (SELECT count(*) FROM outboxed) AS outbox_rows,

@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "app/wiring/run_request.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "sql/statements.hpp"
@@ -91,7 +92,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
       }
     }
     try {
-      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user());
+      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user(), quarantine_decoder());
       std::cout << "quarantine entry " << options->id << " released in run " << result.run_id << ": "
                 << pipeline::to_string(result.outcome) << "\n";
     } catch (const std::invalid_argument& error) {

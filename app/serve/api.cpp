@@ -15,6 +15,7 @@
 
 #include "app/serve/front_door.hpp"
 #include "app/serve/schedule.hpp"
+#include "app/wiring/run_request.hpp"
 #include "connectors/http/signature.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
@@ -329,7 +330,7 @@ HttpResponse Api::release(const std::string& id) {
   const std::vector<std::string> destinations = config_.destination_names(*pipeline);
   pipeline::ReleaseResult result;
   try {
-    result = pipeline::release_quarantined(pool_.url(), *entry_id, destinations, "api");
+    result = pipeline::release_quarantined(pool_.url(), *entry_id, destinations, "api", quarantine_decoder());
   } catch (const std::invalid_argument& error) {
     return error_response(409, error.what());  // released by someone else meanwhile
   }

@@ -1,6 +1,7 @@
 #pragma once
 // How `run` and `serve` turn a pipeline's configuration into a run request: one place.
 #include "app/config/config.hpp"
+#include "pipeline/core/record_decoder.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app {
@@ -8,5 +9,9 @@ namespace tidemark::app {
 // The run request of a pipeline: its source (opened by the factory of its kind), format,
 // batch size and destinations.
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config);
+
+// The decoder a quarantine release decodes stored records with (the file connector's: every
+// quarantined record was read by a file source).
+const pipeline::RecordDecoder& quarantine_decoder();
 
 }  // namespace tidemark::app

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <system_error>
 
+#include "pipeline/core/utf8.hpp"
+
 namespace tidemark::connectors::file {
 
 namespace {
@@ -12,6 +14,15 @@ namespace {
 using pipeline::SourceError;
 
 std::string quoted(const std::filesystem::path& path) { return "'" + path.string() + "'"; }
+
+FilePosition parse_position(const pipeline::Position& position) {
+  auto parsed = FilePosition::parse(position);
+  if (!parsed) {
+    throw SourceError("file source: the stored position '" + position.text +
+                      "' is not a file position (file:offset); was the pipeline's source changed?");
+  }
+  return *parsed;
+}
 
 }  // namespace
 
@@ -21,7 +32,7 @@ FileSource::FileSource(const std::filesystem::path& path, Format format, std::si
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
   if (ec) throw SourceError("file source " + quoted(path) + ": " + ec.message());
-  identity_ = canonical.string();
+  identity_ = pipeline::escape_bytes(canonical.string());
 
   if (!std::filesystem::is_directory(canonical, ec)) {
     files_.push_back(Entry{canonical.filename().string(), canonical});
@@ -36,11 +47,17 @@ FileSource::FileSource(const std::filesystem::path& path, Format format, std::si
     }
   }
   if (ec) throw SourceError("file source " + quoted(path) + ": cannot list the folder: " + ec.message());
-  // std::string compares bytes as unsigned char: the same order Checkpoint uses.
+  // std::string compares bytes as unsigned char: the same order FilePosition uses.
   std::sort(files_.begin(), files_.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });
 }
 
-void FileSource::seek(const pipeline::Checkpoint& from) {
+void FileSource::seek(const pipeline::Position& from) { seek(parse_position(from)); }
+
+bool FileSource::precedes(const pipeline::Position& earlier, const pipeline::Position& later) const {
+  return parse_position(earlier) < parse_position(later);
+}
+
+void FileSource::seek(const FilePosition& from) {
   in_.close();
   open_entry_ = nullptr;
   lookahead_.clear();
@@ -72,7 +89,7 @@ std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::siz
       return false;
     }
     bytes += record.raw.size();
-    position_ = pipeline::Checkpoint{record.position.file, record.position.end_offset};
+    position_ = FilePosition{record.position.file, record.position.end_offset};
     out.push_back(std::move(record));
     ++appended;
     return true;
@@ -163,7 +180,7 @@ std::optional<std::string> FileSource::probe_start() {
     if (decoded || bytes >= kFormatProbeBytes) return std::nullopt;
   }
   return "file source: " + name + ": its first " + std::to_string(kFormatProbeRecords) +
-         " records all fail to decode as " + (format_ == Format::kCsv ? "csv" : "jsonl") + " (first: " +
+         " records all fail to decode as " + std::string(to_string(format_)) + " (first: " +
          lookahead_.front().decode_error.value_or("") + "); is --format right? nothing of this file was loaded";
 }
 

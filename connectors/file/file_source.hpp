@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_position.hpp"
 #include "connectors/file/format.hpp"
 #include "connectors/file/record_stream.hpp"
 #include "pipeline/core/source.hpp"
@@ -25,9 +26,10 @@ inline constexpr std::chrono::milliseconds kDefaultSettle = std::chrono::seconds
 inline constexpr std::size_t kFormatProbeRecords = 100;
 inline constexpr std::size_t kFormatProbeBytes = kMaxRecordBytes;
 
-// Reads in fixed-size chunks, so memory is bounded by the records returned. Checkpoints name
-// a file by its name inside the folder (a single file by its own name) and the byte offset
-// just past the last record returned.
+// Reads in fixed-size chunks, so memory is bounded by the records returned. Positions are
+// FilePositions: a file by its name inside the folder (a single file by its own name) and
+// the byte offset just past the last record returned. The identity is the canonical path,
+// escaped into valid text.
 //
 // Unusable input fails fast: a CSV file whose header is broken or lacks a required column,
 // or a file whose first kFormatProbeRecords records all fail to decode, throws
@@ -42,11 +44,14 @@ class FileSource final : public pipeline::Source {
              std::chrono::milliseconds settle = kDefaultSettle);
 
   const std::string& identity() const override { return identity_; }
-  void seek(const pipeline::Checkpoint& from) override;
+  void seek(const pipeline::Position& from) override;
+  void seek(const FilePosition& from);
   using pipeline::Source::read;
   std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
                    std::size_t max_bytes) override;
-  pipeline::Checkpoint position() const override { return position_; }
+  pipeline::Position position() const override { return position_.to_position(); }
+  bool precedes(const pipeline::Position& earlier, const pipeline::Position& later) const override;
+  std::string_view format() const override { return to_string(format_); }
   std::uint64_t pending_tail_bytes() const override { return pending_tail_bytes_; }
 
   static constexpr std::size_t kDefaultChunkBytes = 1024 * 1024;
@@ -82,7 +87,7 @@ class FileSource final : public pipeline::Source {
   bool at_eof_ = false;
   std::string chunk_;
   RecordStream stream_;
-  pipeline::Checkpoint position_;
+  FilePosition position_;
   bool tail_readable_ = false;   // the open file's unterminated last line has settled
   bool stopped_ = false;         // at an unsettled last line: nothing more is read this time
   std::uint64_t pending_tail_bytes_ = 0;

@@ -14,6 +14,7 @@ RecordStream::RecordStream(Format format, std::size_t max_record_bytes)
 void RecordStream::start_file(std::string name) {
   file_ = std::move(name);
   csv_ = CsvDecoder{};
+  header_line_.reset();
   jump(0, 1);
   at_file_start_ = true;
 }
@@ -99,6 +100,7 @@ std::optional<RecordStream::Frame> RecordStream::next_frame(bool at_eof) {
 }
 
 void RecordStream::take_header(const Frame& frame) {
+  header_line_ = std::make_shared<const std::string>(frame.raw);
   if (frame.oversized) {
     csv_.reject_header("longer than " + std::to_string(max_record_bytes_) + " bytes");
   } else {
@@ -125,9 +127,14 @@ std::optional<pipeline::DecodedRecord> RecordStream::next(bool at_eof) {
       record.raw = std::string(frame->raw);
       record.position = std::move(frame->position);
       record.decode_error = "record longer than " + std::to_string(max_record_bytes_) + " bytes";
+      record.decode_context = header_line_;
       return record;
     }
-    if (format_ == Format::kCsv) return csv_.decode(frame->raw, std::move(frame->position));
+    if (format_ == Format::kCsv) {
+      pipeline::DecodedRecord record = csv_.decode(frame->raw, std::move(frame->position));
+      record.decode_context = header_line_;
+      return record;
+    }
     return decode_jsonl_line(frame->raw, std::move(frame->position));
   }
   return std::nullopt;

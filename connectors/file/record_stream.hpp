@@ -3,6 +3,7 @@
 // size. FileSource feeds it from disk; decode_text feeds it a whole text (tests, fuzzing).
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,7 +38,8 @@ class RecordStream {
   bool read_header(bool at_eof);
   // The next record, or nullopt when more bytes are needed (at_eof: when none are left).
   // A UTF-8 BOM at the start of a file and completely empty lines are skipped: an empty
-  // line carries no record in either format.
+  // line carries no record in either format. A CSV record's decode_context is its file's
+  // header line, which a FileRecordDecoder needs to decode it again.
   std::optional<pipeline::DecodedRecord> next(bool at_eof);
 
   // The file offset of the first byte not yet consumed.
@@ -64,6 +66,7 @@ class RecordStream {
   Format format_;
   std::size_t max_record_bytes_;
   CsvDecoder csv_;
+  std::shared_ptr<const std::string> header_line_;  // CSV: the current file's, once read
   std::string file_;
   std::string buffer_;
   std::size_t consumed_ = 0;          // bytes of buffer_ already turned into frames

@@ -1,10 +1,7 @@
 #include "pipeline/core/record.hpp"
 
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
-
-#include "pipeline/core/source.hpp"
 
 namespace tidemark::pipeline {
 
@@ -47,19 +44,6 @@ std::uint64_t OutcomeCounts::input() const {
 OutcomeCounts& OutcomeCounts::operator+=(const OutcomeCounts& other) {
   for (std::size_t i = 0; i < kOutcomeCount; ++i) by_outcome[i] += other.by_outcome[i];
   return *this;
-}
-
-std::string Checkpoint::to_string() const { return file + ":" + std::to_string(offset); }
-
-std::optional<Checkpoint> Checkpoint::parse(std::string_view text) {
-  // The offset follows the last ':' so that file names may themselves contain ':'.
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  Checkpoint checkpoint{std::string(text.substr(0, colon)), 0};
-  const std::string_view digits = text.substr(colon + 1);
-  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), checkpoint.offset);
-  if (error != std::errc{} || end != digits.data() + digits.size() || digits.empty()) return std::nullopt;
-  return checkpoint;
 }
 
 }  // namespace tidemark::pipeline

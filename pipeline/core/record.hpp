@@ -2,6 +2,7 @@
 // The values that flow through the pure core: decode -> validate -> plan.
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -9,8 +10,9 @@
 
 namespace tidemark::pipeline {
 
-// How a field's value was written in the source. CSV fields are always kString; JSON
-// distinguishes strings from numbers so the validator can name a type mistake.
+// How a field's value was written in the source. A format without types (a delimited text
+// line) gives kString always; JSON distinguishes strings from numbers so the validator can
+// name a type mistake.
 enum class FieldKind { kString, kNumber, kOther };
 
 struct Field {
@@ -33,6 +35,10 @@ struct DecodedRecord {
   std::string raw;  // the record's text as received, without the line terminator
   SourcePosition position;
   std::optional<std::string> decode_error;  // set when the text could not be decoded
+  // What the source's decoder needed besides `raw` to decode it (the source's header line,
+  // say); stored with a quarantined record so that a RecordDecoder can decode it again. Null
+  // when nothing. Shared by the records it belongs to: a reference count, not a copy.
+  std::shared_ptr<const std::string> decode_context;
   std::optional<Field> transaction_id;
   std::optional<Field> source_revision;
   std::optional<Field> amount;

@@ -68,4 +68,48 @@ std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes) {
   return cut;
 }
 
+std::string escape_bytes(std::string_view bytes) {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string text;
+  text.reserve(bytes.size());
+  while (!bytes.empty()) {
+    const std::size_t length = storable_utf8_length(bytes);
+    if (length == 0) {
+      const auto byte = static_cast<unsigned char>(bytes[0]);
+      text += "\\x";
+      text += kHex[byte >> 4];
+      text += kHex[byte & 0xF];
+      bytes.remove_prefix(1);
+      continue;
+    }
+    if (bytes[0] == '\\') text += '\\';
+    text.append(bytes.substr(0, length));
+    bytes.remove_prefix(length);
+  }
+  return text;
+}
+
+std::string unescape_bytes(std::string_view text) {
+  const auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  std::string bytes;
+  bytes.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\\') {
+      bytes += '\\';
+      ++i;
+    } else if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 &&
+               hex(text[i + 3]) >= 0) {
+      bytes += static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
+      i += 3;
+    } else {
+      bytes += text[i];
+    }
+  }
+  return bytes;
+}
+
 }  // namespace tidemark::pipeline

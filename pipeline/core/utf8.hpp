@@ -35,4 +35,11 @@ std::string storable_text(std::string_view bytes, bool& changed);
 // sequence is split: all of it when it fits, else the cut backed up to a sequence's start.
 std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes);
 
+// A name of any bytes (a file name, a source path, a header row) as valid text, reversibly:
+// a backslash becomes "\\", a NUL or a byte that is not part of valid UTF-8 "\xNN" (two
+// lowercase hex digits). Valid UTF-8 without backslashes is unchanged.
+std::string escape_bytes(std::string_view bytes);
+// The inverse of escape_bytes. A backslash that starts neither escape is kept as is.
+std::string unescape_bytes(std::string_view text);
+
 }  // namespace tidemark::pipeline

@@ -2,10 +2,10 @@
 
 #include <stdexcept>
 
-#include "connectors/file/record_stream.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/run/run_controller.hpp"
+#include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
@@ -13,11 +13,11 @@ namespace tidemark::pipeline {
 
 ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
                                   const std::vector<std::string>& destinations, const std::string& released_by,
-                                  const db::RetryPolicy& retry) {
+                                  const RecordDecoder& decoder, const db::RetryPolicy& retry) {
   std::string pipeline;
   std::string raw;
   std::string format;
-  std::optional<std::string> csv_header;
+  std::string decode_context;
   {
     auto connection = db::connect(database_url);
     pqxx::nontransaction txn(*connection);
@@ -33,23 +33,11 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     const pqxx::binarystring bytes(rows[0][1]);
     raw = bytes.str();
     format = rows[0][2].c_str();
-    // Stored escaped (a header need not be UTF-8): decode with the file's own bytes.
-    if (!rows[0][3].is_null()) csv_header = unescape_bytes(rows[0][3].c_str());
+    // Stored escaped (it need not be valid text): decode with the source's own bytes.
+    decode_context = unescape_bytes(rows[0][3].c_str());
   }
 
-  // Decode exactly as the source did: a CSV record needs its file's header.
-  const std::string file = "quarantine-" + std::to_string(id);
-  const bool csv = format == "csv";
-  std::vector<DecodedRecord> decoded = connectors::file::decode_text(
-      csv ? connectors::file::Format::kCsv : connectors::file::Format::kJsonl,
-      csv ? csv_header.value_or("") + "\n" + raw : raw, file);
-  if (decoded.size() != 1) {
-    DecodedRecord single;
-    single.raw = raw;
-    single.position.file = file;
-    single.decode_error = "quarantined record decodes to " + std::to_string(decoded.size()) + " records, expected 1";
-    decoded.assign(1, std::move(single));
-  }
+  std::vector<DecodedRecord> decoded{decoder.decode(format, decode_context, raw, "quarantine-" + std::to_string(id))};
   std::vector<Validated> validated{validate(decoded.front())};
   const BatchPlan plan = plan_batch(validated);
 
@@ -60,18 +48,15 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
   const std::int64_t run_id = start_run(committer.connection(), request);
   try {
     BatchInput batch{decoded, validated, plan, 1, "quarantine:" + std::to_string(id), std::nullopt, id, released_by};
-    const BatchResult result = committer.commit(batch, QuarantineOrigin{format, [&](const std::string&) {
-                                                                            return csv_header;
-                                                                          }},
-                                                run_id);
-    finish_run(database_url, run_id, "succeeded", "");
+    const BatchResult result = committer.commit(batch, QuarantineOrigin{format}, run_id);
+    finish_run(committer.open_connection(), database_url, run_id, "succeeded", "");
     Outcome outcome = Outcome::kInvalid;
     for (Outcome o : kAllOutcomes) {
       if (result.counts[o] > 0) outcome = o;
     }
     return {run_id, outcome};
   } catch (const std::exception& error) {
-    finish_run(database_url, run_id, "failed", error.what());
+    finish_run(committer.open_connection(), database_url, run_id, "failed", error.what());
     throw;
   }
 }

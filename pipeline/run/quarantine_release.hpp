@@ -1,13 +1,15 @@
 #pragma once
 // Re-driving a quarantined record (`tidemark quarantine release ID`): the raw record is
-// decoded and validated again and sent through the same plan and commit path as a
-// one-record batch; it may be accepted, or quarantined again with a new reason.
+// decoded again by the connector that read it (through the RecordDecoder port), validated
+// and sent through the same plan and commit path as a one-record batch; it may be accepted,
+// or quarantined again with a new reason.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "pipeline/store/pg/database.hpp"
 #include "pipeline/core/record.hpp"
+#include "pipeline/core/record_decoder.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::pipeline {
 
@@ -18,8 +20,9 @@ struct ReleaseResult {
 
 // Throws std::invalid_argument when the entry does not exist or was released already.
 // `destinations` are those of the entry's pipeline (from the config; none without one).
+// `decoder` decodes the entry's raw text by its stored format and decode_context.
 ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
                                   const std::vector<std::string>& destinations, const std::string& released_by,
-                                  const db::RetryPolicy& retry = {});
+                                  const RecordDecoder& decoder, const db::RetryPolicy& retry = {});
 
 }  // namespace tidemark::pipeline

@@ -1,10 +1,7 @@
 #include "pipeline/run/run_controller.hpp"
 
 #include <chrono>
-#include <fstream>
 #include <exception>
-#include <filesystem>
-#include <map>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -29,7 +26,7 @@ struct PreparedBatch {
   std::vector<DecodedRecord> decoded;
   std::vector<Validated> validated;
   BatchPlan plan;
-  Checkpoint end;
+  Position end;
 };
 
 }  // namespace
@@ -52,25 +49,45 @@ std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) 
   return run_id;
 }
 
-void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error) {
-  // On its own connection: the committer's may be the reason the run failed.
-  auto connection = db::connect(url);
-  pqxx::work txn(*connection);
+namespace {
+
+void record_finish(pqxx::connection& connection, std::int64_t run_id, const std::string& status,
+                   const std::string& error) {
+  pqxx::work txn(connection);
   bool ignored = false;  // an error may quote a file name that is not UTF-8
-  txn.exec_params(std::string(sql::kRunFinishRun), run_id,
-                  status, storable_text(error, ignored));
+  txn.exec_params(std::string(sql::kRunFinishRun), run_id, status, storable_text(error, ignored));
   txn.commit();
+}
+
+}  // namespace
+
+void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error) {
+  record_finish(*db::connect(url), run_id, status, error);
+}
+
+void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t run_id, const std::string& status,
+                const std::string& error) {
+  if (healthy != nullptr) {
+    try {
+      record_finish(*healthy, run_id, status, error);
+      return;
+    } catch (const std::exception& broken) {
+      // It looked open but was not (the server went away unnoticed): a fresh one below.
+      spdlog::debug("run {}: recording its end on the run's connection failed ({}); reconnecting", run_id,
+                    broken.what());
+    }
+  }
+  finish_run(url, run_id, status, error);
 }
 
 namespace {
 
-std::optional<Checkpoint> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
-                                            const std::string& source) {
+std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
+                                          const std::string& source) {
   pqxx::nontransaction txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline,
-                                    source);
+  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline, source);
   if (rows.empty()) return std::nullopt;
-  return parse_stored_position(rows[0][0].c_str());
+  return Position{rows[0][0].c_str()};
 }
 
 std::string describe(const OutcomeCounts& counts) {
@@ -80,15 +97,6 @@ std::string describe(const OutcomeCounts& counts) {
 }
 
 }  // namespace
-
-std::optional<std::string> read_csv_header(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  if (line.starts_with(kUtf8Bom)) line.erase(0, kUtf8Bom.size());
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  return line;
-}
 
 RunSummary run_pipeline(const RunRequest& request) {
   RunSummary summary;
@@ -100,14 +108,16 @@ RunSummary run_pipeline(const RunRequest& request) {
     // The committer's first connection takes the pipeline lock; only then is the run
     // recorded, so a refused second run leaves no trace but its message.
     source = request.open_source();
-    committer = std::make_unique<Committer>(request.database_url, request.pipeline, source->identity(),
-                                            request.destinations, request.retry);
+    // The source orders its own positions; its order depends on nothing it reads, so the
+    // commit may ask while the reader thread reads ahead.
+    committer = std::make_unique<Committer>(
+        request.database_url, request.pipeline, source->identity(), request.destinations, request.retry,
+        [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); });
     pqxx::connection& connection = committer->connection();
     run_id = start_run(connection, request);
     summary.run_id = run_id;
-    // Stored, logged and reported as valid text: a path need not be UTF-8.
-    const std::string source_name = escape_bytes(source->identity());
-    std::optional<Checkpoint> resume = stored_checkpoint(connection, request.pipeline, source_name);
+    const std::string& source_name = source->identity();
+    std::optional<Position> resume = stored_checkpoint(connection, request.pipeline, source_name);
     if (resume && !request.replay) {
       source->seek(*resume);
       spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source_name, stored_position(*resume));
@@ -116,19 +126,7 @@ RunSummary run_pipeline(const RunRequest& request) {
                    request.replay ? " (replay)" : "");
     }
     summary.checkpoint = resume ? stored_position(*resume) : "";
-
-    std::map<std::string, std::optional<std::string>> headers;  // per CSV file of the source
-    QuarantineOrigin origin{request.format, nullptr};
-    if (request.format == "csv") {
-      origin.csv_header = [&](const std::string& file) {
-        auto [found, inserted] = headers.try_emplace(file);
-        if (inserted) {
-          const std::string& identity = source->identity();
-          found->second = read_csv_header(std::filesystem::is_directory(identity) ? identity + "/" + file : identity);
-        }
-        return found->second;
-      };
-    }
+    const QuarantineOrigin origin{std::string(source->format())};
 
     // Two stages: a reader thread reads, decodes, validates and plans batch N+1 while this
     // thread commits batch N. Commits stay strictly sequential; the queue holds at most one
@@ -215,7 +213,9 @@ RunSummary run_pipeline(const RunRequest& request) {
                    request.pipeline, summary.pending_tail_bytes,
                    summary.checkpoint.empty() ? "the start" : summary.checkpoint);
     }
-    finish_run(request.database_url, run_id, summary.stopped_early ? "stopped" : "succeeded", "");
+    // On the committer's connection: the run went well, so it is healthy.
+    finish_run(committer->open_connection(), request.database_url, run_id,
+               summary.stopped_early ? "stopped" : "succeeded", "");
     spdlog::info("pipeline {} run {} {}: {} batches, {}", request.pipeline, run_id,
                  summary.stopped_early ? "stopped (its committed batches are kept)" : "done", summary.batches,
                  describe(summary.counts));
@@ -223,7 +223,9 @@ RunSummary run_pipeline(const RunRequest& request) {
   } catch (const std::exception& error) {
     if (run_id != 0) {
       try {
-        finish_run(request.database_url, run_id, "failed", error.what());
+        // The committer's connection may be the reason the run failed: used only if still open.
+        finish_run(committer ? committer->open_connection() : nullptr, request.database_url, run_id, "failed",
+                   error.what());
       } catch (const std::exception& also) {
         spdlog::error("could not record run {} as failed: {}", run_id, also.what());
       }

@@ -30,7 +30,6 @@ struct RunRequest {
   std::string pipeline;
   std::string database_url;
   std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
-  std::string format;                                     // "csv" or "jsonl"
   std::size_t batch_size = 10000;
   std::size_t max_batch_bytes = kDefaultMaxBatchBytes;  // a batch closes before its raw bytes pass it
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
@@ -72,8 +71,9 @@ RunSummary run_pipeline(const RunRequest& request);
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
 // Records the end of a run ("succeeded", "stopped" or "failed"), on a connection of its own.
 void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);
-
-// The first line of a CSV file (without BOM and line terminator): its header.
-std::optional<std::string> read_csv_header(const std::string& path);
+// The same on `healthy` (the run's own connection, null when it is gone), and on a fresh
+// connection only when there is none or it fails: a run opens no second connection to end.
+void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t run_id, const std::string& status,
+                const std::string& error);
 
 }  // namespace tidemark::pipeline

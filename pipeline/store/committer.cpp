@@ -1,5 +1,7 @@
 #include "pipeline/store/committer.hpp"
 
+#include <stdexcept>
+
 #include <spdlog/spdlog.h>
 
 #include "pipeline/store/pg/copy_writer.hpp"
@@ -15,16 +17,6 @@ using db::append_copy_text;
 
 namespace {
 
-constexpr char kHex[] = "0123456789abcdef";
-
-// Two lowercase hex digits per byte.
-void append_hex(std::string& out, std::string_view bytes) {
-  for (unsigned char c : bytes) {
-    out += kHex[c >> 4];
-    out += kHex[c & 0xF];
-  }
-}
-
 void append_nullable(std::string& line, const std::optional<std::string>& value) {
   if (value) {
     append_copy_text(line, *value);
@@ -35,95 +27,36 @@ void append_nullable(std::string& line, const std::optional<std::string>& value)
 
 }  // namespace
 
-std::string escape_bytes(std::string_view bytes) {
-  std::string text;
-  text.reserve(bytes.size());
-  while (!bytes.empty()) {
-    const std::size_t length = storable_utf8_length(bytes);
-    if (length == 0) {
-      text += "\\x";
-      append_hex(text, bytes.substr(0, 1));
-      bytes.remove_prefix(1);
-      continue;
-    }
-    if (bytes[0] == '\\') text += '\\';
-    text.append(bytes.substr(0, length));
-    bytes.remove_prefix(length);
-  }
-  return text;
-}
-
-std::string unescape_bytes(std::string_view text) {
-  const auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string bytes;
-  bytes.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\\' && i + 1 < text.size() && text[i + 1] == '\\') {
-      bytes += '\\';
-      ++i;
-    } else if (text[i] == '\\' && i + 3 < text.size() && text[i + 1] == 'x' && hex(text[i + 2]) >= 0 &&
-               hex(text[i + 3]) >= 0) {
-      bytes += static_cast<char>(hex(text[i + 2]) * 16 + hex(text[i + 3]));
-      i += 3;
-    } else {
-      bytes += text[i];
-    }
-  }
-  return bytes;
-}
-
-std::string stored_position(const Checkpoint& checkpoint) {
-  return Checkpoint{escape_bytes(checkpoint.file), checkpoint.offset}.to_string();
-}
-
-std::optional<Checkpoint> parse_stored_position(std::string_view text) {
-  auto checkpoint = Checkpoint::parse(text);
-  if (checkpoint) checkpoint->file = unescape_bytes(checkpoint->file);
-  return checkpoint;
-}
-
 Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
-                     db::RetryPolicy retry)
+                     db::RetryPolicy retry, PositionOrder precedes)
     : url_(std::move(url)),
       pipeline_(std::move(pipeline)),
-      source_(escape_bytes(source)),
+      source_(std::move(source)),
       destinations_literal_(db::text_array_literal(destinations)),
-      retry_(retry) {}
+      retry_(retry),
+      precedes_(std::move(precedes)) {}
 
 pqxx::connection& Committer::connection() {
   if (!connection_ || !connection_->is_open()) {
     connection_ = db::connect(url_);
-    pqxx::nontransaction setup(*connection_);
-    // One active run per pipeline: a session-level advisory lock, taken again on every
-    // reconnect (a lost connection loses the lock) and released by PostgreSQL if we die.
-    if (!setup.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline_)[0].as<bool>()) {
-      const auto holder = setup.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline_);
-      std::string who = "another process";
-      if (!holder.empty()) {
-        who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() +
-              ", connected since " + holder[0][2].c_str() + ")";
-      }
+    try {
+      take_pipeline_lock(*connection_, pipeline_);
+    } catch (...) {
       connection_.reset();
-      throw PipelineBusy("pipeline '" + pipeline_ + "' is already running: " + who +
-                         " holds it. Wait for that run to finish, then run again.");
+      throw;
     }
+    pqxx::nontransaction setup(*connection_);
     setup.exec(std::string(sql::kCommitCreateStage));
   }
   return *connection_;
 }
 
+pqxx::connection* Committer::open_connection() const {
+  return connection_ && connection_->is_open() ? connection_.get() : nullptr;
+}
+
 Committer::~Committer() {
-  if (!connection_ || !connection_->is_open()) return;
-  try {
-    pqxx::nontransaction txn(*connection_);
-    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline_);
-  } catch (const std::exception&) {
-    // The lock goes with the session anyway; only the next run's wait is at stake.
-  }
+  if (connection_) release_pipeline_lock(*connection_, pipeline_);
 }
 
 BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
@@ -206,7 +139,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
     db::CopyWriter quarantine(txn, "tidemark_quarantine_stage",
                               {"pipeline", "source", "reason", "detail", "transaction_id", "source_revision",
-                               "raw", "raw_bytes", "format", "csv_header", "position", "run_id"});
+                               "raw", "raw_bytes", "format", "decode_context", "position", "run_id"});
     std::string line;
     for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
       const Outcome outcome = result.outcomes[i];
@@ -249,16 +182,15 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       append_copy_text(line, raw);
       line += '\t';
       if (replaced) {
-        line += "\\\\x";
-        append_hex(line, decoded.raw);
+        db::append_copy_bytea(line, decoded.raw);
       } else {
         line += "\\N";
       }
       line += '\t';
       append_copy_text(line, origin.format);
       line += '\t';
-      const auto header = origin.csv_header ? origin.csv_header(decoded.position.file) : std::nullopt;
-      append_nullable(line, header ? std::optional<std::string>(escape_bytes(*header)) : std::nullopt);
+      // Stored escaped: what a decoder needs need not be valid text.
+      if (decoded.decode_context) append_copy_text(line, escape_bytes(*decoded.decode_context));
       line += '\t';
       SourcePosition position = decoded.position;
       position.file = escape_bytes(position.file);
@@ -278,16 +210,18 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   // 4. Ledger, then the checkpoint, last.
   const OutcomeCounts& c = result.counts;
   txn.exec_params(std::string(sql::kCommitRecordBatch), pipeline_, run_id, batch.batch_no, source_,
-                  batch.start_position, batch.end ? stored_position(*batch.end) : batch.start_position,
+                  batch.start_position, batch.end ? batch.end->text : batch.start_position,
                   c.input(), c[Outcome::kInserted], c[Outcome::kUpdated], c[Outcome::kUnchanged],
                   c[Outcome::kStale], c[Outcome::kSuperseded], c[Outcome::kDuplicate], c[Outcome::kInvalid],
                   c[Outcome::kConflict]);
   if (batch.end) {
-    // The name's bytes, as hex, order checkpoints exactly as the source reads its files.
-    std::string file_hex;
-    append_hex(file_hex, batch.end->file);
-    txn.exec_params(std::string(sql::kCommitAdvanceCheckpoint), pipeline_, source_, stored_position(*batch.end),
-                    escape_bytes(batch.end->file), batch.end->offset, run_id, file_hex);
+    if (!precedes_) throw std::logic_error("Committer: a batch with an end position needs the source's order");
+    // Never backwards, by the source's own order: the stored row is locked, so nothing can
+    // move it between the comparison and the write.
+    const auto stored = txn.exec_params(std::string(sql::kCommitLockCheckpoint), pipeline_, source_);
+    if (stored.empty() || precedes_(Position{stored[0][0].c_str()}, *batch.end)) {
+      txn.exec_params(std::string(sql::kCommitAdvanceCheckpoint), pipeline_, source_, batch.end->text, run_id);
+    }
   }
   failpoint("before_commit");
   txn.commit();

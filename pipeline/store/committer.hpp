@@ -6,7 +6,6 @@
 #include <functional>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/source.hpp"
+#include "pipeline/store/pipeline_lock.hpp"
 
 namespace tidemark::pipeline {
 
@@ -27,9 +27,10 @@ struct BatchInput {
   const BatchPlan& plan;
   int batch_no = 0;
   std::string start_position;
-  // The checkpoint to advance to; nullopt for a batch that is not read from the source
-  // (a quarantine release), which leaves the checkpoint alone.
-  std::optional<Checkpoint> end;
+  // The checkpoint to advance to (when the source orders it after the stored one); nullopt
+  // for a batch that is not read from the source (a quarantine release), which leaves the
+  // checkpoint alone.
+  std::optional<Position> end;
   // A quarantine entry this batch re-drives: marked released, with the outcome, in the
   // batch's own transaction.
   std::optional<std::int64_t> releases_quarantine_id;
@@ -46,22 +47,23 @@ struct BatchResult {
   bool recovered = false;  // the commit's outcome was unknown and read back from the ledger
 };
 
-// Where quarantined records came from, so that a release can decode them again.
+// Where quarantined records came from, so that a release can decode them again: the
+// source's format name (Source::format), stored with each entry together with the record's
+// own DecodedRecord::decode_context.
 struct QuarantineOrigin {
-  std::string format;  // "csv" or "jsonl"
-  // The header line of a CSV source file (by SourcePosition::file); unset for JSON Lines.
-  std::function<std::optional<std::string>(const std::string& file)> csv_header;
+  std::string format;
 };
 
-// Another process holds the pipeline; the message says which.
-struct PipelineBusy : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+// The source's order of positions (Source::precedes): whether `later` lies after `earlier`.
+using PositionOrder = std::function<bool(const Position& earlier, const Position& later)>;
 
 class Committer {
  public:
+  // `source` is the source's identity (valid text); `precedes` orders its positions, so the
+  // checkpoint a batch advances to never moves it backwards (required to commit a batch with
+  // an end position).
   Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
-            db::RetryPolicy retry = {});
+            db::RetryPolicy retry = {}, PositionOrder precedes = nullptr);
   ~Committer();  // releases the pipeline's lock
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -72,6 +74,9 @@ class Committer {
 
   // (Re)connects when needed, taking the pipeline's lock (PipelineBusy when held).
   pqxx::connection& connection();
+  // The connection as it is, without reconnecting: null when there is none or it is closed
+  // (lost, or dropped after a failed attempt).
+  pqxx::connection* open_connection() const;
 
  private:
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
@@ -82,18 +87,8 @@ class Committer {
   std::string source_;
   std::string destinations_literal_;  // '{a,b}' for $2::text[]
   db::RetryPolicy retry_;
+  PositionOrder precedes_;
   std::unique_ptr<pqxx::connection> connection_;
 };
-
-// A name of any bytes (a file name, a source path, a header row) as valid text, reversibly:
-// a backslash becomes "\\", a NUL or a byte that is not part of valid UTF-8 "\xNN" (two
-// lowercase hex digits). Valid UTF-8 without backslashes is unchanged.
-std::string escape_bytes(std::string_view bytes);
-// The inverse of escape_bytes. A backslash that starts neither escape is kept as is.
-std::string unescape_bytes(std::string_view text);
-// A checkpoint as stored and shown (checkpoint table, batch ledger, run summary): its file
-// name escaped, "file:offset".
-std::string stored_position(const Checkpoint& checkpoint);
-std::optional<Checkpoint> parse_stored_position(std::string_view text);
 
 }  // namespace tidemark::pipeline

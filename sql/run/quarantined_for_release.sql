@@ -1,4 +1,4 @@
 -- Quarantine entry $1 as release needs it: the exact bytes received (raw_bytes when raw could
 -- not hold them, else raw), how to decode them, and whether it was released already (a
 -- record is released once).
-SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, csv_header, released_at, release_outcome FROM quarantine WHERE id = $1
+SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, decode_context, released_at, release_outcome FROM quarantine WHERE id = $1

@@ -434,7 +434,7 @@ Outcome observe(const std::string& url, const std::string& pipeline) {
       "COALESCE(sum(invalid), 0), COALESCE(sum(conflict), 0) FROM batch_ledger WHERE pipeline = $1",
       pipeline);
   for (std::size_t i = 0; i < outcome.totals.size(); ++i) outcome.totals[i] = totals[static_cast<int>(i)].as<std::uint64_t>();
-  const auto checkpoint = txn.exec_params("SELECT file || ':' || byte_offset FROM checkpoint WHERE pipeline = $1", pipeline);
+  const auto checkpoint = txn.exec_params("SELECT position FROM checkpoint WHERE pipeline = $1", pipeline);
   if (!checkpoint.empty()) outcome.checkpoint = checkpoint[0][0].as<std::string>();
   return outcome;
 }

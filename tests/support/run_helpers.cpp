@@ -68,7 +68,6 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
   request.pipeline = pipeline;
   request.database_url = db.url();
   request.open_source = [source, format] { return connectors::file::open_file_source(source, format); };
-  request.format = format == connectors::file::Format::kCsv ? "csv" : "jsonl";
   request.batch_size = batch_size;
   request.replay = replay;
   request.destinations = {"ledger"};
@@ -76,10 +75,9 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
   return request;
 }
 
-void wait_for_no_tidemark_backends(const std::string& url) {
-  // A plain connection has no application_name, so it does not count itself.
-  pqxx::connection connection(url);
-  pqxx::nontransaction txn(connection);
+namespace {
+
+void wait_for_no_tidemark_backends(pqxx::nontransaction& txn) {
   for (int i = 0; i < 500; ++i) {
     const auto left = txn.exec(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
@@ -88,6 +86,30 @@ void wait_for_no_tidemark_backends(const std::string& url) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   throw std::runtime_error("tidemark backends still connected after 5 s");
+}
+
+}  // namespace
+
+void wait_for_no_tidemark_backends(const std::string& url) {
+  // A plain connection has no application_name, so it does not count itself.
+  pqxx::connection connection(url);
+  pqxx::nontransaction txn(connection);
+  wait_for_no_tidemark_backends(txn);
+}
+
+std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action) {
+  pqxx::connection connection(url);
+  pqxx::nontransaction txn(connection);
+  // This session's own start is counted once its statistics are flushed, which the next
+  // idle moment does when forced; an ended backend flushes before it leaves pg_stat_activity.
+  txn.exec("SELECT pg_stat_force_next_flush()");
+  const auto sessions = [&] {
+    return txn.exec("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")[0][0].as<std::int64_t>();
+  };
+  const std::int64_t before = sessions();
+  action();
+  wait_for_no_tidemark_backends(txn);
+  return sessions() - before;
 }
 
 int terminate_tidemark_backends(const TestDatabase& db) {

@@ -2,7 +2,9 @@
 // Helpers for integration tests that drive the whole pipeline (run_pipeline) over files
 // written into a temporary folder, and read tables back as whole rows.
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,10 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
 // Waits until no tidemark backend (application_name 'tidemark%', as pipeline::db::connect
 // names them) is connected to the database of `url`.
 void wait_for_no_tidemark_backends(const std::string& url);
+
+// How many sessions `action` opened to the database of `url` (pg_stat_database.sessions,
+// read once every tidemark backend it started has ended and so reported itself).
+std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action);
 
 // Terminates every tidemark backend of `db` and waits until they are gone; returns how many.
 int terminate_tidemark_backends(const TestDatabase& db);

@@ -10,6 +10,8 @@ namespace tidemark::pipeline::db {
 
 // Appends `value` to a text-format COPY line, escaped (backslash, tab, newline, CR).
 void append_copy_text(std::string& line, std::string_view value);
+// Appends `bytes` to a text-format COPY line as a bytea value (hex format, "\\x0a1b").
+void append_copy_bytea(std::string& line, std::string_view bytes);
 
 // A text[] literal, '{"a","b"}': every element quoted, with '"' and '\' escaped, so any
 // text comes back as it was ('{}' for none).

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_record_decoder.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -29,7 +30,7 @@ const std::string kHeader = std::string(kHeaderLine) + "\n";
 
 // What a release must reproduce: everything but the id, the position and the run.
 constexpr char kEntryColumns[] =
-    "pipeline, reason, detail, transaction_id, source_revision, raw, encode(raw_bytes, 'hex'), format, csv_header";
+    "pipeline, reason, detail, transaction_id, source_revision, raw, encode(raw_bytes, 'hex'), format, decode_context";
 // What a release records on the entry it releases.
 constexpr char kReleaseColumns[] = "released_at IS NOT NULL, released_by, release_outcome";
 
@@ -46,7 +47,7 @@ class QuarantineTest : public ::testing::Test {
   ReleaseResult release(std::int64_t id) {
     // The release takes the pipeline's lock: wait for the previous run to let go of it.
     testing::wait_for_no_tidemark_backends(db_.url());
-    return release_quarantined(db_.url(), id, {"ledger"}, "tester", testing::fast_retries());
+    return release_quarantined(db_.url(), id, {"ledger"}, "tester", decoder_, testing::fast_retries());
   }
   // Releases the entry `id` of an invalid record: it must be quarantined again, identically.
   void expect_released_as_invalid_again(std::int64_t id) {
@@ -65,6 +66,7 @@ class QuarantineTest : public ::testing::Test {
 
   TestDatabase db_;
   TempDir dir_;
+  connectors::file::FileRecordDecoder decoder_;
 };
 
 TEST_F(QuarantineTest, CsvRecordWithAnEmbeddedNewlineIsKeptAsReceivedAndReleasedIdentically) {
@@ -109,7 +111,7 @@ TEST_F(QuarantineTest, CsvRecordUnderALatin1HeaderIsQuarantinedWithTheHeaderEsca
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",r\xE9" "f\n";
   EXPECT_EQ(counts_text(send("in.csv", header + "tx-1,1,NaN,,x\n").counts), "invalid 1");
   const std::int64_t id = latest_entry();
-  EXPECT_EQ(entry(id, "csv_header"), (Rows{{std::string(kHeaderLine) + ",r\\xe9f"}}));
+  EXPECT_EQ(entry(id, "decode_context"), (Rows{{std::string(kHeaderLine) + ",r\\xe9f"}}));
   expect_released_as_invalid_again(id);
 }
 
@@ -117,8 +119,8 @@ TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIde
   const std::string line = std::string("{\"transaction_id\":\"a\xC3(b\",\"source_revision\":1,\"amount\":\"1.00\"}");
   EXPECT_EQ(counts_text(send("in.jsonl", line + "\n", connectors::file::Format::kJsonl).counts), "invalid 1");
   const std::int64_t id = latest_entry();
-  EXPECT_EQ(entry(id, "format, csv_header, position, raw_bytes IS NOT NULL"),
-            (Rows{{"jsonl", "<null>", "in.jsonl:1 (byte 0)", "t"}}));
+  EXPECT_EQ(entry(id, "format, decode_context, position, raw_bytes IS NOT NULL"),
+            (Rows{{"jsonl", "", "in.jsonl:1 (byte 0)", "t"}}));
   expect_released_as_invalid_again(id);
 }
 
@@ -188,7 +190,7 @@ TEST_F(QuarantineTest, RecordOfAFolderSourceKeepsTheHeaderOfItsOwnFile) {
   dir_.write("in.csv/in.csv", kHeader + "tx-1,1,NaN,\n");
   dir_.write("in.csv/other.csv", "amount,transaction_id,source_revision\n1e3,tx-2,1\n");
   EXPECT_EQ(counts_text(pipeline::run_pipeline(file_request(db_, "p", folder)).counts), "invalid 2");
-  EXPECT_EQ(query_rows(db_, "SELECT raw, csv_header, position FROM quarantine ORDER BY id"),
+  EXPECT_EQ(query_rows(db_, "SELECT raw, decode_context, position FROM quarantine ORDER BY id"),
             (Rows{{"tx-1,1,NaN,", kHeaderLine, "in.csv:2 (byte " + std::to_string(kHeader.size()) + ")"},
                   {"1e3,tx-2,1", "amount,transaction_id,source_revision", "other.csv:2 (byte 38)"}}));
   expect_released_as_invalid_again(latest_entry());

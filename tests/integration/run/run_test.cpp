@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_position.hpp"
 #include "connectors/file/file_source.hpp"
+#include "pipeline/core/utf8.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -86,6 +88,19 @@ TEST_F(RunTest, ReplayOfAWholeSourceChangesNoRowAddsNoOutboxRowAndNeverMovesTheC
   EXPECT_EQ(snapshot(db_), before);
   EXPECT_EQ(query_rows(db_, "SELECT mode, status FROM runs ORDER BY id"),
             (Rows{{"resume", "succeeded"}, {"replay", "succeeded"}}));
+}
+
+// Issue 13: a run records its end on the committer's connection, which took the pipeline's
+// lock and committed its batches; it opens no second connection just to say it finished.
+TEST_F(RunTest, NormalRunOpensOneConnectionAndRecordsItsEndOnIt) {
+  dir_.write("in.csv", kMixedSource);
+  RunSummary summary;
+  const std::int64_t opened = testing::sessions_opened_by(db_.url(), [&] {
+    summary = run_pipeline(file_request(db_, "p", dir_.path() / "in.csv", 3));
+  });
+  EXPECT_EQ(summary.batches, 3u);
+  EXPECT_EQ(opened, 1);
+  EXPECT_EQ(db_.scalar("SELECT status || ' ' || (finished_at IS NOT NULL) FROM runs"), "succeeded true");
 }
 
 TEST_F(RunTest, ReplayDoesNotQuarantineARejectedRecordTwice) {
@@ -194,7 +209,7 @@ TEST_F(RunTest, EveryBatchOfAFolderSourceReconcilesAndBatchesRunAcrossFilesInLex
   EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), summary.checkpoint);
 
   // Quarantined records say where they are: file:line (byte offset of the record).
-  EXPECT_EQ(query_rows(db_, "SELECT reason, raw, position, csv_header FROM quarantine ORDER BY id"),
+  EXPECT_EQ(query_rows(db_, "SELECT reason, raw, position, decode_context FROM quarantine ORDER BY id"),
             (Rows{{"invalid", "tx-2,1,1.001,acct-A", "a.csv:4 (byte " + offset_after(a, 2) + ")",
                    "transaction_id,source_revision,amount,account_id"},
                   {"invalid", "tx-5,1,NaN,", "b.csv:4 (byte " + offset_after(b, 2) + ")",
@@ -400,9 +415,9 @@ TEST(StoredNames, EscapeIsReversibleAndLeavesUtf8Alone) {
   for (const std::string& name : {std::string("a\xff\\b\\x41\xc3"), std::string("\\\\x"), std::string("x\\")}) {
     EXPECT_EQ(unescape_bytes(escape_bytes(name)), name) << escape_bytes(name);
   }
-  const Checkpoint checkpoint{"b\xe9:1.csv", 42};
-  EXPECT_EQ(stored_position(checkpoint), "b\\xe9:1.csv:42");
-  EXPECT_EQ(parse_stored_position(stored_position(checkpoint)), checkpoint);
+  const connectors::file::FilePosition checkpoint{"b\xe9:1.csv", 42};
+  EXPECT_EQ(checkpoint.to_position().text, "b\\xe9:1.csv:42");
+  EXPECT_EQ(connectors::file::FilePosition::parse(checkpoint.to_position()), checkpoint);
 }
 
 TEST_F(RunTest, FileNamesAndHeadersThatAreNotUtf8NeverStallThePipeline) {
@@ -419,7 +434,7 @@ TEST_F(RunTest, FileNamesAndHeadersThatAreNotUtf8NeverStallThePipeline) {
   EXPECT_EQ(counts_text(first.counts), "inserted 2, invalid 1");
   EXPECT_EQ(first.checkpoint, "a\\xff.csv:" + std::to_string(latin1_header.size() + line2.size() + line3.size()));
   EXPECT_EQ(db_.scalar("SELECT position FROM checkpoint"), first.checkpoint);
-  EXPECT_EQ(query_rows(db_, "SELECT reason, transaction_id, position, csv_header FROM quarantine"),
+  EXPECT_EQ(query_rows(db_, "SELECT reason, transaction_id, position, decode_context FROM quarantine"),
             (Rows{{"invalid", "tx-3", "a\\xff.csv:3 (byte " + std::to_string(latin1_header.size() + line2.size()) + ")",
                    "transaction_id,source_revision,amount,account_id,r\\xe9f"}}));
 

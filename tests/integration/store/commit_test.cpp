@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "connectors/file/file_position.hpp"
 #include "connectors/file/record_stream.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
@@ -351,12 +352,15 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   const BatchPlan plan = plan_batch(validated);
 
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the terminate below finds only ours
-  Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries());
+  Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries(),
+                      [](const Position& earlier, const Position& later) {
+                        return connectors::file::FilePosition::parse(earlier) < connectors::file::FilePosition::parse(later);
+                      });
   RunRequest run;
   run.pipeline = "p";
   const std::int64_t run_id = start_run(committer.connection(), run);
-  const BatchInput batch{decoded, validated, plan, 1, "direct.csv:0", Checkpoint{"direct.csv", text.size()}};
-  const QuarantineOrigin origin{"csv", nullptr};
+  const BatchInput batch{decoded, validated, plan, 1, "direct.csv:0", connectors::file::FilePosition{"direct.csv", text.size()}.to_position()};
+  const QuarantineOrigin origin{"csv"};
 
   const BatchResult first = committer.commit(batch, origin, run_id);
   EXPECT_FALSE(first.recovered);
@@ -377,6 +381,34 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   EXPECT_EQ(counts_text(again.counts), "inserted 2, invalid 1");
   EXPECT_TRUE(again.outcomes.empty());
   EXPECT_EQ(snapshot(), before);
+}
+
+// Issue 13: "never backwards" is the source's order of its opaque positions, not a rule of
+// the store. Here a source that counts down ("9" comes before "8"): a text or number order
+// would keep "9" against "8" and let "10" through.
+TEST_F(CommitTest, CheckpointMovesOnlyWhereTheSourcesOwnOrderSaysForward) {
+  Committer committer(db_.url(), "p", "countdown", {}, testing::fast_retries(),
+                      [](const Position& earlier, const Position& later) {
+                        return std::stoi(later.text) < std::stoi(earlier.text);
+                      });
+  RunRequest run;
+  run.pipeline = "p";
+  const std::int64_t run_id = start_run(committer.connection(), run);
+  const std::vector<DecodedRecord> decoded;
+  const std::vector<Validated> validated;
+  const BatchPlan plan = plan_batch(validated);
+  int batch_no = 0;
+  const auto commit_to = [&](const std::string& end) {
+    committer.commit({decoded, validated, plan, ++batch_no, "", Position{end}}, {"countdown"}, run_id);
+    return db_.scalar("SELECT position FROM checkpoint WHERE pipeline = 'p' AND source = 'countdown'");
+  };
+  EXPECT_EQ(commit_to("9"), "9");   // no row yet: written
+  EXPECT_EQ(commit_to("8"), "8");   // forward for this source
+  EXPECT_EQ(commit_to("10"), "8");  // backwards for this source: kept
+  EXPECT_EQ(commit_to("8"), "8");
+  // Each batch still has its ledger row, with the end it was read to.
+  EXPECT_EQ(query_rows(db_, "SELECT batch_no, end_position FROM batch_ledger ORDER BY batch_no"),
+            (Rows{{"1", "9"}, {"2", "8"}, {"3", "10"}, {"4", "8"}}));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string_view>
 
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -45,6 +46,65 @@ TEST(Migrate, AppliesEachMigrationOnceInNameOrder) {
   Rows expected;
   for (const auto& name : migration_files()) expected.push_back({name});
   EXPECT_EQ(query_rows(db, "SELECT version FROM schema_migrations ORDER BY applied_at, version"), expected);
+}
+
+// Issue 13: a database at 0010 with data upgrades. In a schema of its own (the test database
+// is migrated already): 0001..0010 are applied and recorded as `migrate` would, rows are
+// written as that schema knew them, and `migrate` then applies 0011 to them.
+TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::nontransaction txn(*connection);
+    txn.exec("CREATE SCHEMA at0010");
+    txn.exec("SET search_path TO at0010");  // for the session: migrate below works in it too
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+  }
+  for (const auto& migration : sql::kMigrations) {
+    if (std::string_view(migration.version) > "0010_run_stopped.sql") break;
+    pqxx::work txn(*connection);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
+    txn.commit();
+  }
+  {
+    pqxx::work txn(*connection);
+    // Before 0007 a name was stored as it was (file_bytes NULL), backslash included; since,
+    // escaped, with its bytes beside it.
+    txn.exec(R"(INSERT INTO checkpoint (pipeline, source, position, file, file_bytes, byte_offset) VALUES
+                  ('old', '/in', 'x\y.csv:7', 'x\y.csv', NULL, 7),
+                  ('new', '/in', 'b\xe9.csv:10', 'b\xe9.csv', '\x62e92e637376', 10))");
+    txn.exec(R"(INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, csv_header, position) VALUES
+                  ('p', '/in', 'invalid', 'amount', 'tx,1,NaN', 'csv', 'transaction_id,source_revision,amount', 'a.csv:2 (byte 38)'),
+                  ('p', '/in', 'invalid', 'amount', '{"amount":1}', 'jsonl', NULL, 'a.jsonl:1 (byte 0)'))");
+    txn.commit();
+  }
+  db::migrate(*connection);
+
+  pqxx::nontransaction txn(*connection);
+  const auto rows = [&](const std::string& query) {
+    Rows result;
+    for (const auto& row : txn.exec(query)) {
+      std::vector<std::string> values;
+      for (const auto& field : row) values.push_back(field.is_null() ? "<null>" : field.c_str());
+      result.push_back(std::move(values));
+    }
+    return result;
+  };
+  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' ORDER BY version"),
+            (Rows{{"0011_source_neutral_positions.sql"}}));
+  // The file source's position text, as it parses it: the old name's backslash escaped.
+  EXPECT_EQ(rows("SELECT pipeline, position FROM checkpoint ORDER BY pipeline"),
+            (Rows{{"new", "b\\xe9.csv:10"}, {"old", "x\\\\y.csv:7"}}));
+  EXPECT_EQ(rows("SELECT column_name FROM information_schema.columns WHERE table_schema = 'at0010' "
+                 "AND table_name = 'checkpoint' AND column_name IN ('file', 'file_bytes', 'byte_offset')"),
+            Rows{});
+  EXPECT_EQ(rows("SELECT format, decode_context FROM quarantine ORDER BY id"),
+            (Rows{{"csv", "transaction_id,source_revision,amount"}, {"jsonl", ""}}));
+  // Any connector's format is accepted now, and a record without context stores ''.
+  txn.exec("INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, position) "
+           "VALUES ('p', 'stream', 'invalid', 'amount', 'x', 'avro', 'seq 1')");
+  EXPECT_EQ(rows("SELECT decode_context FROM quarantine WHERE format = 'avro'"), (Rows{{""}}));
 }
 
 }  // namespace

@@ -110,7 +110,7 @@ TEST(ValidatorAgainstPostgres, EveryAcceptedRecordIsStoredWithoutADataErrorAndRe
       "INSERT INTO runs (pipeline, trigger, mode, status) VALUES ('differential', 'cli', 'resume', 'running') "
       "RETURNING id"));
   BatchResult result;
-  ASSERT_NO_THROW(result = committer.commit({decoded, validated, plan, 1, "start", std::nullopt}, {"csv", nullptr}, run_id));
+  ASSERT_NO_THROW(result = committer.commit({decoded, validated, plan, 1, "start", std::nullopt}, {"csv"}, run_id));
   EXPECT_EQ(result.counts[Outcome::kInvalid], 0u);
 
   // Every stored row reads back as the validator's canonical form.

@@ -47,7 +47,8 @@ TEST(ViewRegistry, AConfigNamingAnUnknownViewIsAConfigErrorBeforeAnyConnection) 
   Config config;
   PipelineConfig pipeline;
   pipeline.name = "orders";
-  pipeline.destinations = {{kAccountBalance, "view", "", ""}, {"monthly_totals", "view", "", ""}};
+  pipeline.destinations = {{kAccountBalance, pipeline::DestinationKind::kView, "", ""},
+                           {"monthly_totals", pipeline::DestinationKind::kView, "", ""}};
   config.pipelines["orders"] = pipeline;
   // An unreachable database: the name check must come first.
   EXPECT_THAT([&] { app::make_view_sinks(config, "postgresql://nobody@127.0.0.1:1/none"); },

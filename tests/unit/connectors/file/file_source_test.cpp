@@ -16,7 +16,7 @@ namespace tidemark::connectors::file {
 namespace {
 
 namespace fs = std::filesystem;
-using pipeline::Checkpoint;
+using pipeline::Position;
 using pipeline::DecodedRecord;
 
 // A fresh folder under the system temp directory, removed with everything in it.
@@ -108,7 +108,7 @@ TEST(FileSource, FolderReadsMatchingFilesInLexicalOrderAndIgnoresOthers) {
   EXPECT_EQ(ids_of(records), (std::vector<std::string>{"B1", "a1", "b1", "b2"}));
   EXPECT_EQ(records[1].position.file, "a.csv");
   EXPECT_EQ(records[1].position.line, 2u);
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", fs::file_size(dir.path() / "b.csv")}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"b.csv", fs::file_size(dir.path() / "b.csv")}.to_position().text));
 }
 
 TEST(FileSource, JsonlFolderReadsJsonlAndNdjsonFiles) {
@@ -126,11 +126,11 @@ TEST(FileSource, BatchesSpanFilesAndPositionFollowsTheLastRecordReturned) {
   dir.write("a.csv", csv({"a1", "a2"}));
   dir.write("b.csv", csv({"b1", "b2"}));
   FileSource source(dir.path(), Format::kCsv);
-  EXPECT_EQ(source.position().to_string(), Checkpoint{}.to_string());
+  EXPECT_EQ(source.position().text, FilePosition{}.to_position().text);
   std::vector<DecodedRecord> batch;
   ASSERT_EQ(source.read(batch, 3), 3u);
   EXPECT_EQ(ids_of(batch), (std::vector<std::string>{"a1", "a2", "b1"}));
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", batch[2].position.end_offset}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"b.csv", batch[2].position.end_offset}.to_position().text));
   EXPECT_EQ(batch[2].position.offset, kHeader.size());
   batch.clear();
   ASSERT_EQ(source.read(batch, 3), 1u);
@@ -150,14 +150,14 @@ void expect_exact_resume(const fs::path& path, Format format, std::size_t expect
       FileSource first(path, format, chunk);
       std::vector<DecodedRecord> head;
       while (head.size() < k) ASSERT_GT(first.read(head, k - head.size()), 0u);
-      const Checkpoint checkpoint = first.position();
+      const Position checkpoint = first.position();
       FileSource second(path, format, chunk);
       second.seek(checkpoint);
-      EXPECT_EQ(second.position().to_string(), checkpoint.to_string());
+      EXPECT_EQ(second.position().text, checkpoint.text);
       auto parts = describe_all(head);
       const auto tail = describe_all(read_all(second, 2));
       parts.insert(parts.end(), tail.begin(), tail.end());
-      EXPECT_EQ(parts, full) << "split after " << k << " records at " << checkpoint.to_string() << ", chunk "
+      EXPECT_EQ(parts, full) << "split after " << k << " records at " << checkpoint.text << ", chunk "
                              << chunk;
     }
   }
@@ -189,7 +189,7 @@ TEST(FileSource, SingleFileResumesExactlyAndNamesItselfByBasename) {
   EXPECT_EQ(source.identity(), fs::canonical(file).string());
   std::vector<DecodedRecord> batch;
   ASSERT_EQ(source.read(batch, 1), 1u);
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"only.csv", kHeader.size() + 12}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"only.csv", kHeader.size() + 12}.to_position().text));
   expect_exact_resume(file, Format::kCsv, 3);
 }
 
@@ -207,7 +207,7 @@ TEST(FileSource, SeekSkipsEarlierFilesAndResumesInsideTheNamedOne) {
   dir.write("b.csv", csv({"b1", "b2"}));
   dir.write("c.csv", csv({"c1"}));
   FileSource source(dir.path(), Format::kCsv);
-  source.seek(Checkpoint{"b.csv", kHeader.size() + 12});
+  source.seek(FilePosition{"b.csv", kHeader.size() + 12});
   const auto records = read_all(source);
   EXPECT_EQ(ids_of(records), (std::vector<std::string>{"b2", "c1"}));
   EXPECT_EQ(records[0].position.line, 3u);
@@ -219,7 +219,7 @@ TEST(FileSource, SeekToTheEndOfAFileContinuesWithTheNext) {
   dir.write("a.csv", csv({"a1"}));
   dir.write("b.csv", csv({"b1"}));
   FileSource source(dir.path(), Format::kCsv);
-  source.seek(Checkpoint{"a.csv", fs::file_size(dir.path() / "a.csv")});
+  source.seek(FilePosition{"a.csv", fs::file_size(dir.path() / "a.csv")});
   EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"b1"}));
 }
 
@@ -228,12 +228,12 @@ TEST(FileSource, SeekToAVanishedFileContinuesWithTheNextNameAfterIt) {
   dir.write("a.csv", csv({"a1"}));
   dir.write("c.csv", csv({"c1"}));
   FileSource source(dir.path(), Format::kCsv);
-  source.seek(Checkpoint{"b.csv", 123});
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"b.csv", 123}.to_string()));
+  source.seek(FilePosition{"b.csv", 123});
+  EXPECT_EQ(source.position().text, (FilePosition{"b.csv", 123}.to_position().text));
   EXPECT_EQ(ids_of(read_all(source)), (std::vector<std::string>{"c1"}));
 
   FileSource past_all(dir.path(), Format::kCsv);
-  past_all.seek(Checkpoint{"z.csv", 0});
+  past_all.seek(FilePosition{"z.csv", 0});
   EXPECT_TRUE(read_all(past_all).empty());
 }
 
@@ -242,7 +242,7 @@ TEST(FileSource, SeekToOffsetZeroOrInsideTheHeaderReadsTheWholeFile) {
   dir.write("a.csv", csv({"a1", "a2"}));
   for (std::uint64_t offset : {std::uint64_t{0}, std::uint64_t{5}}) {
     FileSource source(dir.path(), Format::kCsv);
-    source.seek(Checkpoint{"a.csv", offset});
+    source.seek(FilePosition{"a.csv", offset});
     const auto records = read_all(source);
     EXPECT_EQ(ids_of(records), (std::vector<std::string>{"a1", "a2"}));
     EXPECT_EQ(records[0].position.line, 2u);
@@ -288,7 +288,79 @@ TEST(FileSource, EmptyFolderHasNoRecords) {
   const auto source = open_file_source(dir.path(), Format::kJsonl);
   std::vector<DecodedRecord> batch;
   EXPECT_EQ(source->read(batch, 10), 0u);
-  EXPECT_EQ(source->position().to_string(), Checkpoint{}.to_string());
+  EXPECT_EQ(source->position().text, FilePosition{}.to_position().text);
+}
+
+// --- positions and decode contexts, opaque to the pipeline (issue 13) --------------------
+
+TEST(FilePosition, TextEscapesTheNameAndParsesBackAndTheEmptyTextIsTheStart) {
+  const FilePosition position{"b\xe9:1.csv", 42};  // a Latin-1 name with a ':' in it
+  EXPECT_EQ(position.to_position().text, "b\\xe9:1.csv:42");
+  EXPECT_EQ(FilePosition::parse(position.to_position()), position);
+  EXPECT_EQ(FilePosition::parse(Position{}), FilePosition{});
+  for (const char* garbage : {"no-colon", "a.csv:", "a.csv:12x", "a.csv:-1"}) {
+    EXPECT_FALSE(FilePosition::parse(Position{garbage}).has_value()) << garbage;
+  }
+}
+
+TEST(FileSource, OrdersPositionsByTheBytesOfFileNamesThenByOffset) {
+  TempDir dir;
+  FileSource source(dir.path(), Format::kCsv);
+  const auto at = [](std::string file, std::uint64_t offset) { return FilePosition{std::move(file), offset}.to_position(); };
+  EXPECT_TRUE(source.precedes(at("a.csv", 10), at("a.csv", 11)));
+  EXPECT_FALSE(source.precedes(at("a.csv", 11), at("a.csv", 11)));
+  EXPECT_FALSE(source.precedes(at("a.csv", 11), at("a.csv", 10)));
+  EXPECT_TRUE(source.precedes(at("a.csv", 999), at("b.csv", 0)));
+  EXPECT_TRUE(source.precedes(Position{}, at("a.csv", 0)));
+  // By the names' bytes, not by their stored text: UTF-8 "é" (C3 A9) sorts before the
+  // Latin-1 byte FF, though its text sorts after the escaped "\\xff".
+  EXPECT_TRUE(source.precedes(at("a\xc3\xa9.csv", 5), at("a\xff.csv", 1)));
+  EXPECT_GT(at("a\xc3\xa9.csv", 5).text, at("a\xff.csv", 1).text);
+  EXPECT_THROW(source.precedes(Position{"not a position"}, at("a.csv", 0)), pipeline::SourceError);
+}
+
+TEST(FileSource, SeekToATextThatIsNoFilePositionFailsNamingIt) {
+  TempDir dir;
+  FileSource source(dir.path(), Format::kCsv);
+  try {
+    source.seek(Position{"stream-7"});
+    ADD_FAILURE() << "seek accepted a position that is not file:offset";
+  } catch (const pipeline::SourceError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("'stream-7'"));
+  }
+}
+
+TEST(FileSource, CsvRecordsCarryTheirFilesHeaderLineAsDecodeContextAndJsonLinesNone) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1", "a2"}));
+  dir.write("b.csv", "amount,transaction_id,source_revision\r\n1.00,b1,1\r\n");
+  FileSource csv_source(dir.path(), Format::kCsv);
+  EXPECT_EQ(csv_source.format(), "csv");
+  const auto records = read_all(csv_source);
+  ASSERT_EQ(records.size(), 3u);
+  ASSERT_NE(records[0].decode_context, nullptr);
+  EXPECT_EQ(*records[0].decode_context, kHeader.substr(0, kHeader.size() - 1));
+  EXPECT_EQ(records[0].decode_context, records[1].decode_context);  // one header, shared
+  ASSERT_NE(records[2].decode_context, nullptr);
+  EXPECT_EQ(*records[2].decode_context, "amount,transaction_id,source_revision");
+
+  const fs::path jsonl = dir.write("c.jsonl", "{\"transaction_id\":\"j1\"}\n");
+  FileSource jsonl_source(jsonl, Format::kJsonl);
+  EXPECT_EQ(jsonl_source.format(), "jsonl");
+  const auto lines = read_all(jsonl_source);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].decode_context, nullptr);
+}
+
+TEST(FileSource, ResumingInsideACsvFileStillGivesItsRecordsTheHeaderLine) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1", "a2"}));
+  FileSource source(dir.path(), Format::kCsv);
+  source.seek(FilePosition{"a.csv", kHeader.size() + 12});
+  const auto records = read_all(source);
+  ASSERT_EQ(ids_of(records), (std::vector<std::string>{"a2"}));
+  ASSERT_NE(records[0].decode_context, nullptr);
+  EXPECT_EQ(*records[0].decode_context, kHeader.substr(0, kHeader.size() - 1));
 }
 
 // --- a last line without a newline (issue 10 item 5) -----------------------------------
@@ -303,7 +375,7 @@ TEST(FileSource, UnterminatedLastLineOfAFileStillBeingWrittenIsNotARecord) {
   FileSource source(file, Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
   const auto records = read_all(source);
   EXPECT_EQ(ids_of(records), (std::vector<std::string>{"W-1"}));
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.csv", kGrowingHeader.size() + 17}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"in.csv", kGrowingHeader.size() + 17}.to_position().text));
   EXPECT_EQ(source.pending_tail_bytes(), std::string("W-2,1,ACC-W,12").size());
 }
 
@@ -315,7 +387,7 @@ TEST(FileSource, UnterminatedLastLineIsReadOnceTheFileHasSettled) {
   const auto records = read_all(source);
   ASSERT_EQ(ids_of(records), (std::vector<std::string>{"W-1", "W-2"}));
   EXPECT_EQ(records[1].amount->text, "12");
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.csv", kGrowing.size()}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"in.csv", kGrowing.size()}.to_position().text));
   EXPECT_EQ(source.pending_tail_bytes(), 0u);
 }
 
@@ -333,7 +405,7 @@ TEST(FileSource, PendingLastLineHoldsBackLaterFilesAndTheNextReadCompletesIt) {
   dir.write("b.csv", csv({"b1"}));
   FileSource first(dir.path(), Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
   EXPECT_EQ(ids_of(read_all(first)), (std::vector<std::string>{"W-1"}));  // b.csv must wait: the checkpoint
-  const Checkpoint checkpoint = first.position();                          // may not pass a.csv's last line
+  const Position checkpoint = first.position();                          // may not pass a.csv's last line
 
   // The writer finishes the line; the next run resumes at the checkpoint and reads it whole.
   std::ofstream(dir.path() / "a.csv", std::ios::binary | std::ios::app) << "34.50\n";
@@ -376,7 +448,7 @@ TEST(FileSource, CsvHeaderWithoutARequiredColumnFailsBeforeAnyOfItsRecords) {
   EXPECT_THAT(error, ::testing::HasSubstr("b.csv"));
   EXPECT_THAT(error, ::testing::HasSubstr("source_revision, amount"));
   EXPECT_EQ(ids_of(records), (std::vector<std::string>{"a1"}));  // what came before, nothing of b.csv
-  EXPECT_EQ(source.position().file, "a.csv");
+  EXPECT_EQ(FilePosition::parse(source.position())->file, "a.csv");
 }
 
 TEST(FileSource, FileWhoseFirstHundredRecordsAllFailToDecodeFailsNamingTheFormat) {
@@ -403,7 +475,7 @@ TEST(FileSource, BadRecordsBeforeTheHundredthGoodOneAreReturnedInOrder) {
   ASSERT_EQ(records.size(), kFormatProbeRecords);
   EXPECT_TRUE(records[0].decode_error.has_value());
   EXPECT_EQ(records.back().transaction_id->text, "good");
-  EXPECT_EQ(source.position().to_string(), (Checkpoint{"in.jsonl", text.size()}.to_string()));
+  EXPECT_EQ(source.position().text, (FilePosition{"in.jsonl", text.size()}.to_position().text));
 }
 
 TEST(FileSource, FormatProbeHoldsAtMostItsByteBudgetOfUndecodableLines) {
@@ -432,7 +504,7 @@ TEST(FileSource, ReadStopsBeforeTheRecordsRawBytesPassMaxBytesAndNeverReturnsLes
   for (std::vector<DecodedRecord> batch; source.read(batch, 100, 22) > 0; batch.clear()) {
     sizes.push_back(batch.size());
     for (const auto& id : ids_of(batch)) ids.push_back(id);
-    EXPECT_EQ(source.position().offset, batch.back().position.end_offset);
+    EXPECT_EQ(FilePosition::parse(source.position())->offset, batch.back().position.end_offset);
   }
   // t1+t2 = 22 bytes; t3 alone is over the limit; t4+t5 = 22.
   EXPECT_EQ(sizes, (std::vector<std::size_t>{2, 1, 2}));

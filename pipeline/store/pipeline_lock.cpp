@@ -1,0 +1,30 @@
+#include "pipeline/store/pipeline_lock.hpp"
+
+#include "sql/statements.hpp"
+
+namespace tidemark::pipeline {
+
+void take_pipeline_lock(pqxx::connection& connection, const std::string& pipeline) {
+  pqxx::nontransaction txn(connection);
+  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline)[0].as<bool>()) return;
+  const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline);
+  std::string who = "another process";
+  if (!holder.empty()) {
+    who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() + ", connected since " +
+          holder[0][2].c_str() + ")";
+  }
+  throw PipelineBusy("pipeline '" + pipeline + "' is already running: " + who +
+                     " holds it. Wait for that run to finish, then run again.");
+}
+
+void release_pipeline_lock(pqxx::connection& connection, const std::string& pipeline) noexcept {
+  if (!connection.is_open()) return;
+  try {
+    pqxx::nontransaction txn(connection);
+    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline);
+  } catch (const std::exception&) {
+    // Only the next run's wait is at stake: the session ends soon and takes the lock along.
+  }
+}
+
+}  // namespace tidemark::pipeline
