@@ -134,4 +134,8 @@ void migrate(pqxx::connection& connection) {
   }
 }
 
+bool is_unique_violation(const std::exception& error) {
+  return dynamic_cast<const pqxx::unique_violation*>(&error) != nullptr;
+}
+
 }  // namespace tidemark::pipeline::db

@@ -55,4 +55,8 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url);
 // serialized across processes by an advisory lock. Safe to call from every command.
 void migrate(pqxx::connection& connection);
 
+// A unique constraint refused a row (SQLSTATE 23505): callers above the store ask this
+// rather than catch pqxx's exception class.
+bool is_unique_violation(const std::exception& error);
+
 }  // namespace tidemark::pipeline::db
