@@ -19,6 +19,7 @@ StopSignals::StopSignals(asio::io_context& io, std::function<void(int signal)> s
 }
 
 void StopSignals::cancel() {
+  cancelled_ = true;
   boost::system::error_code ignored;
   signals_.cancel(ignored);
   signals_.clear(ignored);
@@ -36,7 +37,7 @@ void StopSignals::wait() {
     }
     stopping_ = true;
     stop_(signal);
-    wait();
+    if (!cancelled_) wait();  // `stop` may have cancelled the wait itself
   });
 }
 

@@ -34,6 +34,7 @@ class StopSignals {
   std::function<void(int signal)> stop_;
   SecondSignal second_;
   bool stopping_ = false;
+  bool cancelled_ = false;
 };
 
 // Runs `work` (blocking) on a thread of its own while this thread waits for the stop

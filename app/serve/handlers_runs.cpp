@@ -42,8 +42,9 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
   const connectors::http::SignedHeaders headers{request.header("webhook-id"), request.header("webhook-timestamp"),
                                                 request.header("webhook-signature")};
   if (!headers.id.empty() && !valid_webhook_id(headers.id)) {
-    return reject_webhook(context, "bad_request", 400,
-                          "webhook-id must be 1 to " + std::to_string(kMaxWebhookIdBytes) + " bytes of printable ASCII");
+    return reject_webhook(
+        context, "bad_request", 400,
+        "webhook-id must be 1 to " + std::to_string(kMaxWebhookIdBytes) + " bytes of printable ASCII");
   }
   const auto verification =
       connectors::http::verify(*context.options.webhook_key, headers, request.body, std::time(nullptr));

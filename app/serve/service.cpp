@@ -180,9 +180,9 @@ struct Service::Impl {
     asio::co_spawn(io, periodic(std::chrono::hours(1), std::chrono::hours(1), timers.back(), [this] {
       try {
         pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
+          const auto lease = pipeline::relay::relay_options(options.config.relay).lease;
           const auto deleted = pipeline::views::cleanup_inbox(connection, pipeline::views::kDefaultInboxRetention,
-                                                              options.config.relay,
-                                                              pipeline::relay::relay_options(options.config.relay).lease);
+                                                              options.config.relay, lease);
           spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
                        pipeline::views::kDefaultInboxRetention.count());
         });
