@@ -707,5 +707,31 @@ TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHa
   EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?after=x").status, 400);
 }
 
+// A webhook run for a pipeline another process holds waits for it (looking again on a timer
+// of serve's io_context, holding no thread) and runs once it is free; a stop while it waits
+// cancels the wait and records the run as failed.
+TEST_F(ServeApiTest, AWebhookRunWaitsForAPipelineHeldElsewhereAndAStopEndsTheWait) {
+  const std::string lock = "hashtextextended('tidemark pipeline " + std::string(kPipeline) + "', 0)";
+  auto holder = db_.connect();
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_lock(" + lock + ")");
+  start(1000);
+  const HttpAnswer first = trigger("msg-busy-1");
+  ASSERT_EQ(first.status, 202) << first.body;
+  const std::int64_t first_id = parse_object(first.body)["run_id"].as_int64();
+  std::this_thread::sleep_for(2500ms);  // two looks at least (one a second): it still waits
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first_id)), "queued");
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_unlock(" + lock + ")");
+  EXPECT_EQ(wait_for_run(first_id)["status"], "succeeded");
+
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_lock(" + lock + ")");
+  const HttpAnswer second = trigger("msg-busy-2");
+  ASSERT_EQ(second.status, 202) << second.body;
+  const std::int64_t second_id = parse_object(second.body)["run_id"].as_int64();
+  stop();
+  EXPECT_EQ(exit_code_, 0);
+  EXPECT_EQ(db_.scalar("SELECT status || ': ' || error FROM runs WHERE id = " + std::to_string(second_id)),
+            "failed: tidemark serve stopped before the run could start");
+}
+
 }  // namespace
 }  // namespace tidemark::app::serve
