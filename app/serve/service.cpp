@@ -131,7 +131,9 @@ struct Service::Impl {
 
   asio::awaitable<void> schedule_loop(std::string pipeline, const Schedule& schedule, asio::system_timer& timer) {
     TimePoint tick = schedule.first(std::chrono::system_clock::now());
-    for (;;) {
+    // `stopping` is looked at before every wait: a stop that came before the wait began
+    // had no wait to cancel.
+    while (!stopping) {
       timer.expires_at(tick);
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
@@ -154,7 +156,7 @@ struct Service::Impl {
   asio::awaitable<void> periodic(std::chrono::seconds first, std::chrono::seconds interval, asio::system_timer& timer,
                                  std::function<void()> job) {
     timer.expires_after(first);
-    for (;;) {
+    while (!stopping) {  // as in schedule_loop
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
       if (stopping) co_return;

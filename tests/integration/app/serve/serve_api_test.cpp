@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <random>
@@ -731,6 +732,30 @@ TEST_F(ServeApiTest, AWebhookRunWaitsForAPipelineHeldElsewhereAndAStopEndsTheWai
   EXPECT_EQ(exit_code_, 0);
   EXPECT_EQ(db_.scalar("SELECT status || ': ' || error FROM runs WHERE id = " + std::to_string(second_id)),
             "failed: tidemark serve stopped before the run could start");
+}
+
+// Stopping is cancelling what waits on serve's io_context: a stop asked for before run()
+// began (a signal in the first instant) must not leave a schedule's timer waiting for its
+// first tick, months away.
+TEST_F(ServeApiTest, AStopAskedBeforeServeRunsEndsItWithoutWaitingForTheSchedule) {
+  write_source(directory_ / "in.csv", 10);
+  ServeOptions options;
+  options.config = pipeline::parse_config("pipelines:\n  transactions:\n    source: {path: " +
+                                              (directory_ / "in.csv").string() + "}\n    schedule: {cron: \"0 3 1 1 *\"}\n",
+                                          "serve-test.yaml");
+  options.database_url = db_.url();
+  options.listen = "127.0.0.1:0";
+  Service service(std::move(options));
+  service.request_stop();
+  std::promise<int> exit_code;
+  std::thread serve([&] { exit_code.set_value(service.run()); });
+  auto finished = exit_code.get_future();
+  if (finished.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "serve still waits for its schedule 30 s after the stop";
+    std::_Exit(1);  // the serve thread cannot be joined
+  }
+  EXPECT_EQ(finished.get(), 0);
+  serve.join();
 }
 
 }  // namespace
