@@ -66,6 +66,7 @@ void register_serve_command(CLI::App& root, int& exit_code) {
     }
     serve_options.database_url = options->database.connect_url(config);
     serve_options.config = std::move(*config);
+    block_stop_signals();  // before the service starts its threads
     serve::Service service(std::move(serve_options));
     StopSignals signals(
         service.io_context(),

@@ -1,5 +1,7 @@
 #include "app/cli/signals.hpp"
 
+#include <pthread.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <exception>
@@ -13,9 +15,29 @@ namespace tidemark::app {
 
 namespace asio = boost::asio;
 
+namespace {
+
+sigset_t stop_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  return signals;
+}
+
+}  // namespace
+
+void block_stop_signals() {
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+}
+
 StopSignals::StopSignals(asio::io_context& io, std::function<void(int signal)> stop, SecondSignal second)
     : signals_(io, SIGINT, SIGTERM), stop_(std::move(stop)), second_(second) {
   wait();
+  // asio's handler is installed now: a signal held since block_stop_signals reaches it.
+  const sigset_t signals = stop_signals();
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
 }
 
 void StopSignals::cancel() {

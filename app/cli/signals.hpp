@@ -11,6 +11,11 @@
 
 namespace tidemark::app {
 
+// Blocks SIGINT/SIGTERM in the calling thread and so in every thread it starts afterwards:
+// call it before the command starts threads. A signal that comes before StopSignals waits
+// is then held (not fatal), and taken by StopSignals' thread once it waits.
+void block_stop_signals();
+
 enum class SecondSignal {
   kExitAtOnce,  // exit 128 + signal at once (serve: the open batch rolls back)
   kStopAgain,   // ask again (relay: a stop is idempotent)
@@ -18,7 +23,8 @@ enum class SecondSignal {
 
 class StopSignals {
  public:
-  // Waits on `io` (which the caller runs) until cancel(); calls `stop(signal)` on the io thread.
+  // Waits on `io` (which the caller runs) until cancel(); calls `stop(signal)` on the io
+  // thread. Unblocks the signals in the calling thread (see block_stop_signals).
   StopSignals(boost::asio::io_context& io, std::function<void(int signal)> stop, SecondSignal second);
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
