@@ -37,6 +37,10 @@ HttpResponse json_response(int status, const boost::json::value& body);
 HttpResponse error_response(int status, const std::string& message);
 // A path or query integer > 0, else nullopt.
 std::optional<std::int64_t> positive_integer(std::string_view text);
+// One stored JSON document by its id (a path segment): the first column of `statement`'s
+// row for that id, or 404 "`missing` ID" (for an id that is not a positive integer too).
+HttpResponse stored_document(ApiContext& context, const std::string& id, std::string_view statement,
+                             std::string_view what, const std::string& missing);
 
 // handlers_runs.cpp: run triggers and run and pipeline status.
 HttpResponse trigger_run(ApiContext& context, const HttpRequest& request, const Route& route);

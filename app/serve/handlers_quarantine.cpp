@@ -84,17 +84,8 @@ HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, co
 }
 
 HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {
-  const std::string& id = route.segments[2];
-  const auto entry_id = positive_integer(id);
-  if (!entry_id) return error_response(404, "no quarantine entry " + id);
-  std::optional<std::string> json;
-  context.pool.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
-    pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
-    if (!rows.empty()) json = rows[0][0].c_str();
-  });
-  if (!json) return error_response(404, "no quarantine entry " + id);
-  return HttpResponse{200, "application/json", *json + "\n", {}};
+  return stored_document(context, route.segments[2], sql::kServeQuarantineShow, "reading a quarantine entry",
+                         "no quarantine entry");
 }
 
 HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {

@@ -120,17 +120,7 @@ HttpResponse trigger_run(ApiContext& context, const HttpRequest& request, const 
 }
 
 HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& route) {
-  const std::string& id = route.segments[2];
-  const auto run_id = positive_integer(id);
-  if (!run_id) return error_response(404, "no run " + id);
-  std::optional<std::string> json;
-  context.pool.with_connection("reading a run", [&](pqxx::connection& connection) {
-    pqxx::nontransaction txn(connection);
-    const auto rows = txn.exec_params(std::string(sql::kServeRunStatus), *run_id);
-    if (!rows.empty()) json = rows[0][0].c_str();
-  });
-  if (!json) return error_response(404, "no run " + id);
-  return HttpResponse{200, "application/json", *json + "\n", {}};
+  return stored_document(context, route.segments[2], sql::kServeRunStatus, "reading a run", "no run");
 }
 
 HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route&) {

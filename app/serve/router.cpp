@@ -1,6 +1,5 @@
 #include "app/serve/router.hpp"
 
-#include <charconv>
 #include <stdexcept>
 #include <utility>
 
@@ -32,21 +31,6 @@ HttpResponse body_too_large() {
 }
 
 }  // namespace
-
-HttpResponse json_response(int status, const boost::json::value& body) {
-  return HttpResponse{status, "application/json", boost::json::serialize(body) + "\n", {}};
-}
-
-HttpResponse error_response(int status, const std::string& message) {
-  return json_response(status, boost::json::object{{"error", message}});
-}
-
-std::optional<std::int64_t> positive_integer(std::string_view text) {
-  std::int64_t value = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (error != std::errc{} || end != text.data() + text.size() || value <= 0) return std::nullopt;
-  return value;
-}
 
 Router::Router(std::vector<RouteHandler> table, std::optional<std::string> api_token)
     : api_token_(std::move(api_token)) {

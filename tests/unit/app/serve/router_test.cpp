@@ -38,6 +38,13 @@ HttpRequest request(const std::string& method, const std::string& target) {
   return request;
 }
 
+// The router's answer to `request` is `status` with exactly `body`.
+void expect_answer(const Router& router, const HttpRequest& request, int status, const std::string& body) {
+  const HttpResponse answer = router.dispatch(request);
+  EXPECT_EQ(answer.status, status) << request.method << " " << request.target;
+  EXPECT_EQ(answer.body, body) << request.method << " " << request.target;
+}
+
 TEST(RouterTest, ATableWithoutAHandlerForEveryRouteIsRefused) {
   auto missing = table_of_echoes();
   missing.pop_back();
@@ -62,23 +69,15 @@ TEST(RouterTest, RoutesReachTheirHandlerWithDecodedSegments) {
 
 TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
   const Router router(table_of_echoes(), std::string("secret"));
-  const HttpResponse bad = router.dispatch(request("GET", "http://example.com/x"));
-  EXPECT_EQ(bad.status, 400);
-  EXPECT_EQ(bad.body, "{\"error\":\"malformed request target\"}\n");
-
-  const HttpResponse missing = router.dispatch(request("GET", "/v2/nothing?x=1"));
-  EXPECT_EQ(missing.status, 404);
-  EXPECT_EQ(missing.body, "{\"error\":\"no such route: /v2/nothing\"}\n");
-
+  expect_answer(router, request("GET", "http://example.com/x"), 400, "{\"error\":\"malformed request target\"}\n");
+  expect_answer(router, request("GET", "/v2/nothing?x=1"), 404, "{\"error\":\"no such route: /v2/nothing\"}\n");
+  expect_answer(router, request("DELETE", "/v1/runs/7"), 405, "{\"error\":\"method not allowed; use GET\"}\n");
   const HttpResponse wrong_method = router.dispatch(request("DELETE", "/v1/runs/7"));
-  EXPECT_EQ(wrong_method.status, 405);
-  EXPECT_EQ(wrong_method.body, "{\"error\":\"method not allowed; use GET\"}\n");
   ASSERT_EQ(wrong_method.headers.size(), 1u);
   EXPECT_EQ(wrong_method.headers[0], (std::pair<std::string, std::string>{"Allow", "GET"}));
 
-  const HttpResponse no_token = router.dispatch(request("GET", "/v1/pipelines"));
-  EXPECT_EQ(no_token.status, 401);
-  EXPECT_EQ(no_token.body, "{\"error\":\"missing or wrong bearer token (TIDEMARK_API_TOKEN)\"}\n");
+  expect_answer(router, request("GET", "/v1/pipelines"), 401,
+                "{\"error\":\"missing or wrong bearer token (TIDEMARK_API_TOKEN)\"}\n");
   HttpRequest with_token = request("GET", "/v1/pipelines");
   with_token.headers["authorization"] = "Bearer secret";
   EXPECT_EQ(router.dispatch(with_token).status, 200);
@@ -90,9 +89,7 @@ TEST(RouterTest, AnOversizedBodyIs413UnlessTheRouteAnswersItItself) {
   for (const auto& [method, target] : {std::pair{"POST", "/v1/quarantine/3/release"}, {"GET", "/nowhere"}}) {
     HttpRequest large = request(method, target);
     large.body_too_large = true;
-    const HttpResponse answer = router.dispatch(large);
-    EXPECT_EQ(answer.status, 413) << target;
-    EXPECT_EQ(answer.body, "{\"error\":\"request body over 65536 bytes\"}\n") << target;
+    expect_answer(router, large, 413, "{\"error\":\"request body over 65536 bytes\"}\n");
   }
   HttpRequest trigger = request("POST", "/v1/pipelines/p/runs");
   trigger.body_too_large = true;
@@ -106,12 +103,8 @@ TEST(RouterTest, AHandlersExceptionIs503ForTheDatabaseAnd500Otherwise) {
   table[static_cast<int>(RouteKind::kPipelines) - static_cast<int>(RouteKind::kHealth)].handle =
       [](const HttpRequest&, const Route&) -> HttpResponse { throw std::runtime_error("bug"); };
   const Router router(table, std::nullopt);
-  const HttpResponse unavailable = router.dispatch(request("GET", "/v1/runs/1"));
-  EXPECT_EQ(unavailable.status, 503);
-  EXPECT_EQ(unavailable.body, "{\"error\":\"database unavailable; try again later\"}\n");
-  const HttpResponse failed = router.dispatch(request("GET", "/v1/pipelines"));
-  EXPECT_EQ(failed.status, 500);
-  EXPECT_EQ(failed.body, "{\"error\":\"internal error; see the server log\"}\n");
+  expect_answer(router, request("GET", "/v1/runs/1"), 503, "{\"error\":\"database unavailable; try again later\"}\n");
+  expect_answer(router, request("GET", "/v1/pipelines"), 500, "{\"error\":\"internal error; see the server log\"}\n");
 }
 
 }  // namespace
