@@ -1,13 +1,9 @@
-#include <pthread.h>
-#include <signal.h>
-
-#include <atomic>
 #include <iostream>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/signals.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -26,45 +22,6 @@ struct RelayCommandOptions {
   int limit = 100;
   std::int64_t id = 0;
   bool all_dead = false;
-};
-
-// SIGINT/SIGTERM stop the relay gracefully: no new claims, answers in flight are recorded.
-// The signals are blocked before any thread starts and taken by one watcher thread, so no
-// async-signal-safety puzzles arise.
-class StopOnSignal {
- public:
-  explicit StopOnSignal(pipeline::relay::Relay& relay) : relay_(relay) {
-    thread_ = std::thread([this] {
-      const sigset_t signals = stop_signals();
-      const timespec tick{0, 200'000'000};
-      while (!done_) {
-        if (sigtimedwait(&signals, nullptr, &tick) > 0) {
-          spdlog::info("stopping: waiting for deliveries in flight");
-          relay_.stop();
-        }
-      }
-    });
-  }
-  ~StopOnSignal() {
-    done_ = true;
-    thread_.join();
-  }
-  static sigset_t stop_signals() {
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGINT);
-    sigaddset(&signals, SIGTERM);
-    return signals;
-  }
-  static void block() {
-    const sigset_t signals = stop_signals();
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  }
-
- private:
-  pipeline::relay::Relay& relay_;
-  std::atomic<bool> done_{false};
-  std::thread thread_;
 };
 
 void print_table(const std::vector<pipeline::relay::OutboxEntry>& entries) {
@@ -93,8 +50,8 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     const auto config = options->database.load_config();
     if (!config) throw UsageError("relay needs --config FILE: the destinations to deliver to come from the config");
     const std::string url = options->database.connect_url(config);
-    // Before the sinks start their threads, so that only the watcher receives the signals.
-    if (!options->once) StopOnSignal::block();
+    // Before the sinks start their threads (see block_stop_signals).
+    if (!options->once) block_stop_signals();
     auto sinks = make_sinks(*config, url);
     if (sinks.empty()) {
       spdlog::warn("the config has no http or view destinations; nothing to deliver");
@@ -106,9 +63,14 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     if (options->once) {
       stats = relay.drain();
     } else {
-      StopOnSignal stop_on_signal(relay);
+      // SIGINT/SIGTERM: no new claims; the answers in flight are recorded, then run() returns.
       spdlog::info("relay started");
-      stats = relay.run();
+      run_until_stopped([&] { stats = relay.run(); },
+                        [&](int) {
+                          spdlog::info("stopping: waiting for deliveries in flight");
+                          relay.stop();
+                        },
+                        SecondSignal::kStopAgain);
     }
     spdlog::info("relay: {} delivered, {} to retry later, {} dead", stats.delivered, stats.retried, stats.dead);
     exit_code = kExitOk;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/signals.hpp"
 #include "app/serve/http_server.hpp"
 #include "app/serve/service.hpp"
 #include "connectors/http/signature.hpp"
@@ -63,11 +64,18 @@ void register_serve_command(CLI::App& root, int& exit_code) {
       spdlog::warn("TIDEMARK_API_TOKEN is not set: the /v1 read and release endpoints answer anyone who can connect "
                    "to {}", serve_options.listen);
     }
-    serve_options.handle_signals = true;
     serve_options.database_url = options->database.connect_url(config);
     serve_options.config = std::move(*config);
+    block_stop_signals();  // before the service starts its threads
     serve::Service service(std::move(serve_options));
-    exit_code = service.run();
+    StopSignals signals(
+        service.io_context(),
+        [&service](int signal) {
+          spdlog::info("signal {}: stopping (the batches in hand commit first; a second signal exits at once)", signal);
+          service.request_stop();
+        },
+        SecondSignal::kExitAtOnce);
+    exit_code = service.run([&signals] { signals.cancel(); });
   });
 }
 

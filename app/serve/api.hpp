@@ -2,14 +2,18 @@
 // The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
 // quarantine, metrics and health. handle() is blocking (database): call it on a worker
 // thread, never on the thread that runs the sockets — except for GET /healthz, which
-// touches nothing and must answer even when every worker is busy.
+// touches nothing and must answer even when every worker is busy. The handlers are in
+// handlers_*.cpp, by area; the shared answers (404, 405, 401, …) in router.cpp.
 #include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
 
 #include "pipeline/store/pg/connection_pool.hpp"
+#include "app/serve/handlers.hpp"
 #include "app/serve/http_message.hpp"
+#include "app/serve/pipeline_metrics.hpp"
+#include "app/serve/router.hpp"
 #include "app/serve/run_queue.hpp"
 #include "metrics/metrics.hpp"
 #include "app/config/config.hpp"
@@ -33,36 +37,22 @@ struct ApiOptions {
   std::function<std::string()> not_ready;
 };
 
+// The API: the route table (route -> handler, in api.cpp) behind the router.
 class Api {
  public:
   Api(const pipeline::Config& config, RunQueue& runs, ConnectionPool& pool, metrics::Metrics& metrics,
-      ApiOptions options);
+      PipelineMetrics& pipeline_metrics, ApiOptions options);
+  Api(const Api&) = delete;  // the route table holds a reference to context_
+  Api& operator=(const Api&) = delete;
 
-  HttpResponse handle(const HttpRequest& request);
+  HttpResponse handle(const HttpRequest& request) const { return router_.dispatch(request); }
   // A client stopped sending a request's body before the timeout (counted for run triggers).
   void on_timeout(const HttpRequest& request);
 
  private:
-  HttpResponse trigger_run(const HttpRequest& request, const std::string& pipeline);
-  HttpResponse run_status(const std::string& id);
-  HttpResponse pipelines();
-  HttpResponse quarantine(const HttpRequest& request);
-  HttpResponse quarantine_entry(const std::string& id);
-  HttpResponse release(const std::string& id);
-  HttpResponse ready();
-  // GET /v1/views/account_balance/accounts/{id}?min_sequence=S: 200 once applied, else 409.
-  HttpResponse account_view(const HttpRequest& request, const std::string& view, const std::string& account);
-  // Refreshes tidemark_view_lag_seconds for the config's views just before a scrape.
-  void export_view_lag();
-  bool authorized(const HttpRequest& request) const;
-  HttpResponse reject_webhook(const std::string& result, int status, const std::string& message);
-  void count_webhook(const std::string& result);
-
-  const pipeline::Config& config_;
-  RunQueue& runs_;
-  ConnectionPool& pool_;
-  metrics::Metrics& metrics_;
   ApiOptions options_;
+  ApiContext context_;
+  Router router_;
 };
 
 }  // namespace tidemark::app::serve

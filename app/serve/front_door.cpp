@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <initializer_list>
 
 #include <boost/url/parse.hpp>
 
@@ -54,40 +55,40 @@ Route route_of(std::string_view target) {
   }
   route.path = std::string(url->path());
   for (auto segment : url->segments()) route.segments.push_back(segment);
+  // The one list of routes: a pattern's nullptr matches any one segment (a parameter).
+  struct Pattern {
+    RouteKind kind;
+    const char* method;
+    std::initializer_list<const char*> segments;
+  };
+  static const Pattern kRoutes[] = {
+      {RouteKind::kHealth, "GET", {"healthz"}},
+      {RouteKind::kReady, "GET", {"readyz"}},
+      {RouteKind::kMetrics, "GET", {"metrics"}},
+      {RouteKind::kTrigger, "POST", {"v1", "pipelines", nullptr, "runs"}},
+      {RouteKind::kRun, "GET", {"v1", "runs", nullptr}},
+      {RouteKind::kPipelines, "GET", {"v1", "pipelines"}},
+      {RouteKind::kQuarantineList, "GET", {"v1", "quarantine"}},
+      {RouteKind::kQuarantineEntry, "GET", {"v1", "quarantine", nullptr}},
+      {RouteKind::kRelease, "POST", {"v1", "quarantine", nullptr, "release"}},
+      {RouteKind::kAccountView, "GET", {"v1", "views", nullptr, "accounts", nullptr}},
+  };
   const auto& path = route.segments;
-  const auto is = [&](std::initializer_list<const char*> pattern) {
-    if (path.size() != pattern.size()) return false;
+  const auto matches = [&](const Pattern& pattern) {
+    if (path.size() != pattern.segments.size()) return false;
     std::size_t i = 0;
-    for (const char* part : pattern) {
+    for (const char* part : pattern.segments) {
       if (part != nullptr && path[i] != part) return false;
       ++i;
     }
     return true;
   };
-  const auto set = [&](RouteKind kind, const char* method) {
-    route.kind = kind;
-    route.method = method;
-  };
-  if (is({"healthz"})) {
-    set(RouteKind::kHealth, "GET");
-  } else if (is({"readyz"})) {
-    set(RouteKind::kReady, "GET");
-  } else if (is({"metrics"})) {
-    set(RouteKind::kMetrics, "GET");
-  } else if (is({"v1", "pipelines", nullptr, "runs"})) {
-    set(RouteKind::kTrigger, "POST");
-  } else if (is({"v1", "runs", nullptr})) {
-    set(RouteKind::kRun, "GET");
-  } else if (is({"v1", "pipelines"})) {
-    set(RouteKind::kPipelines, "GET");
-  } else if (is({"v1", "quarantine"})) {
-    set(RouteKind::kQuarantineList, "GET");
-  } else if (is({"v1", "quarantine", nullptr})) {
-    set(RouteKind::kQuarantineEntry, "GET");
-  } else if (is({"v1", "quarantine", nullptr, "release"})) {
-    set(RouteKind::kRelease, "POST");
-  } else if (is({"v1", "views", nullptr, "accounts", nullptr})) {
-    set(RouteKind::kAccountView, "GET");
+  for (const Pattern& pattern : kRoutes) {
+    if (matches(pattern)) {
+      route.kind = pattern.kind;
+      route.method = pattern.method;
+      break;
+    }
   }
   return route;
 }

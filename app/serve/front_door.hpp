@@ -24,6 +24,8 @@ HttpRequest request_head(const RequestParser& parser);
 // (the connection then closes: its framing cannot be trusted), or nullopt.
 std::optional<std::string> refuse_head(const RequestParser& parser);
 
+// The routes, each with its pattern in route_of's table and its handler in api.cpp's; the
+// router (router.hpp) relies on this order: the two non-routes first, kAccountView last.
 enum class RouteKind {
   kBadTarget,  // not an origin-form target: 400
   kNotFound,

@@ -76,7 +76,12 @@ std::string held_back(std::size_t count) {
 struct HttpServerState {
   HttpServerState(asio::io_context& io, asio::thread_pool& pool, asio::thread_pool& probe_pool,
                   HttpHandlers http_handlers, HttpServerLimits server_limits)
-      : acceptor(io), workers(pool), probes(probe_pool), handlers(std::move(http_handlers)), limits(server_limits) {}
+      : acceptor(io),
+        drained(io),
+        workers(pool),
+        probes(probe_pool),
+        handlers(std::move(http_handlers)),
+        limits(server_limits) {}
 
   // A connection, and since when it waits for a request (nullopt while one is in hand).
   struct Connection {
@@ -85,11 +90,14 @@ struct HttpServerState {
   };
 
   tcp::acceptor acceptor;
+  // drain() waits on it; the last connection to close after stop() cancels it.
+  asio::steady_timer drained;
   asio::thread_pool& workers;
   asio::thread_pool& probes;
   HttpHandlers handlers;
   HttpServerLimits limits;
   bool stopping = false;
+  bool abandoned = false;  // drain() gave up on the requests still in hand
   std::map<beast::tcp_stream*, Connection> connections;
   std::size_t closing = 0;  // connections with Connection::closing set
   LogThrottle accept_errors{std::chrono::seconds(10)};
@@ -144,7 +152,7 @@ asio::awaitable<HttpResponse> answer(std::shared_ptr<HttpServerState> state, con
   asio::steady_timer timer(state->acceptor.get_executor());
   for (;;) {
     HttpResponse response = co_await asio::co_spawn(lane, handle_on_worker(state, request), asio::use_awaitable);
-    if (!response.retry_after) co_return response;
+    if (!response.retry_after || state->abandoned) co_return response;
     timer.expires_after(*response.retry_after);
     beast::error_code ignored;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ignored));
@@ -225,6 +233,7 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
   stream.socket().shutdown(tcp::socket::shutdown_send, error);
   if (connection.closing) --state->closing;
   state->connections.erase(&stream);
+  if (state->stopping && state->connections.empty()) state->drained.cancel();
 }
 
 // At the connection cap with every connection busy: a short 503 instead of a silent close.
@@ -345,6 +354,16 @@ void HttpServer::stop() {
   }
 }
 
-std::size_t HttpServer::open_connections() const { return state_->connections.size(); }
+asio::awaitable<void> HttpServer::drain(std::chrono::milliseconds grace) {
+  if (!state_->connections.empty()) {
+    state_->drained.expires_after(grace);
+    beast::error_code cancelled;
+    co_await state_->drained.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+  }
+  state_->abandoned = true;
+  beast::error_code ignored;
+  for (const auto& [stream, connection] : state_->connections) stream->socket().close(ignored);
+}
+
 
 }  // namespace tidemark::app::serve

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
@@ -49,7 +50,10 @@ class HttpServer {
   // Stops accepting and closes idle connections; requests in hand are answered first, then
   // their connections close. Call on the io_context's thread.
   void stop();
-  std::size_t open_connections() const;
+  // After stop(), on the io_context: completes once every connection has closed, or after
+  // `grace`, when those left are closed (a read-your-writes wait answers at its next look,
+  // into a closed socket).
+  boost::asio::awaitable<void> drain(std::chrono::milliseconds grace);
 
  private:
   // /healthz, /readyz and /metrics run here, so that they answer however busy the workers are.

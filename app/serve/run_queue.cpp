@@ -1,65 +1,48 @@
 #include "app/serve/run_queue.hpp"
 
-#include <ctime>
+#include <algorithm>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "app/wiring/run_request.hpp"
 #include "pipeline/store/committer.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
+
+namespace asio = boost::asio;
 
 namespace {
 
 // How often a webhook-requested run looks again for a pipeline another process holds.
 constexpr auto kBusyRetry = std::chrono::seconds(1);
-// How often expired run_requests are deleted (retention.requests is days, by default).
-constexpr auto kExpiryInterval = std::chrono::hours(1);
+constexpr const char* kStoppedBeforeStart = "tidemark serve stopped before the run could start";
 
 }  // namespace
 
-RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics)
-    : config_(config), pool_(pool), metrics_(metrics) {
+RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, PipelineMetrics& metrics, asio::io_context& io)
+    : config_(config),
+      pool_(pool),
+      metrics_(metrics),
+      io_(io),
+      idle_timer_(io),
+      run_threads_(std::max<std::size_t>(config.pipelines.size(), 1)) {
   for (const auto& [name, pipeline] : config_.pipelines) {
     auto slot = std::make_unique<Slot>();
     slot->config = &pipeline;
+    slot->busy_retry = std::make_unique<asio::steady_timer>(io);
     slots_.emplace(name, std::move(slot));
-    // Every series exists from the start, so rates and alerts see zeros rather than gaps.
-    for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
-      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}});
-    }
-    for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
-    for (const char* trigger : {"schedule", "webhook"}) {
-      for (const char* status : {"succeeded", "stopped", "failed"}) {
-        metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}});
-      }
-    }
-    metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
   }
-  // The checkpoint gauge starts at the last advance recorded, not at 0 (which would look stuck).
-  try {
-    pool_.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
-      pqxx::nontransaction txn(connection);
-      for (const auto& [name, slot] : slots_) {
-        const auto row = txn.exec_params1(std::string(sql::kServeCheckpointTime), name);
-        if (!row[0].is_null()) {
-          metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(row[0].as<double>());
-        }
-      }
-    });
-  } catch (const std::exception& error) {
-    spdlog::warn("could not read checkpoint times for the metrics: {}", error.what());
-  }
-  expiry_thread_ = std::thread([this] { expire_requests_periodically(); });
 }
 
 RunQueue::~RunQueue() {
-  request_stop();
-  for (auto& [name, slot] : slots_) {
-    if (slot->worker.joinable()) slot->worker.join();
-  }
-  expiry_thread_.join();
+  // After a graceful stop nothing runs any more; otherwise the runs stop after their batch.
+  stopping_ = true;
+  run_threads_.join();
 }
 
 std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn, const std::string& request_id,
@@ -106,21 +89,6 @@ std::size_t RunQueue::expire_requests() {
   return deleted;
 }
 
-void RunQueue::expire_requests_periodically() {
-  std::unique_lock lock(expiry_mutex_);
-  while (!stopping_) {
-    lock.unlock();
-    try {
-      const std::size_t deleted = expire_requests();
-      if (deleted > 0) spdlog::info("retention: {} webhook-ids past retention.requests deleted", deleted);
-    } catch (const std::exception& error) {
-      spdlog::error("retention: could not delete expired webhook-ids: {}", error.what());
-    }
-    lock.lock();
-    expiry_wakeup_.wait_for(lock, kExpiryInterval, [this] { return stopping_.load(); });
-  }
-}
-
 std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
   Slot& slot = *slots_.at(request.pipeline);
   // One trigger of a pipeline at a time: deciding between "new run" and "join the queued
@@ -155,7 +123,8 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
       result.status = "queued";
       result.repeated = false;
     });
-  } catch (const pqxx::unique_violation&) {
+  } catch (const std::exception& error) {
+    if (!pipeline::db::is_unique_violation(error)) throw;
     // Another serve process (or a request on another path) recorded the same webhook-id
     // first: answer with what it got.
     std::optional<TriggerResult> found;
@@ -179,44 +148,59 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
     return result;
   }
   slot.active = true;
-  if (slot.worker.joinable()) slot.worker.join();  // the previous drive has left its loop
-  slot.worker = std::thread([this, &slot, run] { drive(slot, run); });
+  asio::post(run_threads_, [this, &slot, run] { drive(slot, run); });
   return result;
 }
 
 void RunQueue::drive(Slot& slot, QueuedRun run) {
-  for (;;) {
-    const Attempt attempt = execute(slot, run);
-    std::unique_lock lock(slot.mutex);
-    if (attempt == Attempt::kBusy && run.wait_when_busy) {
-      slot.changed.wait_for(lock, kBusyRetry, [this] { return stopping_.load(); });
-      if (!stopping_) continue;
-      fail_queued(run.run_id, "tidemark serve stopped before the run could start");
-    }
-    if (slot.queued && !stopping_) {
-      run = *slot.queued;
-      slot.queued.reset();
-      continue;
-    }
-    if (slot.queued) {
-      fail_queued(slot.queued->run_id, "tidemark serve stopped before the run could start");
-      slot.queued.reset();
-    }
-    slot.active = false;
-    slot.changed.notify_all();
+  const Attempt attempt = execute(slot, run);
+  std::unique_lock lock(slot.mutex);
+  if (attempt == Attempt::kBusy && run.wait_when_busy) {
+    asio::post(io_, [this, &slot, run] { retry_when_free(slot, run); });
     return;
   }
+  next(slot);
 }
 
-void RunQueue::count_committed_batch(const std::string& name, const pipeline::OutcomeCounts& counts) {
-  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
-    // A configured pipeline's series exist from the start; a count of 0 creates none for
-    // a pipeline gone from the config (a late quarantine release).
-    if (counts[outcome] == 0) continue;
-    metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
-        .Increment(static_cast<double>(counts[outcome]));
+void RunQueue::retry_when_free(Slot& slot, QueuedRun run) {
+  const auto again = [this, &slot, run](const boost::system::error_code&) {
+    asio::post(run_threads_, [this, &slot, run] {
+      if (!stopping_) return drive(slot, run);
+      std::unique_lock lock(slot.mutex);
+      fail_queued(run.run_id, kStoppedBeforeStart);
+      next(slot);
+    });
+  };
+  if (stopping_) return again({});
+  // request_stop cancels the timer: the run is then recorded as failed at once.
+  slot.busy_retry->expires_after(kBusyRetry);
+  slot.busy_retry->async_wait(again);
+}
+
+void RunQueue::next(Slot& slot) {
+  if (slot.queued && !stopping_) {
+    const QueuedRun run = *slot.queued;
+    slot.queued.reset();
+    asio::post(run_threads_, [this, &slot, run] { drive(slot, run); });
+    return;
   }
-  metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();
+  if (slot.queued) {
+    fail_queued(slot.queued->run_id, kStoppedBeforeStart);
+    slot.queued.reset();
+  }
+  slot.active = false;
+  // The last run to end ends a wait_idle.
+  asio::post(io_, [this] {
+    if (idle()) idle_timer_.cancel();
+  });
+}
+
+bool RunQueue::idle() {
+  for (auto& [name, slot] : slots_) {
+    std::lock_guard lock(slot->mutex);
+    if (slot->active) return false;
+  }
+  return true;
 }
 
 RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
@@ -227,17 +211,11 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   request.run_id = run.run_id;
   request.replay = run.replay;
   request.stop_requested = &stopping_;
-  request.on_batch = [&](const pipeline::BatchReport& report) {
-    count_committed_batch(name, report.counts);
-    metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets()).Observe(report.seconds);
-    metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
-  };
+  request.on_batch = [&](const pipeline::BatchReport& report) { metrics_.run_batch(name, report); };
   spdlog::info("pipeline {}: starting {} run {}{}", name, run.trigger, run.run_id, run.replay ? " (replay)" : "");
   try {
     const pipeline::RunSummary summary = pipeline::run_pipeline(request);
-    metrics_.runs_total
-        .Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", summary.stopped_early ? "stopped" : "succeeded"}})
-        .Increment();
+    metrics_.run_ended(name, run.trigger, summary.stopped_early ? "stopped" : "succeeded");
     return Attempt::kFinished;
   } catch (const pipeline::PipelineBusy& busy) {
     if (run.wait_when_busy) {
@@ -257,8 +235,7 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
     return Attempt::kBusy;
   } catch (const std::exception& error) {
     spdlog::error("pipeline {}: run {} failed: {}", name, run.run_id, error.what());
-    metrics_.runs_total.Add({{"pipeline", name}, {"trigger", run.trigger}, {"status", "failed"}}).Increment();
-    metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
+    metrics_.run_ended(name, run.trigger, "failed");
     // A run that failed before it started (its source could not be opened) is still queued.
     fail_queued(run.run_id, error.what());
     return Attempt::kFinished;
@@ -287,24 +264,16 @@ RunQueue::PipelineState RunQueue::state(const std::string& pipeline) {
 }
 
 void RunQueue::request_stop() {
-  {
-    std::lock_guard lock(expiry_mutex_);
-    stopping_ = true;
-  }
-  expiry_wakeup_.notify_all();
-  for (auto& [name, slot] : slots_) {
-    std::lock_guard lock(slot->mutex);
-    slot->changed.notify_all();
-  }
+  stopping_ = true;
+  for (auto& [name, slot] : slots_) slot->busy_retry->cancel();
 }
 
-bool RunQueue::wait_idle(std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (auto& [name, slot] : slots_) {
-    std::unique_lock lock(slot->mutex);
-    if (!slot->changed.wait_until(lock, deadline, [&] { return !slot->active; })) return false;
-  }
-  return true;
+asio::awaitable<bool> RunQueue::wait_idle(std::chrono::milliseconds timeout) {
+  if (idle()) co_return true;
+  idle_timer_.expires_after(timeout);
+  boost::system::error_code cancelled;
+  co_await idle_timer_.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+  co_return idle();
 }
 
 }  // namespace tidemark::app::serve

@@ -2,21 +2,29 @@
 // Runs of the pipelines serve drives: at most one active run per pipeline in this process
 // (the advisory lock of the run controller covers other processes), and triggers that
 // arrive while a pipeline runs coalesce into exactly one queued follow-up run.
+// Runs are blocking libpqxx work: each runs on a thread of the queue's run pool (one thread
+// per pipeline, so a run never waits for another's). Everything that waits — a webhook run
+// looking again for a pipeline another process holds, the stop waiting for the runs — is a
+// timer on serve's io_context; stopping is cancelling those timers, observed by the runs
+// through RunRequest::stop_requested.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
-#include "pipeline/store/pg/connection_pool.hpp"
-#include "metrics/metrics.hpp"
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+
 #include "app/config/config.hpp"
+#include "app/serve/pipeline_metrics.hpp"
 #include "pipeline/run/run_controller.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
 
 namespace tidemark::app::serve {
 
@@ -38,7 +46,8 @@ struct TriggerResult {
 
 class RunQueue {
  public:
-  RunQueue(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics);
+  // `io` runs the queue's timers; it need not run yet.
+  RunQueue(const pipeline::Config& config, ConnectionPool& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
   ~RunQueue();
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
@@ -59,15 +68,12 @@ class RunQueue {
   };
   PipelineState state(const std::string& pipeline);
 
-  // Counts a batch committed for pipeline `name` in the pipeline metrics: a run's, or the
-  // one-record batch of a quarantine release. Thread-safe.
-  void count_committed_batch(const std::string& name, const pipeline::OutcomeCounts& counts);
-
   // Graceful stop: active runs stop after the batch in hand commits, queued runs are
-  // recorded as failed and never start. Thread-safe.
+  // recorded as failed and never start. Call on the io_context's thread.
   void request_stop();
-  // After request_stop: true when every run ended within `timeout`.
-  bool wait_idle(std::chrono::milliseconds timeout);
+  // After request_stop, on the io_context: true once every run has ended, false when some
+  // still run after `timeout`.
+  boost::asio::awaitable<bool> wait_idle(std::chrono::milliseconds timeout);
 
  private:
   struct QueuedRun {
@@ -81,31 +87,38 @@ class RunQueue {
   struct Slot {
     const pipeline::PipelineConfig* config = nullptr;
     std::mutex mutex;
-    std::condition_variable changed;
     bool active = false;
     std::optional<QueuedRun> queued;  // the one follow-up
-    std::thread worker;
+    // A webhook run waiting for the pipeline another process holds (io thread only).
+    std::unique_ptr<boost::asio::steady_timer> busy_retry;
   };
   enum class Attempt { kFinished, kBusy };
 
+  // On a run thread: one attempt of `run`, then what follows it.
   void drive(Slot& slot, QueuedRun run);
+  // On the io thread: drive `run` again after kBusyRetry, or at once when stopping.
+  void retry_when_free(Slot& slot, QueuedRun run);
+  // Under slot.mutex, once a run has ended: starts the queued follow-up, or (stopping)
+  // records it as failed and leaves the slot idle.
+  void next(Slot& slot);
+  bool idle();
   Attempt execute(Slot& slot, const QueuedRun& run);
   void fail_queued(std::int64_t run_id, const std::string& error);
   // What `request_id` got before, as the answer to a request on `pipeline`'s path; nullopt
   // when it is new here (an id bound to this path without a run is unbound, in `txn`).
   std::optional<TriggerResult> find_request(pqxx::transaction_base& txn, const std::string& request_id,
                                             const std::string& pipeline);
-  // Expires run_requests at start-up and then hourly, until stopping.
-  void expire_requests_periodically();
 
   pipeline::Config config_;
   ConnectionPool& pool_;
-  metrics::Metrics& metrics_;
+  PipelineMetrics& metrics_;
+  boost::asio::io_context& io_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;
+  // Set on the io thread by request_stop; read by the runs (RunRequest::stop_requested).
   std::atomic<bool> stopping_{false};
-  std::mutex expiry_mutex_;
-  std::condition_variable expiry_wakeup_;
-  std::thread expiry_thread_;
+  // Expires when wait_idle gives up; cancelled when the last run ends (io thread only).
+  boost::asio::steady_timer idle_timer_;
+  boost::asio::thread_pool run_threads_;
 };
 
 }  // namespace tidemark::app::serve

@@ -1,15 +1,10 @@
 #include "app/serve/service.hpp"
 
-#include "app/wiring/options.hpp"
-#include "app/wiring/sinks.hpp"
-
 #include <algorithm>
-#include <condition_variable>
-#include <csignal>
 #include <cstdlib>
-#include <mutex>
+#include <functional>
 #include <list>
-#include <thread>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -17,7 +12,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
-#include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -25,9 +19,12 @@
 
 #include "pipeline/store/pg/connection_pool.hpp"
 #include "app/serve/http_server.hpp"
+#include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/run_queue.hpp"
 #include "app/serve/schedule.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "app/wiring/options.hpp"
+#include "app/wiring/sinks.hpp"
 #include "pipeline/views/views.hpp"
 
 namespace tidemark::app::serve {
@@ -58,22 +55,19 @@ struct Service::Impl {
         schedules(schedules_of(options.config)),
         sinks(options.run_relay ? make_sinks(options.config, options.database_url) : pipeline::relay::Sinks{}),
         pool(options.database_url),
-        runs(options.config, pool, metrics),
-        api(options.config, runs, pool, metrics, api_options()),
+        pipeline_metrics(options.config, pool, metrics),
+        runs(options.config, pool, pipeline_metrics, io),
+        api(options.config, runs, pool, metrics, pipeline_metrics, api_options()),
         workers(options.worker_threads),
         server(io, workers, options.listen,
                HttpHandlers{[this](const HttpRequest& request) { return api.handle(request); },
                             [this](const HttpRequest& request) { api.on_timeout(request); }},
                HttpServerLimits{options.request_timeout, options.config.http.max_connections}),
-        signals(io) {
+        relay_restart(io) {
     if (!sinks.empty()) {
       relay = std::make_unique<pipeline::relay::Relay>(options.database_url, std::move(sinks),
                                                        relay_options(options.config.relay), &metrics);
       metrics.component_restarts_total.Add({{"component", "relay"}});
-    }
-    if (options.handle_signals) {
-      signals.add(SIGTERM);
-      signals.add(SIGINT);
     }
   }
 
@@ -94,60 +88,53 @@ struct Service::Impl {
     return "";
   }
 
-  // The relay thread. Relay::run() returns only after stop() and waits database outages out
-  // itself; any other error restarts it after a backoff, counted in
+  // Relay::run() blocks (it returns only after stop(), and waits database outages out
+  // itself), so it runs on a thread of its own; how it ended is posted back to the
+  // io_context, which supervises it: any error restarts it after a backoff timer, counted in
   // tidemark_component_restarts_total{component="relay"}, so it never ends silently.
-  void supervise_relay() {
-    auto delay = kFirstRestartDelay;
-    for (;;) {
-      const auto started = std::chrono::steady_clock::now();
+  void start_relay() {
+    const auto started = std::chrono::steady_clock::now();
+    // The work guard keeps io.run() going while the relay runs.
+    asio::post(relay_thread, [this, started, guard = asio::make_work_guard(io)] {
+      std::string failure;
       try {
         relay->run();
-        return;
       } catch (const std::exception& error) {
-        if (std::chrono::steady_clock::now() - started >= kHealthyRun) delay = kFirstRestartDelay;
-        spdlog::error("the outbox relay failed: {}; restarting it in {} ms", error.what(), delay.count());
-        std::unique_lock lock(relay_mutex);
-        relay_failure = pipeline::relay::bounded_error_text(error.what());
-        if (relay_wake.wait_for(lock, delay, [this] { return relay_stopping; })) return;
+        failure = error.what();
+        if (failure.empty()) failure = "unknown error";
+      }
+      asio::post(io, [this, started, failure] { relay_ended(started, failure); });
+    });
+  }
+
+  void relay_ended(std::chrono::steady_clock::time_point started, const std::string& failure) {
+    if (failure.empty()) return;  // stopped
+    if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_delay = kFirstRestartDelay;
+    spdlog::error("the outbox relay failed: {}; restarting it in {} ms", failure, relay_delay.count());
+    {
+      std::lock_guard lock(relay_mutex);
+      relay_failure = pipeline::relay::bounded_error_text(failure);
+    }
+    if (stopping) return;
+    relay_restart.expires_after(relay_delay);
+    relay_restart.async_wait([this](const boost::system::error_code& error) {
+      if (error || stopping) return;  // cancelled by the stop
+      {
+        std::lock_guard lock(relay_mutex);
         relay_failure.clear();
       }
       metrics.component_restarts_total.Add({{"component", "relay"}}).Increment();
       spdlog::info("the outbox relay restarts");
-      delay = std::min(delay * 2, kMaxRestartDelay);
-    }
-  }
-
-  void stop_relay() {
-    if (!relay) return;
-    relay->stop();
-    {
-      std::lock_guard lock(relay_mutex);
-      relay_stopping = true;
-    }
-    relay_wake.notify_all();
-  }
-
-  void wait_for_signal() {
-    signals.async_wait([this](const boost::system::error_code& error, int signal) {
-      if (error) return;
-      if (!stopping) {
-        spdlog::info("signal {}: stopping (the batches in hand commit first; a second signal exits at once)", signal);
-        begin_stop();
-        wait_for_signal();
-        return;
-      }
-      // Still safe: a batch commits in one transaction, which PostgreSQL rolls back when
-      // the connection goes; the checkpoint never moves without its batch.
-      spdlog::warn("signal {} again: exiting now", signal);
-      spdlog::default_logger()->flush();
-      std::_Exit(128 + signal);
+      relay_delay = std::min(relay_delay * 2, kMaxRestartDelay);
+      start_relay();
     });
   }
 
   asio::awaitable<void> schedule_loop(std::string pipeline, const Schedule& schedule, asio::system_timer& timer) {
     TimePoint tick = schedule.first(std::chrono::system_clock::now());
-    for (;;) {
+    // `stopping` is looked at before every wait: a stop that came before the wait began
+    // had no wait to cancel.
+    while (!stopping) {
       timer.expires_at(tick);
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
@@ -165,97 +152,102 @@ struct Service::Impl {
     }
   }
 
-  // DESIGN rule 16: inbox records outlive every redelivery, then go (hourly).
-  asio::awaitable<void> inbox_cleanup_loop(asio::system_timer& timer) {
-    for (;;) {
-      timer.expires_after(std::chrono::hours(1));
+  // A housekeeping job: after `first`, then every `interval` until the stop, `job` runs on a
+  // worker (it blocks on the database); it logs its own errors.
+  asio::awaitable<void> periodic(std::chrono::seconds first, std::chrono::seconds interval, asio::system_timer& timer,
+                                 std::function<void()> job) {
+    timer.expires_after(first);
+    while (!stopping) {  // as in schedule_loop
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
       if (stopping) co_return;
-      asio::post(workers, [this] {
-        try {
-          pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
-            const auto deleted = pipeline::views::cleanup_inbox(
-                connection, pipeline::views::kDefaultInboxRetention, redelivery(options.config.relay));
-            spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
-                         pipeline::views::kDefaultInboxRetention.count());
-          });
-        } catch (const std::exception& failure) {
-          spdlog::error("inbox cleanup: {}", failure.what());
-        }
-      });
+      asio::post(workers, job);
+      timer.expires_after(interval);
     }
   }
 
+  void start_housekeeping() {
+    // Webhook-ids past retention.requests go at start-up, then hourly.
+    timers.emplace_back(io);
+    asio::co_spawn(io, periodic(std::chrono::seconds(0), std::chrono::hours(1), timers.back(), [this] {
+      try {
+        const std::size_t deleted = runs.expire_requests();
+        if (deleted > 0) spdlog::info("retention: {} webhook-ids past retention.requests deleted", deleted);
+      } catch (const std::exception& error) {
+        spdlog::error("retention: could not delete expired webhook-ids: {}", error.what());
+      }
+    }), asio::detached);
+    if (options.config.destination_names_of_kind(pipeline::DestinationKind::kView).empty()) return;
+    // DESIGN rule 16: inbox records outlive every redelivery, then go (hourly).
+    timers.emplace_back(io);
+    asio::co_spawn(io, periodic(std::chrono::hours(1), std::chrono::hours(1), timers.back(), [this] {
+      try {
+        pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
+          const auto deleted = pipeline::views::cleanup_inbox(connection, pipeline::views::kDefaultInboxRetention,
+                                                              redelivery(options.config.relay));
+          spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
+                       pipeline::views::kDefaultInboxRetention.count());
+        });
+      } catch (const std::exception& failure) {
+        spdlog::error("inbox cleanup: {}", failure.what());
+      }
+    }), asio::detached);
+  }
+
+  // The one way serve stops: everything that waits on the io_context is cancelled (the
+  // acceptor and idle connections closed, the timers cancelled), the runs see
+  // RunRequest::stop_requested, the relay is told to stop; io_context::run() returns once
+  // the last of them has ended.
   void begin_stop() {
     if (stopping) return;
     stopping = true;
     server.stop();
     for (auto& timer : timers) timer.cancel();
+    relay_restart.cancel();
     runs.request_stop();
-    stop_relay();
-    asio::post(workers, [this] {
-      runs_stopped = runs.wait_idle(options.shutdown_timeout);
-      runs_done = true;
-    });
+    if (relay) relay->stop();
     asio::co_spawn(io, finish_stop(), asio::detached);
   }
 
   // Once the runs have ended, gives the connections with a request in hand the time to
-  // answer, then ends io_context::run().
+  // answer; then whatever else waits on the io_context (the CLI's signals) stops waiting.
   asio::awaitable<void> finish_stop() {
-    asio::steady_timer timer(io);
-    while (!runs_done) {
-      timer.expires_after(std::chrono::milliseconds(20));
-      co_await timer.async_wait(asio::use_awaitable);
-    }
+    const bool runs_stopped = co_await runs.wait_idle(options.shutdown_timeout);
     if (!runs_stopped) {
       spdlog::error("runs did not stop within {} ms; exiting (the batch in hand rolls back)",
                     options.shutdown_timeout.count());
       spdlog::default_logger()->flush();
       std::_Exit(1);
     }
-    const auto deadline = std::chrono::steady_clock::now() + options.request_timeout;
-    while (server.open_connections() > 0 && std::chrono::steady_clock::now() < deadline) {
-      timer.expires_after(std::chrono::milliseconds(20));
-      co_await timer.async_wait(asio::use_awaitable);
-    }
-    boost::system::error_code ignored;
-    signals.cancel(ignored);
-    io.stop();
+    co_await server.drain(options.request_timeout);
+    if (on_stopped) on_stopped();
   }
 
   ServeOptions options;
   std::vector<std::pair<std::string, Schedule>> schedules;
   pipeline::relay::Sinks sinks;
   metrics::Metrics metrics;
+  asio::io_context io{1};
   ConnectionPool pool;
+  PipelineMetrics pipeline_metrics;
   RunQueue runs;
   Api api;
-  asio::io_context io{1};
   asio::thread_pool workers;
   HttpServer server;
-  asio::signal_set signals;
   std::list<asio::system_timer> timers;
   std::unique_ptr<pipeline::relay::Relay> relay;
-  std::thread relay_thread;
+  asio::thread_pool relay_thread{1};  // after `relay`: joined before it goes
+  asio::steady_timer relay_restart;   // io thread only
+  std::chrono::milliseconds relay_delay = kFirstRestartDelay;  // io thread only
   std::mutex relay_mutex;
-  std::condition_variable relay_wake;
-  std::string relay_failure;    // guarded by relay_mutex: what the relay is restarting after
-  bool relay_stopping = false;  // guarded by relay_mutex
-  bool stopping = false;  // io thread only
-  std::atomic<bool> runs_done{false};
-  std::atomic<bool> runs_stopped{false};
+  std::string relay_failure;  // guarded by relay_mutex: what the relay is restarting after
+  bool stopping = false;      // io thread only
+  std::function<void()> on_stopped;
 };
 
 Service::Service(ServeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 
-Service::~Service() {
-  if (impl_->relay_thread.joinable()) {
-    impl_->stop_relay();
-    impl_->relay_thread.join();
-  }
-}
+Service::~Service() = default;
 
 unsigned short Service::port() const { return impl_->server.port(); }
 
@@ -265,8 +257,11 @@ void Service::request_stop() {
   asio::post(impl_->io, [impl = impl_.get()] { impl->begin_stop(); });
 }
 
-int Service::run() {
+boost::asio::io_context& Service::io_context() { return impl_->io; }
+
+int Service::run(std::function<void()> on_stopped) {
   Impl& self = *impl_;
+  self.on_stopped = std::move(on_stopped);
   self.server.start();
   spdlog::info("tidemark serve: listening on http://{}", self.server.address());
   for (const auto& [name, schedule] : self.schedules) {
@@ -274,17 +269,11 @@ int Service::run() {
     asio::co_spawn(self.io, self.schedule_loop(name, schedule, self.timers.back()), asio::detached);
     spdlog::info("pipeline {}: runs {}", name, schedule.describe());
   }
-  if (!self.options.config.destination_names_of_kind(pipeline::DestinationKind::kView).empty()) {
-    self.timers.emplace_back(self.io);
-    asio::co_spawn(self.io, self.inbox_cleanup_loop(self.timers.back()), asio::detached);
-  }
-  if (self.options.handle_signals) self.wait_for_signal();
-  if (self.relay) {
-    self.relay_thread = std::thread([&self] { self.supervise_relay(); });
-  }
+  self.start_housekeeping();
+  if (self.relay) self.start_relay();
   self.io.run();
   self.workers.join();
-  if (self.relay_thread.joinable()) self.relay_thread.join();
+  self.relay_thread.join();
   spdlog::info("tidemark serve: stopped");
   return 0;
 }

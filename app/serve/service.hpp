@@ -1,10 +1,14 @@
 #pragma once
-// `tidemark serve`: one process, one io_context running the HTTP API, the scheduler and the
-// signal handling; runs, database requests and the outbox relay on threads of their own.
+// `tidemark serve`: one process, one io_context running the HTTP API, the scheduler, the
+// housekeeping timers, the relay's supervision and the stop; the blocking work (runs,
+// database requests, the outbox relay's loop) on thread pools whose results come back to it.
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
+
+#include <boost/asio/io_context.hpp>
 
 #include "app/serve/api.hpp"
 #include "metrics/metrics.hpp"
@@ -20,7 +24,6 @@ struct ServeOptions {
   std::chrono::milliseconds request_timeout{std::chrono::seconds(10)};  // per read/write of a connection
   // How long a graceful stop waits for the batches in hand before giving up (exit 1).
   std::chrono::milliseconds shutdown_timeout{std::chrono::minutes(2)};
-  bool handle_signals = false;  // SIGTERM/SIGINT: graceful stop; a second one exits at once
   bool run_relay = true;        // deliver the outbox to the config's http destinations
   std::size_t worker_threads = 4;
 };
@@ -35,8 +38,12 @@ class Service {
   Service& operator=(const Service&) = delete;
 
   unsigned short port() const;
-  // Serves until stopped; returns the exit code (0 after a graceful stop).
-  int run();
+  // The io_context run() runs: the CLI waits for its stop signals on it.
+  boost::asio::io_context& io_context();
+  // Serves until stopped; returns the exit code (0 after a graceful stop). `on_stopped` runs
+  // on the io_context once serve has stopped: it ends whatever else waits there (the CLI's
+  // signal wait), so that the io_context runs out of work and run() returns.
+  int run(std::function<void()> on_stopped = {});
   // Thread-safe: a graceful stop, as for the first SIGTERM.
   void request_stop();
   metrics::Metrics& metrics();

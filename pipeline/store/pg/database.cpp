@@ -111,4 +111,8 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   return connection;
 }
 
+bool is_unique_violation(const std::exception& error) {
+  return dynamic_cast<const pqxx::unique_violation*>(&error) != nullptr;
+}
+
 }  // namespace tidemark::pipeline::db

@@ -51,4 +51,8 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
 // InvalidDatabaseUrl or ConnectionRejected for permanent failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
+// A unique constraint refused a row (SQLSTATE 23505): callers above the store ask this
+// rather than catch pqxx's exception class.
+bool is_unique_violation(const std::exception& error);
+
 }  // namespace tidemark::pipeline::db

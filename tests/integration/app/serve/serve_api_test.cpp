@@ -13,6 +13,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <map>
 #include <random>
@@ -705,6 +706,56 @@ TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHa
   EXPECT_GT(parse_object(whole.body)["raw"].as_string().size(), 8192u);
   EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine/999999").status, 404);
   EXPECT_EQ(http_request(port_, "GET", "/v1/quarantine?after=x").status, 400);
+}
+
+// A webhook run for a pipeline another process holds waits for it (looking again on a timer
+// of serve's io_context, holding no thread) and runs once it is free; a stop while it waits
+// cancels the wait and records the run as failed.
+TEST_F(ServeApiTest, AWebhookRunWaitsForAPipelineHeldElsewhereAndAStopEndsTheWait) {
+  const std::string lock = "hashtextextended('tidemark pipeline " + std::string(kPipeline) + "', 0)";
+  auto holder = db_.connect();
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_lock(" + lock + ")");
+  start(1000);
+  const HttpAnswer first = trigger("msg-busy-1");
+  ASSERT_EQ(first.status, 202) << first.body;
+  const std::int64_t first_id = parse_object(first.body)["run_id"].as_int64();
+  std::this_thread::sleep_for(2500ms);  // two looks at least (one a second): it still waits
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first_id)), "queued");
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_unlock(" + lock + ")");
+  EXPECT_EQ(wait_for_run(first_id)["status"], "succeeded");
+
+  pqxx::nontransaction(*holder).exec("SELECT pg_advisory_lock(" + lock + ")");
+  const HttpAnswer second = trigger("msg-busy-2");
+  ASSERT_EQ(second.status, 202) << second.body;
+  const std::int64_t second_id = parse_object(second.body)["run_id"].as_int64();
+  stop();
+  EXPECT_EQ(exit_code_, 0);
+  EXPECT_EQ(db_.scalar("SELECT status || ': ' || error FROM runs WHERE id = " + std::to_string(second_id)),
+            "failed: tidemark serve stopped before the run could start");
+}
+
+// Stopping is cancelling what waits on serve's io_context: a stop asked for before run()
+// began (a signal in the first instant) must not leave a schedule's timer waiting for its
+// first tick, months away.
+TEST_F(ServeApiTest, AStopAskedBeforeServeRunsEndsItWithoutWaitingForTheSchedule) {
+  write_source(directory_ / "in.csv", 10);
+  ServeOptions options;
+  options.config = pipeline::parse_config("pipelines:\n  transactions:\n    source: {path: " +
+                                              (directory_ / "in.csv").string() + "}\n    schedule: {cron: \"0 3 1 1 *\"}\n",
+                                          "serve-test.yaml");
+  options.database_url = db_.url();
+  options.listen = "127.0.0.1:0";
+  Service service(std::move(options));
+  service.request_stop();
+  std::promise<int> exit_code;
+  std::thread serve([&] { exit_code.set_value(service.run()); });
+  auto finished = exit_code.get_future();
+  if (finished.wait_for(30s) != std::future_status::ready) {
+    ADD_FAILURE() << "serve still waits for its schedule 30 s after the stop";
+    std::_Exit(1);  // the serve thread cannot be joined
+  }
+  EXPECT_EQ(finished.get(), 0);
+  serve.join();
 }
 
 }  // namespace

@@ -1,0 +1,122 @@
+// GET /v1/quarantine, GET /v1/quarantine/{id}, POST /v1/quarantine/{id}/release.
+#include <stdexcept>
+#include <vector>
+
+#include <boost/json.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
+
+#include "app/serve/api.hpp"
+#include "app/serve/handlers.hpp"
+#include "app/wiring/run_request.hpp"
+#include "pipeline/core/utf8.hpp"
+#include "pipeline/run/quarantine_release.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::app::serve {
+
+namespace {
+
+constexpr std::int64_t kDefaultQuarantineLimit = 100;
+constexpr std::int64_t kMaxQuarantineLimit = 1000;
+
+}  // namespace
+
+HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, const Route&) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  std::string pipeline;
+  std::int64_t limit = kDefaultQuarantineLimit;
+  std::int64_t after = 0;
+  for (const auto& param : url->params()) {
+    if (param.key == "pipeline") {
+      pipeline = param.value;
+    } else if (param.key == "limit") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed || *parsed > kMaxQuarantineLimit) {
+        return error_response(400, "limit must be an integer from 1 to " + std::to_string(kMaxQuarantineLimit));
+      }
+      limit = *parsed;
+    } else if (param.key == "after") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed) return error_response(400, "after must be a positive integer (an entry id, from `next`)");
+      after = *parsed;
+    } else {
+      return error_response(400, "unknown query parameter \"" + param.key + "\" (expected pipeline, limit, after)");
+    }
+  }
+  std::string entries;  // the serialised entries, comma-separated
+  std::int64_t listed = 0;
+  std::int64_t last_id = 0;
+  bool more = false;
+  context.pool.with_connection("reading the quarantine", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    entries.clear();
+    listed = 0;
+    more = false;
+    // One row more than the limit tells whether another page follows.
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineList), pipeline, limit + 1, after);
+    for (const auto& row : rows) {
+      if (listed == limit || (listed > 0 && entries.size() >= kListPageBytes)) {
+        more = true;
+        break;
+      }
+      boost::json::object entry = boost::json::parse(row[1].c_str()).as_object();
+      std::string raw(entry["raw"].as_string());
+      if (raw.size() > kListRawBytes) {
+        // Never inside a UTF-8 sequence: back to the start of the one the cut would split.
+        raw.resize(pipeline::utf8_prefix_length(raw, kListRawBytes));
+      }
+      entry["raw"] = raw;
+      entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();
+      if (listed++ > 0) entries += ',';
+      entries += boost::json::serialize(entry);
+      last_id = row[0].as<std::int64_t>();
+    }
+  });
+  boost::json::value next = nullptr;
+  if (more) {
+    std::string link = "/v1/quarantine?limit=" + std::to_string(limit) + "&after=" + std::to_string(last_id);
+    if (!pipeline.empty()) link += "&pipeline=" + boost::urls::encode(pipeline, boost::urls::unreserved_chars);
+    next = link;
+  }
+  return HttpResponse{200, "application/json",
+                      "{\"entries\":[" + entries + "],\"next\":" + boost::json::serialize(next) + "}\n", {}};
+}
+
+HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {
+  return stored_document(context, route.segments[2], sql::kServeQuarantineShow, "reading a quarantine entry",
+                         "no quarantine entry");
+}
+
+HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {
+  const std::string& id = route.segments[2];
+  const auto entry_id = positive_integer(id);
+  if (!entry_id) return error_response(404, "no quarantine entry " + id);
+  std::optional<std::string> pipeline;
+  bool released = false;
+  context.pool.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineEntry), *entry_id);
+    if (rows.empty()) return;
+    pipeline = rows[0][0].c_str();
+    released = rows[0][1].as<bool>();
+  });
+  if (!pipeline) return error_response(404, "no quarantine entry " + id);
+  if (released) return error_response(409, "quarantine entry " + id + " was released already");
+  const std::vector<std::string> destinations = context.config.destination_names(*pipeline);
+  pipeline::ReleaseResult result;
+  try {
+    result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder());
+  } catch (const std::invalid_argument& error) {
+    return error_response(409, error.what());  // released by someone else meanwhile
+  }
+  const std::string outcome(pipeline::to_string(result.outcome));
+  // The release is a one-record batch in the ledger: the exposed counts follow it.
+  pipeline::OutcomeCounts counts;
+  counts[result.outcome] = 1;
+  context.pipeline_metrics.batch_committed(*pipeline, counts);
+  return json_response(200, boost::json::object{{"quarantine_id", *entry_id}, {"run_id", result.run_id}, {"outcome", outcome}});
+}
+
+}  // namespace tidemark::app::serve

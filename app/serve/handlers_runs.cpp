@@ -1,0 +1,152 @@
+// Run triggers (POST /v1/pipelines/{name}/runs), GET /v1/runs/{id}, GET /v1/pipelines.
+#include <ctime>
+
+#include <boost/json.hpp>
+
+#include "app/serve/api.hpp"
+#include "app/serve/handlers.hpp"
+#include "app/serve/schedule.hpp"
+#include "connectors/http/signature.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::app::serve {
+
+namespace {
+
+constexpr std::size_t kMaxReasonBytes = 1000;
+
+// The metric label of a failed signature check.
+std::string verification_result(connectors::http::Verification verification) {
+  switch (verification) {
+    case connectors::http::Verification::kMissingHeader: return "missing_headers";
+    case connectors::http::Verification::kBadTimestamp:
+    case connectors::http::Verification::kTimestampTooOld:
+    case connectors::http::Verification::kTimestampTooNew: return "bad_timestamp";
+    default: return "bad_signature";
+  }
+}
+
+HttpResponse reject_webhook(ApiContext& context, const std::string& result, int status, const std::string& message) {
+  count_webhook(context.metrics, result);
+  return error_response(status, message);
+}
+
+HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, const std::string& pipeline) {
+  if (request.body_too_large) {
+    return reject_webhook(context, "too_large", 413, "request body over " + std::to_string(kMaxBodyBytes) + " bytes");
+  }
+  if (!context.options.webhook_key) {
+    return reject_webhook(context, "bad_signature", 401,
+                          "run triggers are disabled: TIDEMARK_WEBHOOK_SECRET is not set");
+  }
+  const connectors::http::SignedHeaders headers{request.header("webhook-id"), request.header("webhook-timestamp"),
+                                                request.header("webhook-signature")};
+  if (!headers.id.empty() && !valid_webhook_id(headers.id)) {
+    return reject_webhook(
+        context, "bad_request", 400,
+        "webhook-id must be 1 to " + std::to_string(kMaxWebhookIdBytes) + " bytes of printable ASCII");
+  }
+  const auto verification =
+      connectors::http::verify(*context.options.webhook_key, headers, request.body, std::time(nullptr));
+  if (verification != connectors::http::Verification::kValid) {
+    return reject_webhook(context, verification_result(verification), 401,
+                          std::string(connectors::http::to_string(verification)));
+  }
+
+  boost::system::error_code parse_error;
+  const boost::json::value body = boost::json::parse(request.body, parse_error);
+  if (parse_error || !body.is_object()) {
+    return reject_webhook(context, "bad_request", 400,
+                          "the body must be a JSON object: {\"mode\":\"resume\"|\"replay\",\"reason\":\"…\"}");
+  }
+  TriggerRequest trigger{pipeline, "webhook", false, std::nullopt, std::string(headers.id)};
+  for (const auto& [key, value] : body.as_object()) {
+    if (key == "mode" && value.is_string() && (value.as_string() == "resume" || value.as_string() == "replay")) {
+      trigger.replay = value.as_string() == "replay";
+    } else if (key == "reason" && value.is_string() && value.as_string().size() <= kMaxReasonBytes) {
+      trigger.reason = std::string(value.as_string());
+    } else if (key == "mode" || key == "reason") {
+      return reject_webhook(context, "bad_request", 400,
+                            key == "mode" ? "mode must be \"resume\" or \"replay\""
+                                          : "reason must be a string of at most " + std::to_string(kMaxReasonBytes) +
+                                                " bytes");
+    } else {
+      return reject_webhook(context, "bad_request", 400,
+                            "unknown field \"" + std::string(key) + "\" (expected mode, reason)");
+    }
+  }
+  // The signature does not cover the path: a webhook-id stays with the path that first saw
+  // it, so that a captured request cannot be replayed to another pipeline.
+  const auto other_pipeline = [&](const std::string& bound) {
+    return reject_webhook(context, "other_pipeline", 409,
+                          "webhook-id " + trigger.request_id.value() + " was sent to pipeline \"" + bound + "\" first");
+  };
+  if (!context.runs.has_pipeline(pipeline)) {
+    const std::string bound = context.runs.bind_request(*trigger.request_id, pipeline);
+    if (bound != pipeline) return other_pipeline(bound);
+    return reject_webhook(context, "unknown_pipeline", 404, "no pipeline named \"" + pipeline + "\" in the config");
+  }
+  const auto result = context.runs.trigger(trigger);
+  if (!result) return reject_webhook(context, "unavailable", 503, "tidemark serve is shutting down");
+  if (result->other_pipeline) return other_pipeline(*result->other_pipeline);
+  count_webhook(context.metrics, result->repeated ? "repeated" : "accepted");
+  HttpResponse response =
+      json_response(202, boost::json::object{{"run_id", result->run_id}, {"status", result->status}});
+  response.headers.emplace_back("Location", "/v1/runs/" + std::to_string(result->run_id));
+  return response;
+}
+
+}  // namespace
+
+void add_webhook_series(metrics::Metrics& metrics) {
+  for (const char* result : {"accepted", "repeated", "missing_headers", "bad_timestamp", "bad_signature",
+                             "bad_request", "unknown_pipeline", "other_pipeline", "too_large", "timeout",
+                             "unavailable"}) {
+    metrics.webhook_requests_total.Add({{"result", result}});
+  }
+}
+
+void count_webhook(metrics::Metrics& metrics, const std::string& result) {
+  metrics.webhook_requests_total.Add({{"result", result}}).Increment();
+}
+
+HttpResponse trigger_run(ApiContext& context, const HttpRequest& request, const Route& route) {
+  try {
+    return accept_trigger(context, request, route.segments[2]);
+  } catch (const std::exception&) {
+    count_webhook(context.metrics, "unavailable");  // the router answers 503 or 500
+    throw;
+  }
+}
+
+HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& route) {
+  return stored_document(context, route.segments[2], sql::kServeRunStatus, "reading a run", "no run");
+}
+
+HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route&) {
+  boost::json::array list;
+  context.pool.with_connection("reading pipelines", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    list.clear();
+    for (const auto& [name, pipeline] : context.config.pipelines) {
+      boost::json::object entry{{"name", name},
+                                {"source", {{"kind", to_string(pipeline.source.kind)}, {"path", pipeline.source.path},
+                                            {"format", to_string(pipeline.source.format)}}},
+                                {"batch_size", pipeline.batch_size}};
+      entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
+                                            : boost::json::value(nullptr);
+      boost::json::array destinations;
+      for (const auto& destination : pipeline.destination_names()) destinations.emplace_back(destination);
+      entry["destinations"] = std::move(destinations);
+      const RunQueue::PipelineState state = context.runs.state(name);
+      entry["running"] = state.running;
+      entry["queued_run"] = state.queued_run ? boost::json::value(*state.queued_run) : boost::json::value(nullptr);
+      const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kServePipelineStatus), name)[0].c_str());
+      for (const auto& [key, value] : stored.as_object()) entry[key] = value;
+      list.push_back(std::move(entry));
+    }
+  });
+  return json_response(200, list);
+}
+
+}  // namespace tidemark::app::serve

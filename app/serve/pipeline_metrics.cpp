@@ -1,0 +1,62 @@
+#include "app/serve/pipeline_metrics.hpp"
+
+#include <ctime>
+
+#include <spdlog/spdlog.h>
+
+#include "sql/statements.hpp"
+
+namespace tidemark::app::serve {
+
+PipelineMetrics::PipelineMetrics(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics)
+    : metrics_(metrics) {
+  for (const auto& [name, pipeline] : config.pipelines) {
+    for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}});
+    }
+    for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
+    for (const char* trigger : {"schedule", "webhook"}) {
+      for (const char* status : {"succeeded", "stopped", "failed"}) {
+        metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}});
+      }
+    }
+    metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
+  }
+  try {
+    pool.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
+      pqxx::nontransaction txn(connection);
+      for (const auto& [name, pipeline] : config.pipelines) {
+        const auto row = txn.exec_params1(std::string(sql::kServeCheckpointTime), name);
+        if (!row[0].is_null()) {
+          metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(row[0].as<double>());
+        }
+      }
+    });
+  } catch (const std::exception& error) {
+    spdlog::warn("could not read checkpoint times for the metrics: {}", error.what());
+  }
+}
+
+void PipelineMetrics::batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts) {
+  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+    // A configured pipeline's series exist from the start; a count of 0 creates none for
+    // a pipeline gone from the config (a late quarantine release).
+    if (counts[outcome] == 0) continue;
+    metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
+        .Increment(static_cast<double>(counts[outcome]));
+  }
+  metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();
+}
+
+void PipelineMetrics::run_batch(const std::string& name, const pipeline::BatchReport& report) {
+  batch_committed(name, report.counts);
+  metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets()).Observe(report.seconds);
+  metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
+}
+
+void PipelineMetrics::run_ended(const std::string& name, const std::string& trigger, const std::string& status) {
+  metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}}).Increment();
+  if (status == "failed") metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
+}
+
+}  // namespace tidemark::app::serve

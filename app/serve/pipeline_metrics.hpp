@@ -1,0 +1,34 @@
+#pragma once
+// The one place serve counts what its pipelines do (tidemark_records_total, _batches_total,
+// _runs_total, _batch_duration_seconds, _checkpoint_timestamp_seconds): the run queue for
+// the runs it drives, the quarantine handler for the one-record batch of a release.
+// Thread-safe (the prometheus-cpp families are).
+#include <string>
+
+#include "app/config/config.hpp"
+#include "metrics/metrics.hpp"
+#include "pipeline/core/record.hpp"
+#include "pipeline/run/run_controller.hpp"
+#include "pipeline/store/pg/connection_pool.hpp"
+
+namespace tidemark::app::serve {
+
+class PipelineMetrics {
+ public:
+  // Every series of the config's pipelines exists from the start, so rates and alerts see
+  // zeros rather than gaps; the checkpoint gauge starts at the last advance recorded in
+  // the database (not at 0, which would look stuck).
+  PipelineMetrics(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics);
+
+  // A batch committed for pipeline `name`: a run's, or a quarantine release's.
+  void batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts);
+  // A run's committed batch, with its duration; the checkpoint moved now.
+  void run_batch(const std::string& name, const pipeline::BatchReport& report);
+  // A run ended: "succeeded", "stopped" or "failed" (a failed run's batch failed too).
+  void run_ended(const std::string& name, const std::string& trigger, const std::string& status);
+
+ private:
+  metrics::Metrics& metrics_;
+};
+
+}  // namespace tidemark::app::serve

@@ -1,0 +1,111 @@
+// serve's router (issue 13): the route table must name one handler for every route, and the
+// answers every route shares (400, 413, 404, 405, 401, 503, 500) come from the router,
+// before and around the handler. No sockets and no database: requests are plain values.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "app/serve/router.hpp"
+#include "pipeline/store/pg/database.hpp"
+
+namespace tidemark::app::serve {
+namespace {
+
+constexpr RouteKind kAllRoutes[] = {RouteKind::kHealth,         RouteKind::kReady,          RouteKind::kMetrics,
+                                    RouteKind::kTrigger,        RouteKind::kRun,            RouteKind::kPipelines,
+                                    RouteKind::kQuarantineList, RouteKind::kQuarantineEntry, RouteKind::kRelease,
+                                    RouteKind::kAccountView};
+
+// A handler that answers with its route's decoded segments, joined by '|'.
+HttpResponse echo(const HttpRequest&, const Route& route) {
+  std::string joined;
+  for (const auto& segment : route.segments) joined += (joined.empty() ? "" : "|") + segment;
+  return HttpResponse{200, "text/plain", joined, {}};
+}
+
+std::vector<RouteHandler> table_of_echoes() {
+  std::vector<RouteHandler> table;
+  for (RouteKind kind : kAllRoutes) table.push_back({kind, echo, kind == RouteKind::kTrigger});
+  return table;
+}
+
+HttpRequest request(const std::string& method, const std::string& target) {
+  HttpRequest request;
+  request.method = method;
+  request.target = target;
+  return request;
+}
+
+// The router's answer to `request` is `status` with exactly `body`.
+void expect_answer(const Router& router, const HttpRequest& request, int status, const std::string& body) {
+  const HttpResponse answer = router.dispatch(request);
+  EXPECT_EQ(answer.status, status) << request.method << " " << request.target;
+  EXPECT_EQ(answer.body, body) << request.method << " " << request.target;
+}
+
+TEST(RouterTest, ATableWithoutAHandlerForEveryRouteIsRefused) {
+  auto missing = table_of_echoes();
+  missing.pop_back();
+  EXPECT_THROW(Router(missing, std::nullopt), std::logic_error);
+  auto twice = table_of_echoes();
+  twice.push_back({RouteKind::kRun, echo});
+  EXPECT_THROW(Router(twice, std::nullopt), std::logic_error);
+  auto not_a_route = table_of_echoes();
+  not_a_route.push_back({RouteKind::kNotFound, echo});
+  EXPECT_THROW(Router(not_a_route, std::nullopt), std::logic_error);
+  EXPECT_NO_THROW(Router(table_of_echoes(), std::nullopt));
+}
+
+TEST(RouterTest, RoutesReachTheirHandlerWithDecodedSegments) {
+  const Router router(table_of_echoes(), std::nullopt);
+  const HttpResponse run = router.dispatch(request("GET", "/v1/runs/7"));
+  EXPECT_EQ(run.status, 200);
+  EXPECT_EQ(run.body, "v1|runs|7");
+  EXPECT_EQ(router.dispatch(request("GET", "/v1/views/account_balance/accounts/a%2Fb")).body,
+            "v1|views|account_balance|accounts|a/b");
+}
+
+TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
+  const Router router(table_of_echoes(), std::string("secret"));
+  expect_answer(router, request("GET", "http://example.com/x"), 400, "{\"error\":\"malformed request target\"}\n");
+  expect_answer(router, request("GET", "/v2/nothing?x=1"), 404, "{\"error\":\"no such route: /v2/nothing\"}\n");
+  expect_answer(router, request("DELETE", "/v1/runs/7"), 405, "{\"error\":\"method not allowed; use GET\"}\n");
+  const HttpResponse wrong_method = router.dispatch(request("DELETE", "/v1/runs/7"));
+  ASSERT_EQ(wrong_method.headers.size(), 1u);
+  EXPECT_EQ(wrong_method.headers[0], (std::pair<std::string, std::string>{"Allow", "GET"}));
+
+  expect_answer(router, request("GET", "/v1/pipelines"), 401,
+                "{\"error\":\"missing or wrong bearer token (TIDEMARK_API_TOKEN)\"}\n");
+  HttpRequest with_token = request("GET", "/v1/pipelines");
+  with_token.headers["authorization"] = "Bearer secret";
+  EXPECT_EQ(router.dispatch(with_token).status, 200);
+  EXPECT_EQ(router.dispatch(request("GET", "/healthz")).status, 200) << "probes need no token";
+}
+
+TEST(RouterTest, AnOversizedBodyIs413UnlessTheRouteAnswersItItself) {
+  const Router router(table_of_echoes(), std::nullopt);
+  for (const auto& [method, target] : {std::pair{"POST", "/v1/quarantine/3/release"}, {"GET", "/nowhere"}}) {
+    HttpRequest large = request(method, target);
+    large.body_too_large = true;
+    expect_answer(router, large, 413, "{\"error\":\"request body over 65536 bytes\"}\n");
+  }
+  HttpRequest trigger = request("POST", "/v1/pipelines/p/runs");
+  trigger.body_too_large = true;
+  EXPECT_EQ(router.dispatch(trigger).status, 200) << "the trigger handler counts and answers it";
+}
+
+TEST(RouterTest, AHandlersExceptionIs503ForTheDatabaseAnd500Otherwise) {
+  auto table = table_of_echoes();
+  table[static_cast<int>(RouteKind::kRun) - static_cast<int>(RouteKind::kHealth)].handle =
+      [](const HttpRequest&, const Route&) -> HttpResponse { throw pipeline::db::RetriesExhausted("down"); };
+  table[static_cast<int>(RouteKind::kPipelines) - static_cast<int>(RouteKind::kHealth)].handle =
+      [](const HttpRequest&, const Route&) -> HttpResponse { throw std::runtime_error("bug"); };
+  const Router router(table, std::nullopt);
+  expect_answer(router, request("GET", "/v1/runs/1"), 503, "{\"error\":\"database unavailable; try again later\"}\n");
+  expect_answer(router, request("GET", "/v1/pipelines"), 500, "{\"error\":\"internal error; see the server log\"}\n");
+}
+
+}  // namespace
+}  // namespace tidemark::app::serve
