@@ -1,3 +1,4 @@
+#include <atomic>
 #include <filesystem>
 #include <iostream>
 
@@ -5,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/signals.hpp"
 #include "app/wiring/run_request.hpp"
 #include "connectors/file/format.hpp"
 #include "pipeline/run/run_controller.hpp"
@@ -94,7 +96,8 @@ void register_run_command(CLI::App& root, int& exit_code) {
       "run",
       "Read a pipeline's source from its checkpoint to the end, batch by batch, and exit.\n"
       "Exit 0: the run completed (quarantined records are not a failure); 1: the run failed (also: an unusable\n"
-      "file, or more rejected records than --max-rejected); 2: usage error.");
+      "file, or more rejected records than --max-rejected); 2: usage error. SIGINT/SIGTERM: the batch in hand\n"
+      "commits, the run is recorded as stopped, exit 128+signal; a second signal exits at once.");
   options->database.add_to(*run);
   run->add_option("--pipeline", options->pipeline, "Pipeline name (its checkpoint and lock are per pipeline)")
       ->required();
@@ -115,7 +118,19 @@ void register_run_command(CLI::App& root, int& exit_code) {
     const auto config = options->database.load_config();
     pipeline::RunRequest request = build_request(*options, config);
     request.database_url = options->database.connect_url(config);
-    const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+    // SIGINT/SIGTERM: the batch in hand commits, the run ends `stopped` and the next run
+    // goes on from its checkpoint; a second signal exits at once (the open batch rolls back).
+    std::atomic<bool> stop{false};
+    int stop_signal = 0;
+    request.stop_requested = &stop;
+    block_stop_signals();
+    pipeline::RunSummary summary;
+    run_until_stopped([&] { summary = pipeline::run_pipeline(request); },
+                      [&](int signal) {
+                        stop_signal = signal;
+                        stop = true;
+                      },
+                      SecondSignal::kExitAtOnce);
     if (options->json) {
       std::cout << summary_json(summary) << std::endl;
     } else {
@@ -125,12 +140,18 @@ void register_run_command(CLI::App& root, int& exit_code) {
         std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
       }
       std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+      if (summary.stopped_early) {
+        std::cout << "stopped by a signal before the source's end; the next run goes on from the checkpoint"
+                  << std::endl;
+      }
       if (summary.pending_tail_bytes > 0) {
         std::cout << "pending: " << summary.pending_tail_bytes
                   << " bytes of a last line without a newline, left for the next run" << std::endl;
       }
     }
-    exit_code = kExitOk;
+    // Stopped by a signal before the source's end: as a shell reports a signal, so that a
+    // script or cron wrapper sees the run did not finish.
+    exit_code = summary.stopped_early && stop_signal != 0 ? 128 + stop_signal : kExitOk;
   });
 }
 

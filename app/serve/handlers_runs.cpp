@@ -59,7 +59,7 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
     return reject_webhook(context, "bad_request", 400,
                           "the body must be a JSON object: {\"mode\":\"resume\"|\"replay\",\"reason\":\"…\"}");
   }
-  TriggerRequest trigger{pipeline, "webhook", false, std::nullopt, std::string(headers.id)};
+  TriggerRequest trigger{pipeline, pipeline::Trigger::kWebhook, false, std::nullopt, std::string(headers.id)};
   for (const auto& [key, value] : body.as_object()) {
     if (key == "mode" && value.is_string() && (value.as_string() == "resume" || value.as_string() == "replay")) {
       trigger.replay = value.as_string() == "replay";

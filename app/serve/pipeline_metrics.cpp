@@ -15,9 +15,9 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, ConnectionPool&
       metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}});
     }
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
-    for (const char* trigger : {"schedule", "webhook"}) {
+    for (const auto trigger : {pipeline::Trigger::kSchedule, pipeline::Trigger::kWebhook}) {
       for (const char* status : {"succeeded", "stopped", "failed"}) {
-        metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}});
+        metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}});
       }
     }
     metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
@@ -54,8 +54,9 @@ void PipelineMetrics::run_batch(const std::string& name, const pipeline::BatchRe
   metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
 }
 
-void PipelineMetrics::run_ended(const std::string& name, const std::string& trigger, const std::string& status) {
-  metrics_.runs_total.Add({{"pipeline", name}, {"trigger", trigger}, {"status", status}}).Increment();
+void PipelineMetrics::run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status) {
+  metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}})
+      .Increment();
   if (status == "failed") metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
 }
 

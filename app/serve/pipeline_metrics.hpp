@@ -25,7 +25,7 @@ class PipelineMetrics {
   // A run's committed batch, with its duration; the checkpoint moved now.
   void run_batch(const std::string& name, const pipeline::BatchReport& report);
   // A run ended: "succeeded", "stopped" or "failed" (a failed run's batch failed too).
-  void run_ended(const std::string& name, const std::string& trigger, const std::string& status);
+  void run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status);
 
  private:
   metrics::Metrics& metrics_;

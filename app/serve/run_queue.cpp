@@ -112,7 +112,7 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
         result.run_id = slot.queued->run_id;
         if (request.replay && !slot.queued->replay) txn.exec_params(std::string(sql::kServeUpgradeToReplay), result.run_id);
       } else {
-        result.run_id = txn.exec_params1(std::string(sql::kServeEnqueueRun), request.pipeline, request.trigger,
+        result.run_id = txn.exec_params1(std::string(sql::kServeEnqueueRun), request.pipeline, std::string(to_string(request.trigger)),
                                          request.replay ? "replay" : "resume", request.request_id, request.reason)[0]
                             .as<std::int64_t>();
       }
@@ -139,10 +139,10 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
 
   if (slot.queued) {
     slot.queued->replay = slot.queued->replay || request.replay;
-    slot.queued->wait_when_busy = slot.queued->wait_when_busy || request.trigger == "webhook";
+    slot.queued->wait_when_busy = slot.queued->wait_when_busy || request.trigger == pipeline::Trigger::kWebhook;
     return result;
   }
-  QueuedRun run{result.run_id, request.trigger, request.replay, request.trigger == "webhook"};
+  QueuedRun run{result.run_id, request.trigger, request.replay, request.trigger == pipeline::Trigger::kWebhook};
   if (slot.active) {
     slot.queued = run;
     return result;
@@ -207,12 +207,12 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   const std::string& name = slot.config->name;
   pipeline::RunRequest request = request_from_config(*slot.config);
   request.database_url = pool_.url();
-  request.trigger = run.trigger;
+  request.trigger = to_string(run.trigger);
   request.run_id = run.run_id;
   request.replay = run.replay;
   request.stop_requested = &stopping_;
   request.on_batch = [&](const pipeline::BatchReport& report) { metrics_.run_batch(name, report); };
-  spdlog::info("pipeline {}: starting {} run {}{}", name, run.trigger, run.run_id, run.replay ? " (replay)" : "");
+  spdlog::info("pipeline {}: starting {} run {}{}", name, to_string(run.trigger), run.run_id, run.replay ? " (replay)" : "");
   try {
     const pipeline::RunSummary summary = pipeline::run_pipeline(request);
     metrics_.run_ended(name, run.trigger, summary.stopped_early ? "stopped" : "succeeded");

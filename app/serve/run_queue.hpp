@@ -30,7 +30,7 @@ namespace tidemark::app::serve {
 
 struct TriggerRequest {
   std::string pipeline;
-  std::string trigger;  // "schedule" or "webhook"
+  pipeline::Trigger trigger = pipeline::Trigger::kSchedule;  // serve starts scheduled and webhook runs
   bool replay = false;
   std::optional<std::string> reason;
   std::optional<std::string> request_id;  // webhook-id
@@ -78,7 +78,7 @@ class RunQueue {
  private:
   struct QueuedRun {
     std::int64_t run_id = 0;
-    std::string trigger;
+    pipeline::Trigger trigger;
     bool replay = false;
     // A webhook asked for it: when another process holds the pipeline it waits for it,
     // where a scheduled run just skips the tick.

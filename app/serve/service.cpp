@@ -141,7 +141,7 @@ struct Service::Impl {
       if (stopping) co_return;
       asio::post(workers, [this, pipeline] {
         try {
-          runs.trigger(TriggerRequest{pipeline, "schedule", false, std::nullopt, std::nullopt});
+          runs.trigger(TriggerRequest{pipeline, pipeline::Trigger::kSchedule, false, std::nullopt, std::nullopt});
         } catch (const std::exception& failure) {
           spdlog::error("pipeline {}: scheduled run not recorded: {}", pipeline, failure.what());
         }

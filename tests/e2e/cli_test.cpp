@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -376,6 +377,40 @@ TEST(CliRun, SecondConcurrentRunOfThePipelineExitsOneNamingTheFirstProcess) {
   EXPECT_EQ(completed.exit_code, 0) << completed.err;
   EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), "2");
   EXPECT_EQ(db.scalar("SELECT sum(input) FROM batch_ledger"), "2");
+}
+
+TEST(CliRun, SigtermCommitsTheBatchInHandRecordsTheRunStoppedAndTheNextRunCompletesTheSource) {
+  TestDatabase db;
+  TempFolder folder;
+  constexpr int kRecords = 60000;
+  std::string csv = "transaction_id,source_revision,amount\n";
+  for (int i = 0; i < kRecords; ++i) csv += "t" + std::to_string(i) + ",1,1.00\n";
+  const auto source = folder.write("in.csv", csv);
+  const std::vector<std::string> args = {"run",           "--pipeline", "p", "--source", source.string(),
+                                         "--batch-size", "100",        "--database", db.url()};
+  auto run = start_tidemark(args);
+  for (int i = 0; i < 1200 && db.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'batch_ledger'") == "0"; ++i) {
+    std::this_thread::sleep_for(50ms);
+  }
+  for (int i = 0; i < 1200 && std::stoi(db.scalar("SELECT count(*) FROM batch_ledger")) < 5; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  run->kill(SIGTERM);
+  const ProcessResult stopped = run->wait();
+  EXPECT_EQ(stopped.exit_code, 128 + SIGTERM) << stopped.err;
+  EXPECT_THAT(stopped.out, HasSubstr("stopped by a signal before the source's end"));
+  const int committed = std::stoi(db.scalar("SELECT sum(input) FROM batch_ledger"));
+  ASSERT_LT(committed, kRecords) << "the run finished before the signal: make the source larger";
+  EXPECT_EQ(db.scalar("SELECT status FROM runs ORDER BY id DESC LIMIT 1"), "stopped");
+  // What committed is whole: state, ledger and checkpoint agree.
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), std::to_string(committed));
+  EXPECT_EQ(db.scalar("SELECT position FROM checkpoint WHERE pipeline = 'p'"),
+            db.scalar("SELECT end_position FROM batch_ledger ORDER BY id DESC LIMIT 1"));
+
+  const ProcessResult rerun = run_tidemark(args);
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM transaction_state"), std::to_string(kRecords));
+  EXPECT_EQ(db.scalar("SELECT sum(input) FROM batch_ledger"), std::to_string(kRecords));
 }
 
 // --- the embedded database ------------------------------------------------------------
