@@ -178,7 +178,7 @@ struct Service::Impl {
       }
     }), asio::detached);
     if (options.config.destination_names_of_kind(pipeline::DestinationKind::kView).empty()) return;
-    // DESIGN rule 16: inbox records outlive every redelivery, then go (hourly).
+    // docs/rules.md rule 16: inbox records outlive every redelivery, then go (hourly).
     timers.emplace_back(io);
     asio::co_spawn(io, periodic(std::chrono::hours(1), std::chrono::hours(1), timers.back(), [this] {
       try {

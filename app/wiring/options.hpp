@@ -15,7 +15,7 @@ namespace tidemark::app {
 pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config);
 
 // How late the relay configured by `config` may deliver an event again, for the inbox
-// cleanup's check (DESIGN rule 16).
+// cleanup's check (docs/rules.md rule 16).
 pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config);
 
 // One ViewSink per `kind: view` destination of `config`, keyed by destination name (the

@@ -1,5 +1,5 @@
 #pragma once
-// Capped exponential backoff with full jitter (DESIGN rule 9), shared by database retries
+// Capped exponential backoff with full jitter (docs/rules.md rule 9), shared by database retries
 // and the outbox relay; the views' inbox retention checks against the same ceilings.
 #include <algorithm>
 #include <chrono>

@@ -1,5 +1,5 @@
 #pragma once
-// The batch planner (DESIGN rules 2 and 4, INTERFACE "Outcomes"): a pure function from the
+// The batch planner (docs/rules.md rules 2 and 4, INTERFACE "Outcomes"): a pure function from the
 // validated records of one batch to what the commit step must stage and upsert, and a pure
 // resolution of every record's outcome once the stored rows have been compared.
 #include <cstddef>

@@ -154,7 +154,7 @@ bool char_at(std::string_view text, std::size_t pos, char expected) {
 }  // namespace
 
 std::variant<Amount, Rejection> parse_amount(std::string_view text) {
-  // Strict on purpose (DESIGN rule 5, no silent repair): at least one integer digit, and a
+  // Strict on purpose (docs/rules.md rule 5, no silent repair): at least one integer digit, and a
   // point must be followed by a digit, so ".5", "5." and "130.000" are refused like "1e3".
   const auto malformed = [&] {
     return Rejection{"not a plain decimal ([+-]digits[.1-2 digits]) in " + quoted(text)};

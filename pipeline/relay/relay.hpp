@@ -1,5 +1,5 @@
 #pragma once
-// The outbox relay (DESIGN rules 6, 9, 11, 12): claims due outbox rows in short
+// The outbox relay (docs/rules.md rules 6, 9, 11, 12): claims due outbox rows in short
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
 #include <atomic>
@@ -29,7 +29,7 @@ namespace tidemark::pipeline::relay {
 // The config's `relay:` settings, as the relay works by them (app/wiring fills them in).
 struct DeliveryPolicy {
   int max_attempts = 10;  // a retryable failure on the last one is final (dead)
-  Duration base_delay = std::chrono::seconds(1);  // retry backoff, DESIGN rule 9
+  Duration base_delay = std::chrono::seconds(1);  // retry backoff, docs/rules.md rule 9
   Duration max_delay = std::chrono::minutes(5);
   std::size_t max_in_flight = 16;  // deliveries in flight at once, across keys
   // The longest one attempt of a sink may take (its timeouts): the lease outlasts them.

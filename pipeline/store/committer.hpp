@@ -1,5 +1,5 @@
 #pragma once
-// The commit step, the only writer during a batch (DESIGN "Shape"): one transaction per
+// The commit step, the only writer during a batch (docs/architecture.md): one transaction per
 // batch that stages the planned versions, compares them with the stored rows, upserts,
 // writes outbox rows, quarantine entries, the ledger row and the checkpoint.
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// The versions of every view (DESIGN rules 13-17, docs/views.md): each kept in versioned
+// The versions of every view (docs/rules.md rules 13-17, docs/views.md): each kept in versioned
 // tables NAME_v<N> listed in the `views` registry table; every version that is not retired
 // receives the live events. Rebuild, drop, inbox cleanup and lag work the same way for
 // every view; what differs is the View's (view.hpp).
@@ -78,7 +78,7 @@ Duration redelivery_horizon(const Redelivery& relay);
 inline constexpr std::chrono::hours kDefaultInboxRetention{168};
 
 // Deletes inbox rows older than `retention`; ViewError when `retention` does not exceed
-// redelivery_horizon(relay) (DESIGN rule 16). Returns how many were deleted.
+// redelivery_horizon(relay) (docs/rules.md rule 16). Returns how many were deleted.
 std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay);
 
 // tidemark_view_lag_seconds and tidemark_view_dead_events, per view in `names`.

@@ -1,5 +1,5 @@
 #pragma once
-// What a materialized view is (DESIGN rules 13-17, docs/views.md): versioned tables
+// What a materialized view is (docs/rules.md rules 13-17, docs/views.md): versioned tables
 // NAME_v<N>, listed in the `views` registry table, fed by the outbox events of the
 // destination NAME. A view says how one event changes a version's table and how a new
 // version is filled; admin.hpp versions, rebuilds and drops every view the same way.

@@ -1,4 +1,4 @@
--- Checkpoint last, in the batch's transaction (DESIGN rule 7). It never moves backwards: the
+-- Checkpoint last, in the batch's transaction (docs/rules.md rule 7). It never moves backwards: the
 -- committer writes it only when the source orders $3 after the stored position it read with
 -- commit/lock_checkpoint.sql (a replay re-reads the source from its start without undoing
 -- progress). The position is the source's opaque text.

@@ -1,6 +1,6 @@
 -- The batch's one write to state and effects, in one statement and one snapshot:
 --   1. every staged version is compared with the stored row of its key: same revision and
---      a different payload is a conflict (DESIGN rule 2), found before anything is written;
+--      a different payload is a conflict (docs/rules.md rule 2), found before anything is written;
 --   2. the candidates that change the stored row are upserted with the revision filter;
 --   3. each applied change takes, for every destination, the next sequence of its
 --      (destination, partition key) under that counter's row lock (rule 12) and writes one
@@ -35,7 +35,7 @@ upserted AS (
          occurred_at = EXCLUDED.occurred_at,
          pipeline = EXCLUDED.pipeline,
          updated_at = now()
-     -- revision filter: replays and stale revisions are no-ops (DESIGN rule 3)
+     -- revision filter: replays and stale revisions are no-ops (docs/rules.md rule 3)
    WHERE EXCLUDED.source_revision > current_state.source_revision
   RETURNING transaction_id, xmax = 0 AS inserted  -- xmax is 0 only on a row this statement inserted
 ),
@@ -83,7 +83,7 @@ outboxed AS (
        FROM applied a
        JOIN sequenced s ON s.destination = d.destination AND s.partition_key = a.partition_key) e
    ORDER BY e.ord, d.destination
-  -- a replay cannot create a second effect (DESIGN rule 6)
+  -- a replay cannot create a second effect (docs/rules.md rule 6)
   ON CONFLICT (idempotency_key) DO NOTHING
   RETURNING 1
 )

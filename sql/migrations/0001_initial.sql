@@ -1,7 +1,7 @@
 -- Tidemark's tables (INTERFACE.md "Tables"). Applied once, in a transaction, by
 -- pipeline/db/migrations.cpp, which records it in schema_migrations.
 
--- One row per business key; a higher source_revision replaces a lower one (DESIGN rule 1).
+-- One row per business key; a higher source_revision replaces a lower one (docs/rules.md rule 1).
 CREATE TABLE transaction_state (
   transaction_id  text PRIMARY KEY,
   source_revision bigint NOT NULL CHECK (source_revision >= 0),
@@ -39,14 +39,14 @@ CREATE INDEX quarantine_pipeline_open ON quarantine (pipeline, id) WHERE release
 -- A replayed source does not quarantine the same record twice.
 CREATE UNIQUE INDEX quarantine_once ON quarantine (pipeline, source, position, reason, md5(raw));
 
--- The per-account sequence that orders delivery (DESIGN rule 12): incremented under this
+-- The per-account sequence that orders delivery (docs/rules.md rule 12): incremented under this
 -- row's lock in the transaction that writes the outbox rows.
 CREATE TABLE account_sequence (
   partition_key text PRIMARY KEY,
   last_sequence bigint NOT NULL
 );
 
--- Side effects, written in the same transaction as the state change (DESIGN rule 6).
+-- Side effects, written in the same transaction as the state change (docs/rules.md rule 6).
 CREATE TABLE outbox (
   id              bigserial PRIMARY KEY,
   destination     text NOT NULL,
@@ -61,7 +61,7 @@ CREATE TABLE outbox (
   created_at      timestamptz NOT NULL DEFAULT now(),
   delivered_at    timestamptz
 );
--- The relay claims by status, never by an id high-water mark (DESIGN rule 11).
+-- The relay claims by status, never by an id high-water mark (docs/rules.md rule 11).
 CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
 CREATE INDEX outbox_partition ON outbox (destination, partition_key, sequence) WHERE status = 'pending';
 
@@ -80,7 +80,7 @@ CREATE TABLE runs (
   error        text
 );
 
--- One row per committed batch; the CHECK is the reconciliation of DESIGN rule 8.
+-- One row per committed batch; the CHECK is the reconciliation of docs/rules.md rule 8.
 CREATE TABLE batch_ledger (
   id           bigserial PRIMARY KEY,
   pipeline     text NOT NULL,
@@ -116,7 +116,7 @@ CREATE TABLE checkpoint (
   PRIMARY KEY (pipeline, source)
 );
 
--- Per-consumer record of applied events (DESIGN rule 13): never keyed by event_id alone.
+-- Per-consumer record of applied events (docs/rules.md rule 13): never keyed by event_id alone.
 CREATE TABLE inbox (
   consumer     text NOT NULL,
   event_id     text NOT NULL,

@@ -1,4 +1,4 @@
--- Sequences per (destination, partition key) (DESIGN rule 12): a pipeline that does not
+-- Sequences per (destination, partition key) (docs/rules.md rule 12): a pipeline that does not
 -- feed a destination never takes one of its numbers, so each destination's stream is
 -- contiguous and a consumer waiting for n-1 never waits for ever. The counters replace the
 -- per-account ones that all destinations shared. Each starts at the key's highest number

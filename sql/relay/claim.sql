@@ -1,7 +1,7 @@
 -- Records the deliveries $4 ('{1,2,3}') and claims up to $2 due events of the destinations
 -- $1 ('{a,b}') for this relay, in one statement: one round trip per relay loop instead of
 -- two. Claiming is by status, never by an id high-water mark: an id taken early but
--- committed late is still due (DESIGN rule 11).
+-- committed late is still due (docs/rules.md rule 11).
 -- Marking delivered is not fenced by attempts: a 2xx is true whoever sent it; a row already
 -- delivered (or dead) stays as it is.
 -- The claim is a lease: attempts counts this attempt and next_attempt_at moves $3 ms ahead,

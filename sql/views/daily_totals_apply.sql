@@ -1,5 +1,5 @@
 -- Applies one event to a daily_totals version, deduplicated through the inbox of consumer
--- $1 in the same statement (DESIGN rules 13, 14): the delta is written only when this
+-- $1 in the same statement (docs/rules.md rules 13, 14): the delta is written only when this
 -- statement inserted the (consumer, event_id) row. A revision adds its amount to its day
 -- and takes the previous amount off the previous revision's day, which may differ.
 -- A day is the UTC date of occurred_at, or of the event's creation when it has none; for

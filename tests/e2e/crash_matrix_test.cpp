@@ -1,4 +1,4 @@
-// DESIGN rule 10 as a standing proof: for every failpoint, seeded workloads are crashed at
+// docs/rules.md rule 10 as a standing proof: for every failpoint, seeded workloads are crashed at
 // the failpoint's first and at a random later hit, restarted until done, and everything
 // the processes left behind (state, outbox, quarantine, ledger, checkpoint, what the webhook
 // receiver applied) must equal the independent oracle's prediction for one clean run.

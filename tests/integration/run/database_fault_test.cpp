@@ -1,4 +1,4 @@
-// Database faults during a run (DESIGN rule 9): the cluster stopped with
+// Database faults during a run (docs/rules.md rule 9): the cluster stopped with
 // `pg_ctl stop -m immediate` (as a crash would) between batches. Within the retry budget the
 // run rides it out and ends where a run without the fault ends; beyond it the run fails with
 // a message saying so, and what is visible is whole batches only.

@@ -294,7 +294,7 @@ TEST_F(CommitTest, OutboxHasOneRowPerAcceptedChangePerDestinationWithGaplessPerA
 }
 
 TEST_F(CommitTest, APipelineWithoutTheDestinationTakesNoneOfItsSequenceNumbers) {
-  // DESIGN rule 12: `orders` feeds ledger; `refunds` writes the same account and feeds
+  // docs/rules.md rule 12: `orders` feeds ledger; `refunds` writes the same account and feeds
   // nothing, or only audit. The ledger's stream of AC-1 stays 1, 2, 3 with no gap.
   const auto run = [&](const std::string& pipeline, const std::string& records,
                        std::vector<std::string> destinations) {

@@ -290,7 +290,7 @@ TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) 
 }
 
 TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt) {
-  // DESIGN rule 12: `orders` feeds account_balance, `refunds` writes the same account and
+  // docs/rules.md rule 12: `orders` feeds account_balance, `refunds` writes the same account and
   // feeds nothing. The view's stream of AC-1 has no gap, so nothing waits or goes dead.
   TestDatabase db;
   TempDir dir;
