@@ -1,7 +1,8 @@
 #pragma once
 // An independent model of what one clean run leaves behind, written from docs/rules.md and
-// the public contract (docs/cli.md "Outcomes") only: it shares no code with pipeline/ or connectors/ (its own CSV reader,
-// its own decimal and timestamp handling), so a bug in the pipeline cannot hide in both.
+// the public contract (docs/cli.md "Outcomes") only: it shares no code with pipeline/ or
+// connectors/ (its own CSV reader, its own decimal and timestamp handling), so a bug in the
+// pipeline cannot hide in both.
 // The crash tests compare the database after crashes and restarts with its prediction.
 #include <array>
 #include <compare>
