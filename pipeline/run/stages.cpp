@@ -1,6 +1,5 @@
 #include "pipeline/run/stages.hpp"
 
-#include <cstddef>
 #include <exception>
 
 #include <boost/asio/co_spawn.hpp>
@@ -21,9 +20,6 @@ using ItemPtr = std::unique_ptr<StageItem>;
 // A null item is the producer's last message: it has nothing more (or failed).
 using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code, ItemPtr)>;
 
-// One thread for each stage's blocking work, so a read and a commit overlap.
-constexpr std::size_t kPoolThreads = 2;
-
 // Shared by the two stage coroutines. GCC 12 miscompiles some coroutine frames (temporaries
 // with destructors in a co_await expression, capturing lambdas as coroutines), so the
 // coroutines below are free functions that take this state by pointer and keep their items
@@ -39,8 +35,12 @@ struct Stages {
   std::exception_ptr producer_error;
   std::exception_ptr consumer_error;
   bool stopped = false;
-  // Declared last, so destroyed (stopped and joined) before the state its work touches.
-  asio::thread_pool pool{kPoolThreads};
+  // Each stage's blocking work on a thread of its own, so a read and a commit overlap and
+  // each stage's allocations stay in one malloc arena: with one two-thread pool that ran
+  // either stage's work on either thread, peak RSS of a 200k-row run rose from 48 to 62-72 MiB.
+  // Declared last, so destroyed (stopped and joined) before the state their work touches.
+  asio::thread_pool produce_pool{1};
+  asio::thread_pool consume_pool{1};
 };
 
 asio::awaitable<void> run_blocking(const std::function<void()>* work) {
@@ -60,7 +60,7 @@ asio::awaitable<void> produce_stage(Stages* stages) {
   bool more = true;
   while (more) {
     try {
-      co_await offload(&stages->pool, &produce);
+      co_await offload(&stages->produce_pool, &produce);
     } catch (...) {
       // Ends production; the consumer rethrows it after the items made before it.
       stages->producer_error = std::current_exception();
@@ -87,7 +87,7 @@ asio::awaitable<void> consume_stage(Stages* stages) {
       ItemPtr item = co_await stages->channel.async_receive(asio::use_awaitable);
       if (!item) co_return;  // drained: the producer has ended and sent everything it made
       stages->taken = std::move(item);
-      co_await offload(&stages->pool, &consume);
+      co_await offload(&stages->consume_pool, &consume);
       stages->taken.reset();
     }
   } catch (...) {

@@ -39,8 +39,8 @@ StagesEnd run_erased_stages(ErasedStages stages);
 }  // namespace detail
 
 // Runs `produce` and `consume` as two stages and returns once both have ended; the calling
-// thread runs the io_context, `produce` and `consume` run on the pool (each on one thread
-// at a time, in order). While item N is consumed, item N+1 is produced: at most one item
+// thread runs the io_context, `produce` and `consume` run in order, each on a pool thread
+// of its own. While item N is consumed, item N+1 is produced: at most one item
 // waits between them (plus the one the producer holds), so memory stays O(item).
 // - `produce` returns nullopt when it has nothing more.
 // - `stop_requested` is asked before each item is taken: once it says yes, the items not
