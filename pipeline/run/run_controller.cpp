@@ -2,13 +2,12 @@
 
 #include <chrono>
 #include <exception>
-#include <thread>
 
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/plan.hpp"
-#include "pipeline/run/bounded_queue.hpp"
+#include "pipeline/run/stages.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
@@ -128,39 +127,22 @@ RunSummary run_pipeline(const RunRequest& request) {
     summary.checkpoint = resume ? stored_position(*resume) : "";
     const QuarantineOrigin origin{std::string(source->format())};
 
-    // Two stages: a reader thread reads, decodes, validates and plans batch N+1 while this
-    // thread commits batch N. Commits stay strictly sequential; the queue holds at most one
-    // prepared batch, so memory stays O(batch size).
+    // Two stages on Asio (stages.hpp): one reads, decodes, validates and plans batch N+1 while
+    // the other commits batch N. Commits stay strictly sequential; at most one prepared batch
+    // waits between them, so memory stays O(batch size). A reader error is rethrown once the
+    // batches read before it are committed.
     std::string start_position = stored_position(source->position());  // before the reader moves it
-    BoundedQueue<PreparedBatch> prepared(1);
-    std::exception_ptr reader_error;
-    std::thread reader([&] {
-      try {
-        while (true) {
-          PreparedBatch batch;
-          batch.started = Clock::now();
-          if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) break;
-          failpoint("after_decode");
-          batch.validated.reserve(batch.decoded.size());
-          for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));
-          batch.plan = plan_batch(batch.validated);
-          batch.end = source->position();
-          if (!prepared.push(std::move(batch))) return;
-        }
-      } catch (...) {
-        reader_error = std::current_exception();
-      }
-      prepared.close();
-    });
-    // Whatever ends the loop, the reader is told to stop and joined before we leave.
-    struct JoinReader {
-      BoundedQueue<PreparedBatch>& queue;
-      std::thread& thread;
-      ~JoinReader() {
-        queue.close();
-        thread.join();
-      }
-    } join_reader{prepared, reader};
+    const auto prepare = [&]() -> std::optional<PreparedBatch> {
+      PreparedBatch batch;
+      batch.started = Clock::now();
+      if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) return std::nullopt;
+      failpoint("after_decode");
+      batch.validated.reserve(batch.decoded.size());
+      for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));
+      batch.plan = plan_batch(batch.validated);
+      batch.end = source->position();
+      return batch;
+    };
 
     // The run's rejected records (invalid + conflict) with those of the batch in hand.
     const auto check_rejections = [&](const OutcomeCounts& batch_counts) {
@@ -178,32 +160,27 @@ RunSummary run_pipeline(const RunRequest& request) {
     };
 
     const auto started = Clock::now();
-    bool source_done = false;
-    while (!(request.stop_requested && request.stop_requested->load())) {
-      std::optional<PreparedBatch> next = prepared.pop();
-      if (!next) {
-        source_done = true;
-        break;
-      }
-      BatchInput batch{next->decoded, next->validated, next->plan, static_cast<int>(summary.batches) + 1,
-                       start_position, next->end};
+    const auto commit = [&](PreparedBatch& next) {
+      BatchInput batch{next.decoded, next.validated, next.plan, static_cast<int>(summary.batches) + 1,
+                       start_position, next.end};
       if (request.max_rejected) batch.admit = [&](const OutcomeCounts& counts) { check_rejections(counts); };
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;
       summary.counts += result.counts;
-      summary.checkpoint = stored_position(next->end);
+      summary.checkpoint = stored_position(next.end);
       start_position = summary.checkpoint;
       if (request.on_batch) {
         request.on_batch({summary.batches, result.counts,
-                          std::chrono::duration<double>(Clock::now() - next->started).count(), summary.checkpoint});
+                          std::chrono::duration<double>(Clock::now() - next.started).count(), summary.checkpoint});
       }
       const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
       spdlog::info("pipeline {} batch {}: {} | {:.0f} records/s, at {}", request.pipeline, summary.batches,
                    describe(result.counts), seconds > 0 ? summary.counts.input() / seconds : 0.0, summary.checkpoint);
-    }
-    // Read only once the reader has closed the queue (it sets the error first).
-    if (source_done && reader_error) std::rethrow_exception(reader_error);
+    };
+    // A graceful stop is asked between batches: the batch in hand commits, the reader is cancelled.
+    const auto stop_requested = [&] { return request.stop_requested && request.stop_requested->load(); };
+    const bool source_done = run_two_stages<PreparedBatch>(prepare, commit, stop_requested) == StagesEnd::kDrained;
     // Cut short by a graceful stop: the source had more (INTERFACE: status `stopped`).
     summary.stopped_early = !source_done;
     if (source_done) summary.pending_tail_bytes = source->pending_tail_bytes();
