@@ -68,17 +68,22 @@ std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes) {
   return cut;
 }
 
-std::string escape_bytes(std::string_view bytes) {
+void append_hex(std::string& text, std::string_view bytes) {
   constexpr char kHex[] = "0123456789abcdef";
+  for (const unsigned char byte : bytes) {
+    text += kHex[byte >> 4];
+    text += kHex[byte & 0xF];
+  }
+}
+
+std::string escape_bytes(std::string_view bytes) {
   std::string text;
   text.reserve(bytes.size());
   while (!bytes.empty()) {
     const std::size_t length = storable_utf8_length(bytes);
     if (length == 0) {
-      const auto byte = static_cast<unsigned char>(bytes[0]);
       text += "\\x";
-      text += kHex[byte >> 4];
-      text += kHex[byte & 0xF];
+      append_hex(text, bytes.substr(0, 1));
       bytes.remove_prefix(1);
       continue;
     }

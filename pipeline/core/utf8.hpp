@@ -39,6 +39,8 @@ std::size_t utf8_prefix_length(std::string_view text, std::size_t max_bytes);
 // a backslash becomes "\\", a NUL or a byte that is not part of valid UTF-8 "\xNN" (two
 // lowercase hex digits). Valid UTF-8 without backslashes is unchanged.
 std::string escape_bytes(std::string_view bytes);
+// Appends `bytes` as lowercase hex, two digits a byte ("\xff" -> "ff").
+void append_hex(std::string& text, std::string_view bytes);
 // The inverse of escape_bytes. A backslash that starts neither escape is kept as is.
 std::string unescape_bytes(std::string_view text);
 

@@ -25,6 +25,7 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/core/utf8.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::pipeline::db {
@@ -220,12 +221,8 @@ void make_private_home(const fs::path& home, bool server_passes_through) {
 std::string random_password() {
   unsigned char bytes[24];
   if (RAND_bytes(bytes, sizeof(bytes)) != 1) throw std::runtime_error("cannot draw a random password (RAND_bytes)");
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string text;
-  for (const unsigned char byte : bytes) {
-    text += kHex[byte >> 4];
-    text += kHex[byte & 0xf];
-  }
+  append_hex(text, std::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
   return text;
 }
 

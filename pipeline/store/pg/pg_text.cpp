@@ -1,5 +1,7 @@
 #include "pipeline/store/pg/pg_text.hpp"
 
+#include "pipeline/core/utf8.hpp"
+
 namespace tidemark::pipeline::db {
 
 void append_copy_text(std::string& line, std::string_view value) {
@@ -15,12 +17,8 @@ void append_copy_text(std::string& line, std::string_view value) {
 }
 
 void append_copy_bytea(std::string& line, std::string_view bytes) {
-  constexpr char kHex[] = "0123456789abcdef";
   line += "\\\\x";  // bytea's hex prefix \x, its backslash escaped for COPY
-  for (unsigned char c : bytes) {
-    line += kHex[c >> 4];
-    line += kHex[c & 0xF];
-  }
+  append_hex(line, bytes);
 }
 
 std::string text_array_literal(const std::vector<std::string>& values) {
