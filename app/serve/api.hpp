@@ -40,7 +40,7 @@ struct ApiOptions {
 // The API: the route table (route -> handler, in api.cpp) behind the router.
 class Api {
  public:
-  Api(const pipeline::Config& config, RunQueue& runs, ConnectionPool& pool, metrics::Metrics& metrics,
+  Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics,
       PipelineMetrics& pipeline_metrics, ApiOptions options);
   Api(const Api&) = delete;  // the route table holds a reference to context_
   Api& operator=(const Api&) = delete;

@@ -26,7 +26,7 @@ struct ApiOptions;
 struct ApiContext {
   const pipeline::Config& config;
   RunQueue& runs;
-  ConnectionPool& pool;
+  pipeline::db::ConnectionPool& pool;
   metrics::Metrics& metrics;
   PipelineMetrics& pipeline_metrics;
   const ApiOptions& options;

@@ -8,7 +8,7 @@
 
 namespace tidemark::app::serve {
 
-PipelineMetrics::PipelineMetrics(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics)
+PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics)
     : metrics_(metrics) {
   for (const auto& [name, pipeline] : config.pipelines) {
     for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {

@@ -18,7 +18,7 @@ class PipelineMetrics {
   // Every series of the config's pipelines exists from the start, so rates and alerts see
   // zeros rather than gaps; the checkpoint gauge starts at the last advance recorded in
   // the database (not at 0, which would look stuck).
-  PipelineMetrics(const pipeline::Config& config, ConnectionPool& pool, metrics::Metrics& metrics);
+  PipelineMetrics(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics);
 
   // A batch committed for pipeline `name`: a run's, or a quarantine release's.
   void batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts);

@@ -24,7 +24,7 @@ constexpr const char* kStoppedBeforeStart = "tidemark serve stopped before the r
 
 }  // namespace
 
-RunQueue::RunQueue(const pipeline::Config& config, ConnectionPool& pool, PipelineMetrics& metrics, asio::io_context& io)
+RunQueue::RunQueue(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, PipelineMetrics& metrics, asio::io_context& io)
     : config_(config),
       pool_(pool),
       metrics_(metrics),

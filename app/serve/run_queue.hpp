@@ -47,7 +47,7 @@ struct TriggerResult {
 class RunQueue {
  public:
   // `io` runs the queue's timers; it need not run yet.
-  RunQueue(const pipeline::Config& config, ConnectionPool& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
+  RunQueue(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
   ~RunQueue();
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
@@ -110,7 +110,7 @@ class RunQueue {
                                             const std::string& pipeline);
 
   pipeline::Config config_;
-  ConnectionPool& pool_;
+  pipeline::db::ConnectionPool& pool_;
   PipelineMetrics& metrics_;
   boost::asio::io_context& io_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;

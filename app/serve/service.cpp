@@ -228,7 +228,7 @@ struct Service::Impl {
   pipeline::relay::Sinks sinks;
   metrics::Metrics metrics;
   asio::io_context io{1};
-  ConnectionPool pool;
+  pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;
   RunQueue runs;
   Api api;

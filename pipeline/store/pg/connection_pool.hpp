@@ -47,8 +47,3 @@ class ConnectionPool {
 };
 
 }  // namespace tidemark::pipeline::db
-
-namespace tidemark::app::serve {
-// serve names the pool unqualified; until it says pipeline::db::ConnectionPool.
-using pipeline::db::ConnectionPool;
-}  // namespace tidemark::app::serve
