@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <utility>
 
 namespace tidemark::pipeline {
 
@@ -16,8 +17,11 @@ constexpr std::string_view kTidemarkPrefix = "tidemark_";
 // database creates it first), and the migrator's own. The unit test checks this list against
 // the embedded migrations, so a new migration's table cannot be forgotten here.
 constexpr std::array<std::string_view, 11> kMigrationTables = {
-    "transaction_state", "quarantine", "account_sequence",  "outbox", "runs", "batch_ledger", "checkpoint", "inbox",
-    "run_requests",      "views",      "schema_migrations",
+    // 0001_initial
+    "transaction_state", "quarantine", "account_sequence", "outbox", "runs", "batch_ledger", "checkpoint", "inbox",
+    "run_requests",       // 0003_serve
+    "views",              // 0004_views
+    "schema_migrations",  // sql/migrate: the migrator's own
 };
 // The views' version tables: <view>_v<n> (pipeline/views/view.cpp table_name).
 constexpr std::array<std::string_view, 2> kViewTablePrefixes = {"account_balance_v", "daily_totals_v"};
@@ -87,8 +91,9 @@ std::optional<DeclarationError> check_partition_by(const EntityDeclaration& enti
   const std::string& name = entity.partition_by;
   if (name == entity.key) return std::nullopt;
   constexpr std::string_view kExpected = " (expected the key or a text or integer field)";
-  if (name == entity.revision)
+  if (name == entity.revision) {
     return error_at(DeclarationPart::kPartitionBy, quoted(name) + " is the revision field" + std::string(kExpected));
+  }
   const FieldSpec* field = entity.field(name);
   if (field == nullptr) {
     return error_at(DeclarationPart::kPartitionBy, quoted(name) + " is not a declared field" + std::string(kExpected));
