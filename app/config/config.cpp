@@ -94,11 +94,14 @@ class Parser {
   Config parse(const YAML::Node& root) {
     Config config;
     if (root.IsNull()) return config;  // an empty file: every default
-    const auto top = fields({YAML::Node(), root, ""}, {"database", "http", "pipelines", "relay", "retention"});
+    const auto top =
+        fields({YAML::Node(), root, ""}, {"database", "http", "entities", "pipelines", "relay", "retention"});
     if (const auto* database = find(top, "database")) {
       config.database = non_empty_string(*database);
     }
     if (const auto* http = find(top, "http")) config.http = parse_http(*http);
+    // Before the pipelines, wherever the file has them: a pipeline names its entity.
+    if (const auto* entities = find(top, "entities")) parse_entities(*entities, config);
     if (const auto* pipelines = find(top, "pipelines")) parse_pipelines(*pipelines, config);
     if (const auto* relay = find(top, "relay")) config.relay = parse_relay(*relay);
     if (const auto* retention = find(top, "retention")) config.retention = parse_retention(*retention);
@@ -236,6 +239,129 @@ class Parser {
     return retention;
   }
 
+  // Each declared entity, checked by the core's rules (pipeline/core/entity.hpp); an error
+  // points at the line of the part it is about.
+  void parse_entities(const Entry& map, Config& config) const {
+    if (!map.value.IsMap()) fail_value(map, "a map from entity name to its declaration");
+    for (const auto& pair : map.value) {
+      if (!pair.first.IsScalar()) fail(pair.first.Mark(), map.path + ": an entity name is " + describe(pair.first));
+      const std::string name = pair.first.Scalar();
+      if (config.entities.contains(name)) fail(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+      const Entry entry{pair.first, pair.second, child_path(map.path, name)};
+      EntityDeclaration entity = parse_entity(entry, name);
+      if (const auto error = check_table_unused(config.entities, entity)) {
+        fail_at(entity_part(entry, DeclarationPart::kTable, ""), *error);
+      }
+      config.entities.emplace(name, std::move(entity));
+    }
+  }
+
+  EntityDeclaration parse_entity(const Entry& map, const std::string& name) const {
+    EntityDeclaration entity;
+    entity.name = name;
+    const auto keys = fields(map, {"table", "key", "revision", "partition_by", "extra_fields", "fields"});
+    entity.table = name;
+    if (const auto* table = find(keys, "table")) entity.table = string_value(*table);
+    entity.key = string_value(require(keys, map, "key"));
+    entity.revision = string_value(require(keys, map, "revision"));
+    entity.partition_by = entity.key;
+    if (const auto* partition_by = find(keys, "partition_by")) entity.partition_by = string_value(*partition_by);
+    if (const auto* extra_fields = find(keys, "extra_fields")) {
+      const auto mode = extra_fields_from_string(string_value(*extra_fields));
+      if (!mode) fail_value(*extra_fields, "ignore, reject or keep");
+      entity.extra_fields = *mode;
+    }
+    if (const auto* declared = find(keys, "fields")) {
+      if (!declared->value.IsMap()) fail_value(*declared, "a map from field name to its type and rules");
+      for (const auto& pair : declared->value) {
+        if (!pair.first.IsScalar()) {
+          fail(pair.first.Mark(), declared->path + ": a field name is " + describe(pair.first));
+        }
+        const std::string field = pair.first.Scalar();
+        if (entity.field(field) != nullptr) {
+          fail(pair.first.Mark(), "duplicate key '" + field + "' in " + declared->path);
+        }
+        entity.fields.push_back(parse_field({pair.first, pair.second, child_path(declared->path, field)}, field));
+      }
+    }
+    if (const auto error = check_declared_entity(entity)) {
+      fail_at(entity_part(map, error->part, error->field), error->message);
+    }
+    return entity;
+  }
+
+  FieldSpec parse_field(const Entry& map, const std::string& name) const {
+    FieldSpec field;
+    field.name = name;
+    const auto keys = fields(map, {"type", "required", "max_length", "precision", "scale"});
+    const auto& type = require(keys, map, "type");
+    const auto parsed = field_type_from_string(string_value(type));
+    if (!parsed) fail_value(type, field_type_names());
+    field.type = *parsed;
+    if (const auto* required = find(keys, "required")) field.required = boolean_value(*required);
+    // Each rule belongs to one type: on another it would be silently meaningless.
+    if (const auto* max_length = find(keys, "max_length")) {
+      if (field.type != FieldType::kText) fail_at(*max_length, "applies to text fields only");
+      field.max_length = integer_value(*max_length, 0, std::numeric_limits<std::size_t>::max(), "a whole number");
+    }
+    for (const auto rule : {"precision", "scale"}) {
+      if (const auto* entry = find(keys, rule); entry != nullptr && field.type != FieldType::kDecimal) {
+        fail_at(*entry, "applies to decimal fields only");
+      }
+    }
+    if (field.type == FieldType::kDecimal) {
+      // The ranges are the core's to check (check_declared_entity), with one message for them.
+      const auto whole_number = [this](const Entry& entry) {
+        return static_cast<int>(integer_value(entry, 0, std::numeric_limits<int>::max(), "a whole number"));
+      };
+      const auto* precision = find(keys, "precision");
+      if (precision == nullptr) {
+        fail_at(map, "a decimal field needs a precision (1 to " + std::to_string(kMaxDecimalPrecision) +
+                         "), e.g. {type: decimal, precision: 12, scale: 2}");
+      }
+      field.precision = whole_number(*precision);
+      if (const auto* scale = find(keys, "scale")) field.scale = whole_number(*scale);
+    }
+    return field;
+  }
+
+  // "text, integer, ... or json", from the core's list of types.
+  static std::string field_type_names() {
+    std::string names;
+    for (std::size_t i = 0; i < kFieldTypes.size(); ++i) {
+      if (i > 0) names += i + 1 == kFieldTypes.size() ? " or " : ", ";
+      names += kFieldTypes[i].first;
+    }
+    return names;
+  }
+
+  // The entry of `map`'s declaration that `part` (of field `field`) is about: the key that
+  // says it, else (a default) the entity's or the field's name.
+  static Entry entity_part(const Entry& map, DeclarationPart part, const std::string& field) {
+    const auto key_of = [](const Entry& parent, std::string_view key) -> Entry {
+      if (!parent.value.IsMap()) return parent;
+      for (const auto& pair : parent.value) {
+        if (pair.first.IsScalar() && pair.first.Scalar() == key) {
+          return {pair.first, pair.second, child_path(parent.path, key)};
+        }
+      }
+      return parent;
+    };
+    const auto field_part = [&](std::string_view rule) { return key_of(key_of(key_of(map, "fields"), field), rule); };
+    switch (part) {
+      case DeclarationPart::kName: return map;
+      case DeclarationPart::kTable: return key_of(map, "table");
+      case DeclarationPart::kKey: return key_of(map, "key");
+      case DeclarationPart::kRevision: return key_of(map, "revision");
+      case DeclarationPart::kPartitionBy: return key_of(map, "partition_by");
+      case DeclarationPart::kFieldName: return key_of(key_of(map, "fields"), field);
+      case DeclarationPart::kFieldMaxLength: return field_part("max_length");
+      case DeclarationPart::kFieldPrecision: return field_part("precision");
+      case DeclarationPart::kFieldScale: return field_part("scale");
+    }
+    return map;
+  }
+
   void parse_pipelines(const Entry& map, Config& config) {
     if (!map.value.IsMap()) fail_value(map, "a map from pipeline name to its settings");
     for (const auto& pair : map.value) {
@@ -247,15 +373,29 @@ class Parser {
       if (config.pipelines.contains(name)) {
         fail(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
       }
-      config.pipelines.emplace(name, parse_pipeline({pair.first, pair.second, child_path(map.path, name)}, name));
+      config.pipelines.emplace(
+          name, parse_pipeline({pair.first, pair.second, child_path(map.path, name)}, name, config.entities));
     }
   }
 
-  PipelineConfig parse_pipeline(const Entry& map, const std::string& name) {
+  PipelineConfig parse_pipeline(const Entry& map, const std::string& name,
+                                const std::map<std::string, EntityDeclaration>& entities) {
     PipelineConfig pipeline;
     pipeline.name = name;
     const auto keys =
-        fields(map, {"source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
+        fields(map, {"entity", "source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
+    if (const auto* entity = find(keys, "entity")) {
+      pipeline.entity = string_value(*entity);
+      if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity)) {
+        std::string declared;
+        for (const auto& [declared_name, declaration] : entities) {
+          declared += (declared.empty() ? "" : ", ") + declared_name;
+        }
+        fail_at(*entity, "unknown entity '" + pipeline.entity + "' (" +
+                             (declared.empty() ? "none is declared under entities" : "declared: " + declared) + "; " +
+                             std::string(kBuiltInEntityName) + " is the built-in one)");
+      }
+    }
     pipeline.source = parse_source(require(keys, map, "source"));
     if (const auto* batch_size = find(keys, "batch_size")) {
       pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
@@ -272,7 +412,7 @@ class Parser {
     }
     if (const auto* schedule = find(keys, "schedule")) pipeline.schedule = parse_schedule(*schedule);
     if (const auto* destinations = find(keys, "destinations")) {
-      pipeline.destinations = parse_destinations(*destinations);
+      pipeline.destinations = parse_destinations(*destinations, pipeline.entity);
     }
     return pipeline;
   }
@@ -325,12 +465,13 @@ class Parser {
     return schedule;
   }
 
-  std::vector<DestinationConfig> parse_destinations(const Entry& list) {
+  // `entity` is the one the pipeline loads: a view reads the built-in one only.
+  std::vector<DestinationConfig> parse_destinations(const Entry& list, std::string_view entity) {
     if (!list.value.IsSequence()) fail_value(list, "a list of destinations");
     std::vector<DestinationConfig> destinations;
     for (std::size_t i = 0; i < list.value.size(); ++i) {
       const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
-      destinations.push_back(parse_destination(item));
+      destinations.push_back(parse_destination(item, entity));
       for (std::size_t j = 0; j + 1 < destinations.size(); ++j) {
         if (destinations[j].name == destinations.back().name) {
           fail_at(item, "destination '" + destinations.back().name + "' is listed twice in this pipeline");
@@ -340,7 +481,7 @@ class Parser {
     return destinations;
   }
 
-  DestinationConfig parse_destination(const Entry& map) {
+  DestinationConfig parse_destination(const Entry& map, std::string_view entity) {
     DestinationConfig destination;
     const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file"},
                              "; secrets are never in the file: use secret_env to name the environment variable "
@@ -348,7 +489,14 @@ class Parser {
     const auto& name = require(keys, map, "name");
     destination.name = string_value(name);
     if (!is_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
-    destination.kind = enum_value(require(keys, map, "kind"), kDestinationKinds, "http or view");
+    const auto& kind = require(keys, map, "kind");
+    destination.kind = enum_value(kind, kDestinationKinds, "http or view");
+    // The views (account_balance, daily_totals) fold transaction amounts by account; another
+    // entity's events have neither.
+    if (destination.kind == DestinationKind::kView && entity != kBuiltInEntityName) {
+      fail_at(kind, "a view destination reads the built-in transaction entity; this pipeline loads entity '" +
+                        std::string(entity) + "' (use an http destination)");
+    }
     // Unique across the file, not per pipeline: outbox rows name only their destination. A
     // view is the exception: several pipelines may list it, and it reflects all of them.
     if (const auto [it, inserted] =
@@ -453,6 +601,15 @@ std::vector<std::string> Config::pipelines_feeding(std::string_view destination)
     }
   }
   return feeders;
+}
+
+const EntityDeclaration& Config::entity(std::string_view name) const {
+  if (name == kBuiltInEntityName) return built_in_transaction_entity();
+  return entities.at(std::string(name));
+}
+
+const EntityDeclaration& Config::entity_of(const std::string& pipeline) const {
+  return entity(pipelines.at(pipeline).entity);
 }
 
 std::map<std::string, DestinationConfig> Config::destinations() const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "connectors/file/format.hpp"
+#include "pipeline/core/entity.hpp"
 #include "pipeline/run/limits.hpp"
 
 namespace tidemark::pipeline {
@@ -60,6 +61,8 @@ struct DestinationConfig {
 
 struct PipelineConfig {
   std::string name;
+  // The entity it loads (`entity:`): a declared one, or the built-in one when absent.
+  std::string entity = std::string(kBuiltInEntityName);
   SourceConfig source;
   std::size_t batch_size = 10000;
   // A batch also closes before its records' raw bytes pass this (it always holds one record).
@@ -95,6 +98,8 @@ struct RetentionConfig {
 struct Config {
   std::optional<std::string> database;
   HttpConfig http;
+  // The entities the file declares (`entities:`), checked; never the built-in `transaction`.
+  std::map<std::string, EntityDeclaration> entities;
   std::map<std::string, PipelineConfig> pipelines;
   RelayConfig relay;
   RetentionConfig retention;
@@ -107,6 +112,11 @@ struct Config {
   std::vector<std::string> destination_names(const std::string& pipeline) const;
   // The pipelines that list destination `destination` (a view's feeders), by name.
   std::vector<std::string> pipelines_feeding(std::string_view destination) const;
+  // Entity `name`: a declared one, or the built-in one for `transaction`. Throws
+  // std::out_of_range for any other name (parsing lets none through in a pipeline).
+  const EntityDeclaration& entity(std::string_view name) const;
+  // The entity pipeline `pipeline` loads. Throws std::out_of_range when it is not configured.
+  const EntityDeclaration& entity_of(const std::string& pipeline) const;
 };
 
 // `file_name` is used in error messages only.

@@ -214,7 +214,7 @@ TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
   EXPECT_EQ(config_error("database: postgresql:///x\npipeline: {}\n"),
             "config.yaml:2: unknown key 'pipeline' at the top level "
-            "(expected one of: database, http, pipelines, relay, retention)");
+            "(expected one of: database, http, entities, pipelines, relay, retention)");
 }
 
 TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
@@ -238,7 +238,7 @@ TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
 TEST(ParseConfigErrors, UnknownNestedKeyNamesLineAndPath) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batchsize: 10\n"),
             "config.yaml:4: unknown key 'batchsize' in pipelines.transactions "
-            "(expected one of: source, batch_size, max_batch_bytes, max_rejected, schedule, destinations)");
+            "(expected one of: entity, source, batch_size, max_batch_bytes, max_rejected, schedule, destinations)");
 }
 
 TEST(ParseConfigErrors, SecretInTheFileIsAnUnknownKeyThatPointsToSecretEnv) {
@@ -466,7 +466,8 @@ TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: {name: x}\n"),
             "config.yaml:4: pipelines.transactions.destinations: expected a list of destinations, got a map");
   EXPECT_EQ(config_error("- a\n- b\n"),
-            "config.yaml:1: expected a map with keys database, http, pipelines, relay, retention, got a list");
+            "config.yaml:1: expected a map with keys database, http, entities, pipelines, relay, retention, got a "
+            "list");
 }
 
 TEST(ParseConfigErrors, ListenMustBeHostAndPort) {
@@ -493,6 +494,277 @@ TEST(ParseConfigErrors, SyntaxErrorNamesTheLine) {
   EXPECT_THAT(config_error("database: x\nhttp: {listen: [\n"), HasSubstr("YAML syntax error"));
   EXPECT_THAT(config_error("database: x\nhttp:\n  listen: a\n   bad: indentation\n"),
               AllOf(StartsWith("config.yaml:4: YAML syntax error: "), HasSubstr("map")));
+}
+
+// A valid entity to which tests append one faulty line or block.
+constexpr const char* kEntityHead =
+    "entities:\n"               // 1
+    "  orders:\n"               // 2
+    "    key: order_id\n"       // 3
+    "    revision: version\n";  // 4
+
+TEST(ParseEntities, TheInterfaceExampleParsesIntoItsDeclaration) {
+  const Config config = parse_config(R"(entities:
+  orders:                          # name: [a-z][a-z0-9_]{0,47}
+    table: orders                  # optional, default the name; same rule; not a Tidemark table
+    key: order_id
+    revision: version
+    partition_by: customer_id
+    extra_fields: ignore
+    fields:
+      customer_id: {type: text, required: true, max_length: 64}
+      amount:      {type: decimal, precision: 14, scale: 4, required: true}
+      currency:    {type: text, required: true, max_length: 3}
+      placed_at:   {type: timestamp}
+      quantity:    {type: integer}
+      paid:        {type: boolean}
+      ship_date:   {type: date}
+      meta:        {type: json}
+pipelines:
+  orders_daily:
+    entity: orders
+    source: {kind: file, path: data/orders, format: jsonl}
+  transactions:
+    source: {path: data/in.csv}
+)",
+                                     "config.yaml");
+  ASSERT_EQ(config.entities.size(), 1u);
+  const EntityDeclaration& orders = config.entities.at("orders");
+  EXPECT_EQ(orders.name, "orders");
+  EXPECT_EQ(orders.table, "orders");
+  EXPECT_EQ(orders.key, "order_id");
+  EXPECT_EQ(orders.revision, "version");
+  EXPECT_EQ(orders.partition_by, "customer_id");
+  EXPECT_FALSE(orders.partition_falls_back_to_key);
+  EXPECT_EQ(orders.extra_fields, ExtraFields::kIgnore);
+  // In the order declared: the table's columns and the payload's fields follow it.
+  const std::vector<FieldSpec> fields{
+      {.name = "customer_id", .type = FieldType::kText, .required = true, .max_length = 64},
+      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+      {.name = "currency", .type = FieldType::kText, .required = true, .max_length = 3},
+      {.name = "placed_at", .type = FieldType::kTimestamp},
+      {.name = "quantity", .type = FieldType::kInteger},
+      {.name = "paid", .type = FieldType::kBoolean},
+      {.name = "ship_date", .type = FieldType::kDate},
+      {.name = "meta", .type = FieldType::kJson},
+  };
+  EXPECT_EQ(orders.fields, fields);
+
+  EXPECT_EQ(config.pipelines.at("orders_daily").entity, "orders");
+  EXPECT_EQ(&config.entity_of("orders_daily"), &orders);
+  EXPECT_EQ(config.pipelines.at("transactions").entity, "transaction");
+  EXPECT_EQ(&config.entity_of("transactions"), &built_in_transaction_entity());
+  EXPECT_EQ(&config.entity("transaction"), &built_in_transaction_entity());
+  EXPECT_THROW(config.entity("invoices"), std::out_of_range);
+}
+
+TEST(ParseEntities, OmittedKeysTakeTheirDefaults) {
+  const Config config = parse_config(std::string(kEntityHead) +
+                                         "    fields:\n"
+                                         "      note: {type: text}\n"
+                                         "      price: {type: decimal, precision: 10}\n"
+                                         "    extra_fields: keep\n"
+                                         "  events:\n"
+                                         "    key: id\n"
+                                         "    revision: rev\n",
+                                     "config.yaml");
+  const EntityDeclaration& orders = config.entities.at("orders");
+  EXPECT_EQ(orders.table, "orders");           // the name
+  EXPECT_EQ(orders.partition_by, "order_id");  // the key
+  EXPECT_EQ(orders.extra_fields, ExtraFields::kKeep);
+  const std::vector<FieldSpec> fields{
+      {.name = "note", .type = FieldType::kText, .required = false, .max_length = kDefaultMaxTextLength},
+      {.name = "price", .type = FieldType::kDecimal, .precision = 10, .scale = 0},
+  };
+  EXPECT_EQ(orders.fields, fields);
+  const EntityDeclaration& events = config.entities.at("events");
+  EXPECT_EQ(events.extra_fields, ExtraFields::kIgnore);
+  EXPECT_TRUE(events.fields.empty());  // a key and a revision alone are an entity
+  EXPECT_TRUE(parse_config("", "config.yaml").entities.empty());
+}
+
+TEST(ParseEntitiesErrors, UnknownKeysNameLineAndPath) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    tabel: orders\n"),
+            "config.yaml:5: unknown key 'tabel' in entities.orders "
+            "(expected one of: table, key, revision, partition_by, extra_fields, fields)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      currency: {type: text, length: 3}\n"),
+            "config.yaml:6: unknown key 'length' in entities.orders.fields.currency "
+            "(expected one of: type, required, max_length, precision, scale)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      a: {type: text}\n      a: {type: date}\n"),
+            "config.yaml:7: duplicate key 'a' in entities.orders.fields");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "  orders:\n    key: k\n    revision: r\n"),
+            "config.yaml:5: duplicate key 'orders' in entities");
+}
+
+TEST(ParseEntitiesErrors, MissingKeyOrRevisionNamesTheEntity) {
+  EXPECT_EQ(config_error("entities:\n  orders:\n    revision: version\n"),
+            "config.yaml:3: entities.orders: missing required key 'key'");
+  EXPECT_EQ(config_error("entities:\n  orders:\n    key: order_id\n"),
+            "config.yaml:3: entities.orders: missing required key 'revision'");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {required: true}\n"),
+            "config.yaml:6: entities.orders.fields.note: missing required key 'type'");
+}
+
+TEST(ParseEntitiesErrors, WrongTypesNameTheKey) {
+  EXPECT_EQ(config_error("entities: [orders]\n"),
+            "config.yaml:1: entities: expected a map from entity name to its declaration, got a list");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields: [note]\n"),
+            "config.yaml:5: entities.orders.fields: expected a map from field name to its type and rules, got a list");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {type: money}\n"),
+            "config.yaml:6: entities.orders.fields.note.type: expected text, integer, decimal, timestamp, date, "
+            "boolean or json, got \"money\"");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {type: text, required: yes}\n"),
+            "config.yaml:6: entities.orders.fields.note.required: expected true or false, got \"yes\"");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {type: text, max_length: ten}\n"),
+            "config.yaml:6: entities.orders.fields.note.max_length: expected a whole number, got \"ten\"");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    extra_fields: drop\n"),
+            "config.yaml:5: entities.orders.extra_fields: expected ignore, reject or keep, got \"drop\"");
+  EXPECT_EQ(config_error("entities:\n  orders:\n    key: {name: order_id}\n    revision: version\n"),
+            "config.yaml:3: entities.orders.key: expected a string, got a map");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: text\n"),
+            "config.yaml:6: entities.orders.fields.note: expected a map with keys type, required, max_length, "
+            "precision, scale, got \"text\"");
+}
+
+TEST(ParseEntitiesErrors, EachRuleBelongsToItsType) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      quantity: {type: integer, max_length: 5}\n"),
+            "config.yaml:6: entities.orders.fields.quantity.max_length: applies to text fields only");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {type: text, precision: 5}\n"),
+            "config.yaml:6: entities.orders.fields.note.precision: applies to decimal fields only");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      quantity:\n        type: integer\n"
+                                                    "        scale: 2\n"),
+            "config.yaml:8: entities.orders.fields.quantity.scale: applies to decimal fields only");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      price: {type: decimal, scale: 2}\n"),
+            "config.yaml:6: entities.orders.fields.price: a decimal field needs a precision (1 to 38), e.g. "
+            "{type: decimal, precision: 12, scale: 2}");
+}
+
+TEST(ParseEntitiesErrors, RangesOfPrecisionScaleAndMaxLengthNameTheirLine) {
+  const auto field = [](const std::string& rules) {
+    return config_error(std::string(kEntityHead) + "    fields:\n      price:\n" + rules);
+  };
+  EXPECT_EQ(field("        type: decimal\n        precision: 39\n"),
+            "config.yaml:8: entities.orders.fields.price.precision: precision 39 is out of range (1 to 38)");
+  EXPECT_EQ(field("        type: decimal\n        precision: 0\n"),
+            "config.yaml:8: entities.orders.fields.price.precision: precision 0 is out of range (1 to 38)");
+  EXPECT_EQ(field("        type: decimal\n        precision: 4\n        scale: 5\n"),
+            "config.yaml:9: entities.orders.fields.price.scale: scale 5 is out of range (0 to the precision, 4)");
+  EXPECT_EQ(field("        type: decimal\n        precision: -4\n"),
+            "config.yaml:8: entities.orders.fields.price.precision: expected a whole number, got \"-4\"");
+  EXPECT_EQ(field("        type: text\n        max_length: 0\n"),
+            "config.yaml:8: entities.orders.fields.price.max_length: max_length must be at least 1");
+  EXPECT_EQ(field("        type: decimal\n        precision: 38\n        scale: 38\n"), "");
+}
+
+TEST(ParseEntitiesErrors, BadNamesNameTheirLine) {
+  EXPECT_THAT(config_error("entities:\n  Orders:\n    key: order_id\n    revision: version\n"),
+              StartsWith("config.yaml:2: entities.Orders: entity name 'Orders' is not a plain name"));
+  EXPECT_THAT(config_error("entities:\n  " + std::string(49, 'o') + ":\n    key: k\n    revision: r\n"),
+              StartsWith("config.yaml:2: entities." + std::string(49, 'o') + ": entity name"));
+  EXPECT_THAT(config_error(std::string(kEntityHead) + "    table: Orders\n"),
+              StartsWith("config.yaml:5: entities.orders.table: table name 'Orders' is not a plain identifier"));
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    table: tidemark_orders\n"),
+            "config.yaml:5: entities.orders.table: table name 'tidemark_orders' starts with tidemark_ (reserved for "
+            "Tidemark's own tables and columns)");
+  EXPECT_THAT(config_error("entities:\n  orders:\n    key: order-id\n    revision: version\n"),
+              StartsWith("config.yaml:3: entities.orders.key: key field name 'order-id' is not a plain identifier"));
+  EXPECT_THAT(config_error("entities:\n  orders:\n    key: order_id\n    revision: Version\n"),
+              StartsWith("config.yaml:4: entities.orders.revision: revision field name 'Version' is not a plain"));
+  EXPECT_THAT(config_error(std::string(kEntityHead) + "    fields:\n      unit price: {type: text}\n"),
+              StartsWith("config.yaml:6: entities.orders.fields.unit price: field name 'unit price' is not a plain"));
+  EXPECT_THAT(config_error(std::string(kEntityHead) + "    fields:\n      tidemark_pipeline: {type: text}\n"),
+              StartsWith("config.yaml:6: entities.orders.fields.tidemark_pipeline: field name 'tidemark_pipeline' "
+                         "starts with tidemark_"));
+}
+
+TEST(ParseEntitiesErrors, ReservedTablesAndTheBuiltInNameAreRefused) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    table: outbox\n"),
+            "config.yaml:5: entities.orders.table: table name 'outbox' is reserved for Tidemark's own tables");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    table: account_balance_v2\n"),
+            "config.yaml:5: entities.orders.table: table name 'account_balance_v2' is reserved for Tidemark's own "
+            "tables");
+  // Without table:, the name is the table: the error points at the name.
+  EXPECT_EQ(config_error("entities:\n  checkpoint:\n    key: k\n    revision: r\n"),
+            "config.yaml:2: entities.checkpoint: table name 'checkpoint' is reserved for Tidemark's own tables");
+  EXPECT_EQ(config_error("entities:\n  transaction:\n    key: k\n    revision: r\n    table: transactions\n"),
+            "config.yaml:2: entities.transaction: 'transaction' is the built-in entity (a pipeline without entity: "
+            "loads it); declare yours under another name");
+}
+
+TEST(ParseEntitiesErrors, FieldsMayNotRepeatTheKeyTheRevisionOrExtra) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      note: {type: text}\n"
+                                                    "      order_id: {type: text}\n"),
+            "config.yaml:7: entities.orders.fields.order_id: 'order_id' is the key field (key and revision are not "
+            "listed in fields)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    fields:\n      version: {type: integer}\n"),
+            "config.yaml:6: entities.orders.fields.version: 'version' is the revision field (key and revision are "
+            "not listed in fields)");
+  const std::string extra_field = "    fields:\n      extra: {type: json}\n";
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    extra_fields: keep\n" + extra_field),
+            "config.yaml:7: entities.orders.fields.extra: 'extra' is the column of kept undeclared fields "
+            "(extra_fields: keep)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "    extra_fields: reject\n" + extra_field), "");
+  EXPECT_EQ(config_error("entities:\n  orders:\n    key: order_id\n    revision: order_id\n"),
+            "config.yaml:4: entities.orders.revision: 'order_id' is the key field too");
+}
+
+TEST(ParseEntitiesErrors, PartitionByNamesTheKeyOrATextOrIntegerField) {
+  const std::string fields = "    fields:\n      amount: {type: decimal, precision: 12, scale: 2}\n"
+                             "      customer: {type: integer}\n";
+  EXPECT_EQ(config_error(std::string(kEntityHead) + fields + "    partition_by: amount\n"),
+            "config.yaml:8: entities.orders.partition_by: 'amount' is a decimal field (expected the key or a text or "
+            "integer field)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + fields + "    partition_by: region\n"),
+            "config.yaml:8: entities.orders.partition_by: 'region' is not a declared field (expected the key or a "
+            "text or integer field)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + fields + "    partition_by: version\n"),
+            "config.yaml:8: entities.orders.partition_by: 'version' is the revision field (expected the key or a "
+            "text or integer field)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + fields + "    partition_by: customer\n"), "");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + fields + "    partition_by: order_id\n"), "");
+}
+
+TEST(ParseEntitiesErrors, TwoEntitiesMayNotShareATable) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "  sales:\n    key: k\n    revision: r\n    table: orders\n"),
+            "config.yaml:8: entities.sales.table: table 'orders' is already the table of entity 'orders' (two "
+            "entities may not share a table)");
+  // A table given by default (the entity's name) clashes too, at the entity's name.
+  EXPECT_EQ(config_error("entities:\n  sales:\n    key: k\n    revision: r\n    table: orders\n" +
+                         std::string(kEntityHead).substr(std::string("entities:\n").size())),
+            "config.yaml:6: entities.orders: table 'orders' is already the table of entity 'sales' (two entities may "
+            "not share a table)");
+}
+
+TEST(ParseEntitiesErrors, APipelineNamesADeclaredEntityOrTheBuiltInOne) {
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    entity: orders\n"),
+            "config.yaml:4: pipelines.transactions.entity: unknown entity 'orders' (none is declared under entities; "
+            "transaction is the built-in one)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + "  sales:\n    key: k\n    revision: r\n" + kPipelineHead +
+                         "    entity: order\n"),
+            "config.yaml:11: pipelines.transactions.entity: unknown entity 'order' (declared: orders, sales; "
+            "transaction is the built-in one)");
+  // Wherever the file declares it: entities after the pipelines are found too.
+  const Config config = parse_config(std::string(kPipelineHead) + "    entity: orders\n" + kEntityHead, "config.yaml");
+  EXPECT_EQ(config.entity_of("transactions").name, "orders");
+  EXPECT_EQ(parse_config(std::string(kPipelineHead) + "    entity: transaction\n", "config.yaml")
+                .entity_of("transactions")
+                .table,
+            "transaction_state");
+}
+
+TEST(ParseEntitiesErrors, AViewDestinationOnAnotherEntityIsRefused) {
+  EXPECT_EQ(config_error(std::string(kEntityHead) + kPipelineHead +
+                         "    entity: orders\n"
+                         "    destinations:\n"
+                         "      - {name: ledger, kind: http, url: http://x/e, secret_env: S}\n"
+                         "      - name: account_balance\n"
+                         "        kind: view\n"),
+            "config.yaml:12: pipelines.transactions.destinations[1].kind: a view destination reads the built-in "
+            "transaction entity; this pipeline loads entity 'orders' (use an http destination)");
+  EXPECT_EQ(config_error(std::string(kEntityHead) + kPipelineHead +
+                         "    entity: transaction\n"
+                         "    destinations: [{name: account_balance, kind: view}]\n"),
+            "");
 }
 
 TEST(LoadConfig, ReadsTheFileAndNamesItInErrors) {
