@@ -2,8 +2,16 @@
 // before entities were generated, recorded byte for byte, so that the generated apply
 // statement can be shown to keep it. Two real `tidemark run`s (a CSV file in one batch, then a
 // JSON Lines file in batches of 5) and one `tidemark relay --once` against a throwaway
-// PostgreSQL and a real webhook receiver on 127.0.0.1; every outcome occurs
-// (tests/golden/transaction/input-1.csv, input-2.jsonl).
+// PostgreSQL and a real webhook receiver on 127.0.0.1, with the account_balance and
+// daily_totals views as two more destinations. The inputs (tests/golden/transaction/input-1.csv,
+// input-2.jsonl) reach every outcome: inserted (t01 …), superseded (t05 r1, t16 r2), duplicate
+// (t01 r1 again, t07 r2 again), conflict (t06 within a batch, t17 against the stored row),
+// invalid (1e3, 1e2, NaN, 1.005, 11 digits, no offset, 7 fraction digits, a bad or negative
+// revision, an empty id, a control character, a wrong field count, broken JSON), updated with a
+// previous amount, account or occurred_at (t01 twice, t03, t07, t15, t16), unchanged in another
+// spelling (t02: -0.5 and another offset; t27: 3.1 for +3.10) and stale (t05 r1); accounts
+// absent (t03 r1, t22), keys with a space and non-ASCII (percent-encoded in the headers), and
+// acc-A with sequences 1 to 8 across five batches.
 //
 // The golden files in tests/golden/transaction/ pin: the run summaries; the outbox rows in id
 // order (destination, idempotency_key, partition_key, sequence, status, attempts, last_error,
@@ -18,7 +26,8 @@
 // webhook-signature (the test checks instead that the signature is HMAC-SHA256 over
 // `id.timestamp.body` with the test secret and that the timestamp is the time of the test);
 // the day of a record without occurred_at in daily_totals (its creation day: written
-// `<creation day>`); serial ids (ordered by, never printed).
+// `<creation day>`). Serial ids are ordered by, never printed: a retried transaction skips
+// values.
 //
 // Regenerate the golden files deliberately, after a change that is meant to alter them:
 //   TIDEMARK_UPDATE_GOLDEN=1 build/e2e_tests --gtest_filter='GoldenTransaction.*'
