@@ -227,14 +227,17 @@ class TestReceiver::Server {
 
   std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
     ReceivedRequest received;
+    received.method = std::string(request.method_string());
+    received.target = std::string(request.target());
     received.webhook_id = header(request, "webhook-id");
     received.key = percent_decode(received.webhook_id);
     received.idempotency_key = header(request, "Idempotency-Key");
     received.content_type = std::string(request[bhttp::field::content_type]);
     received.body = request.body();
-    const std::string timestamp = header(request, "webhook-timestamp");
-    const std::string signature = header(request, "webhook-signature");
-    const connectors::http::SignedHeaders headers{received.webhook_id, timestamp, signature};
+    received.webhook_timestamp = header(request, "webhook-timestamp");
+    received.webhook_signature = header(request, "webhook-signature");
+    const connectors::http::SignedHeaders headers{received.webhook_id, received.webhook_timestamp,
+                                                  received.webhook_signature};
     received.signature_valid = connectors::http::verify(state_->key, headers, request.body(), std::time(nullptr)) ==
                                connectors::http::Verification::kValid;
 

@@ -23,10 +23,14 @@ enum class Failure {
 };
 
 struct ReceivedRequest {
+  std::string method;  // "POST"
+  std::string target;  // the request target as sent: "/events"
   std::string webhook_id;
   std::string key;  // webhook-id percent-decoded: the outbox idempotency_key (docs/delivery.md)
   std::string idempotency_key;
   std::string content_type;
+  std::string webhook_timestamp;  // as received, so that a test can check the signature itself
+  std::string webhook_signature;
   std::string body;
   bool signature_valid = false;
   Failure failure = Failure::kNone;  // how it was answered (kNone: 2xx, or 401 when unsigned)
