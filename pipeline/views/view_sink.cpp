@@ -19,7 +19,8 @@ struct ViewSinkLane {
 
   db::ConnectionPool database;
   // One thread for the applies of every view sink: they overlap the relay's own work, and
-  // one connection of the pool is in use at a time, as when the relay's thread applied them.
+  // one apply (one connection of the pool) runs at a time, as when the relay applied them
+  // itself.
   boost::asio::thread_pool apply_thread{1};
 };
 
