@@ -50,7 +50,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     const auto config = options->database.load_config();
     if (!config) throw UsageError("relay needs --config FILE: the destinations to deliver to come from the config");
     const std::string url = options->database.connect_url(config);
-    // Before the sinks start their threads (see block_stop_signals).
+    // Before the sinks and the relay start their threads (see block_stop_signals).
     if (!options->once) block_stop_signals();
     auto sinks = make_sinks(*config, url);
     if (sinks.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <functional>
 #include <list>
 #include <mutex>
@@ -88,22 +89,25 @@ struct Service::Impl {
     return "";
   }
 
-  // Relay::run() blocks (it returns only after stop(), and waits database outages out
-  // itself), so it runs on a thread of its own; how it ended is posted back to the
-  // io_context, which supervises it: any error restarts it after a backoff timer, counted in
-  // tidemark_component_restarts_total{component="relay"}, so it never ends silently.
+  // The relay's loop is a coroutine on `io` (its libpqxx work on a thread of its own); how it
+  // ended comes back to `io`, which supervises it: any error restarts it after a backoff
+  // timer, counted in tidemark_component_restarts_total{component="relay"}, so it never ends
+  // silently. While the loop runs, io.run() goes on.
   void start_relay() {
     const auto started = std::chrono::steady_clock::now();
-    // The work guard keeps io.run() going while the relay runs.
-    asio::post(relay_thread, [this, started, guard = asio::make_work_guard(io)] {
+    relay->start(io, [this, started](std::exception_ptr error) {
       std::string failure;
-      try {
-        relay->run();
-      } catch (const std::exception& error) {
-        failure = error.what();
+      if (error) {
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& exception) {
+          failure = exception.what();
+        } catch (...) {
+          // not a std::exception: no text of its own
+        }
         if (failure.empty()) failure = "unknown error";
       }
-      asio::post(io, [this, started, failure] { relay_ended(started, failure); });
+      relay_ended(started, failure);
     });
   }
 
@@ -205,7 +209,7 @@ struct Service::Impl {
     for (auto& timer : timers) timer.cancel();
     relay_restart.cancel();
     runs.request_stop();
-    if (relay) relay->stop();
+    if (relay) relay->stop();  // cancels the loop's waits; it records the answers in flight and ends
     asio::co_spawn(io, finish_stop(), asio::detached);
   }
 
@@ -235,8 +239,7 @@ struct Service::Impl {
   asio::thread_pool workers;
   HttpServer server;
   std::list<asio::system_timer> timers;
-  std::unique_ptr<pipeline::relay::Relay> relay;
-  asio::thread_pool relay_thread{1};  // after `relay`: joined before it goes
+  std::unique_ptr<pipeline::relay::Relay> relay;  // its loop runs on `io`
   asio::steady_timer relay_restart;   // io thread only
   std::chrono::milliseconds relay_delay = kFirstRestartDelay;  // io thread only
   std::mutex relay_mutex;
@@ -273,7 +276,6 @@ int Service::run(std::function<void()> on_stopped) {
   if (self.relay) self.start_relay();
   self.io.run();
   self.workers.join();
-  self.relay_thread.join();
   spdlog::info("tidemark serve: stopped");
   return 0;
 }

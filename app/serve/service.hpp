@@ -1,7 +1,8 @@
 #pragma once
 // `tidemark serve`: one process, one io_context running the HTTP API, the scheduler, the
-// housekeeping timers, the relay's supervision and the stop; the blocking work (runs,
-// database requests, the outbox relay's loop) on thread pools whose results come back to it.
+// housekeeping timers, the outbox relay's loop and its supervision, and the stop; the
+// blocking work (runs, database requests, the relay's statements) on thread pools whose
+// results come back to it.
 #include <chrono>
 #include <cstddef>
 #include <functional>

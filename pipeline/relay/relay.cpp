@@ -3,10 +3,20 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "metrics/metrics.hpp"
+#include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
@@ -14,6 +24,8 @@
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
+
+namespace asio = boost::asio;
 
 namespace {
 
@@ -101,12 +113,32 @@ std::string redact_urls(std::string_view text) {
   return redacted;
 }
 
+// The loop's Asio state. The loop runs on a strand of the io_context it was started on; the
+// libpqxx work runs on `database_thread`, the only thread that touches the connection pool.
+struct Relay::Async {
+  using Strand = asio::strand<asio::io_context::executor_type>;
+
+  static asio::awaitable<void> loop(Relay* relay);
+  // Runs `*work` on the relay's pooled connection with database retries; for ever in run()
+  // (see RelayOptions::database_retries), throws when stopping or in drain().
+  static asio::awaitable<void> with_database(Relay* relay, const char* what,
+                                             const std::function<void(pqxx::connection&)>* work);
+  // Waits `how_long` on `timer`, or until the wait is cancelled (an answer or stop()).
+  static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long);
+
+  asio::thread_pool database_thread{1};
+  std::optional<Strand> executor;           // guarded by the relay's mutex_: the running loop's
+  std::optional<asio::steady_timer> wake;   // on the strand: the wait for an answer or the idle poll
+  std::optional<asio::steady_timer> outage;  // on the strand: the wait a database outage out
+};
+
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
     : options_(std::move(options)),
       metrics_(metrics),
       destinations_(text_array(sinks)),
       database_(std::move(database_url), options_.database_retries, prepare),
       rng_(options_.seed),
+      async_(std::make_unique<Async>()),
       sinks_(std::move(sinks)) {
   if (metrics_ == nullptr) return;
   // Every series exists from the start, so that increase() and the alerts see the first
@@ -123,66 +155,164 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
 
 Relay::~Relay() = default;
 
-RelayStats Relay::drain() { return loop(true); }
+RelayStats Relay::drain() { return run_here(true); }
 
-RelayStats Relay::run() { return loop(false); }
+RelayStats Relay::run() { return run_here(false); }
 
-void Relay::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stop_requested_ = true;
-  }
-  answered_.notify_all();
+void Relay::start(asio::io_context& io, std::function<void(std::exception_ptr)> ended) {
+  begin(io, false, std::move(ended));
 }
 
-RelayStats Relay::loop(bool once) {
+RelayStats Relay::run_here(bool once) {
+  asio::io_context io(1);
+  std::exception_ptr failure;
+  begin(io, once, [&failure](std::exception_ptr error) { failure = std::move(error); });
+  io.run();  // until the loop has ended
+  if (failure) std::rethrow_exception(failure);
+  return stats_;
+}
+
+void Relay::begin(asio::io_context& io, bool once, std::function<void(std::exception_ptr)> ended) {
   stats_ = {};
   once_ = once;
-  auto next_refresh = std::chrono::steady_clock::now();
-  for (;;) {
-    std::vector<Answer> answers;
-    bool stopping = false;
+  const Async::Strand strand = asio::make_strand(io);
+  async_->wake.emplace(strand);
+  async_->outage.emplace(strand);
+  {
+    std::lock_guard lock(mutex_);
+    async_->executor = strand;
+  }
+  asio::co_spawn(strand, Async::loop(this), [this, ended = std::move(ended)](std::exception_ptr error) {
     {
       std::lock_guard lock(mutex_);
-      answers.assign(std::make_move_iterator(answers_.begin()), std::make_move_iterator(answers_.end()));
-      answers_.clear();
-      stopping = stop_requested_;
+      async_->executor.reset();  // no more wakes: this io_context may go now
     }
-    std::vector<long long> delays;
-    settle(answers, delays);
-    const std::size_t capacity =
-        stopping || sinks_.empty() ? 0 : options_.config.max_in_flight - (in_flight_ - answers.size());
-    std::vector<OutboxEvent> claimed;
+    async_->wake.reset();
+    async_->outage.reset();
+    ended(std::move(error));
+  });
+}
+
+void Relay::stop() {
+  std::lock_guard lock(mutex_);
+  stop_requested_ = true;
+  // The loop looks at the flag before each wait; the wait it is in (if any) is cancelled.
+  if (async_->executor) {
+    asio::post(*async_->executor, [async = async_.get()] {
+      if (async->wake) async->wake->cancel();
+      if (async->outage) async->outage->cancel();
+    });
+  }
+}
+
+bool Relay::stop_requested() {
+  std::lock_guard lock(mutex_);
+  return stop_requested_;
+}
+
+void Relay::answered(Answer answer) {
+  std::lock_guard lock(mutex_);
+  answers_.push_back(std::move(answer));
+  if (async_->executor) {
+    asio::post(*async_->executor, [async = async_.get()] {
+      if (async->wake) async->wake->cancel();
+    });
+  }
+}
+
+asio::awaitable<void> Relay::Async::wait(asio::steady_timer* timer, Duration how_long) {
+  timer->expires_after(how_long);
+  boost::system::error_code cancelled;
+  co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+}
+
+asio::awaitable<void> Relay::Async::loop(Relay* relay) {
+  Relay& self = *relay;
+  // The loop's state, in named locals that the database work (on the database thread, while
+  // the loop awaits it) reads and fills.
+  std::vector<Answer> answers;
+  std::vector<long long> delays;
+  std::size_t capacity = 0;
+  std::vector<OutboxEvent> claimed;
+  std::map<std::string, double> pending;
+  const std::function<void(pqxx::connection&)> record_and_claim = [&](pqxx::connection& connection) {
+    self.record_and_claim(connection, answers, delays, capacity, claimed);
+  };
+  const std::function<void(pqxx::connection&)> count_pending = [&](pqxx::connection& connection) {
+    self.count_pending(connection, pending);
+  };
+  auto next_refresh = std::chrono::steady_clock::now();
+  for (;;) {
+    bool stopping = false;
+    {
+      std::lock_guard lock(self.mutex_);
+      answers.assign(std::make_move_iterator(self.answers_.begin()), std::make_move_iterator(self.answers_.end()));
+      self.answers_.clear();
+      stopping = self.stop_requested_;
+    }
+    self.settle(answers, delays);
+    capacity = stopping || self.sinks_.empty() ? 0 : self.options_.config.max_in_flight - (self.in_flight_ - answers.size());
+    claimed.clear();
     if (!answers.empty() || capacity > 0) {
       try {
-        claimed = record_and_claim(answers, delays, capacity);
-      } catch (const std::exception&) {
+        co_await with_database(relay, "record delivery results and claim due outbox events", &record_and_claim);
+      } catch (...) {
         // Unrecorded, these answers' leases run out and the events go again (at least once).
         // They are no longer in flight, so a loop started again counts its capacity right.
-        in_flight_ -= answers.size();
+        self.in_flight_ -= answers.size();
         throw;
       }
     }
-    account(answers);
+    self.account(answers);
     const bool claimed_any = !claimed.empty();
-    send(std::move(claimed));
+    self.send(std::move(claimed));
 
-    if (metrics_ != nullptr && std::chrono::steady_clock::now() >= next_refresh) {
-      refresh_pending();
+    if (self.metrics_ != nullptr && std::chrono::steady_clock::now() >= next_refresh) {
+      co_await with_database(relay, "count pending outbox events", &count_pending);
+      self.publish_pending(pending);
       next_refresh = std::chrono::steady_clock::now() + kPendingRefreshInterval;
     }
 
-    std::unique_lock lock(mutex_);
-    if (in_flight_ > 0) {
-      // Wake for the first answer; the timeout lets newly due rows in while slow ones run.
-      answered_.wait_for(lock, options_.poll_interval, [this] { return !answers_.empty(); });
-    } else if (!claimed_any && answers_.empty()) {
-      if (once || stop_requested_) break;
-      answered_.wait_for(lock, options_.poll_interval, [this] { return stop_requested_; });
+    // No suspension from the look at the queue to the wait: an answer or a stop() that comes
+    // after the look cancels the wait, on this strand.
+    bool wait = false;
+    {
+      std::lock_guard lock(self.mutex_);
+      if (self.in_flight_ > 0) {
+        // Wake for the first answer; the timeout lets newly due rows in while slow ones run.
+        wait = self.answers_.empty();
+      } else if (!claimed_any && self.answers_.empty()) {
+        if (self.once_ || self.stop_requested_) break;
+        wait = true;
+      }
     }
+    if (wait) co_await Async::wait(&*self.async_->wake, self.options_.poll_interval);
   }
-  if (metrics_ != nullptr) refresh_pending();
-  return stats_;
+  if (self.metrics_ != nullptr) {
+    co_await with_database(relay, "count pending outbox events", &count_pending);
+    self.publish_pending(pending);
+  }
+}
+
+asio::awaitable<void> Relay::Async::with_database(Relay* relay, const char* what,
+                                                  const std::function<void(pqxx::connection&)>* work) {
+  Relay& self = *relay;
+  const std::function<void()> attempt = [&self, what, work] { self.database_.with_connection(what, *work); };
+  for (;;) {
+    try {
+      co_await async::offload(&self.async_->database_thread, &attempt);
+      if (self.waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
+      co_return;
+    } catch (const db::RetriesExhausted& error) {
+      // A long outage is the world failing, not the relay: a serving relay waits it out, with
+      // the answers in hand kept for when it ends. drain() (relay --once) reports it instead.
+      if (self.once_ || self.stop_requested()) throw;
+      self.waiting_for_database_ = true;
+      spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
+    }
+    // Cancelled by stop(), which then ends the wait for the database with the next failure.
+    co_await Async::wait(&*self.async_->outage, self.options_.database_retries.max_delay);
+  }
 }
 
 void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays) {
@@ -212,46 +342,43 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
   }
 }
 
-std::vector<OutboxEvent> Relay::record_and_claim(const std::vector<Answer>& answers,
-                                                 const std::vector<long long>& delays, std::size_t capacity) {
+void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
+                             const std::vector<long long>& delays, std::size_t capacity,
+                             std::vector<OutboxEvent>& claimed) {
   std::vector<std::int64_t> delivered;
   for (const auto& answer : answers) {
     if (answer.result.status == DeliveryResult::Status::kDelivered) delivered.push_back(answer.id);
   }
   const std::string delivered_ids = db::bigint_array_literal(delivered);
 
-  std::vector<OutboxEvent> claimed;
   // Each statement commits on its own: every mark is idempotent and fenced, and the claim
   // is one atomic UPDATE whose lease is committed before anything is sent. Failures (rare)
   // are recorded first, one statement each; the deliveries are recorded by the claim itself,
   // so the usual loop costs one round trip. The successor of an event delivered just now is
   // claimable in that same statement (claim.sql).
-  with_database("record delivery results and claim due outbox events", [&](pqxx::connection& connection) {
-    claimed.clear();
-    pqxx::nontransaction txn(connection);
-    for (std::size_t i = 0; i < answers.size(); ++i) {
-      const auto& answer = answers[i];
-      if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
-      const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
-      txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
+  claimed.clear();  // an attempt retried starts again
+  pqxx::nontransaction txn(connection);
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    const auto& answer = answers[i];
+    if (answer.result.status == DeliveryResult::Status::kDelivered) continue;
+    const char* status = answer.result.status == DeliveryResult::Status::kDead ? "dead" : "pending";
+    txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
+  }
+  if (capacity > 0 || delivered_ids.size() > 2) {
+    const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
+                                        static_cast<long long>(options_.lease.count()), delivered_ids);
+    for (const auto& row : rows) {
+      OutboxEvent event;
+      event.id = row[0].as<std::int64_t>();
+      event.destination = row[1].as<std::string>();
+      event.idempotency_key = row[2].as<std::string>();
+      event.partition_key = row[3].is_null() ? std::string() : row[3].as<std::string>();
+      event.sequence = row[4].is_null() ? 0 : row[4].as<std::int64_t>();
+      event.payload = row[5].as<std::string>();
+      event.attempt = row[6].as<int>();
+      claimed.push_back(std::move(event));
     }
-    if (capacity > 0 || delivered_ids.size() > 2) {
-      const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
-                                          static_cast<long long>(options_.lease.count()), delivered_ids);
-      for (const auto& row : rows) {
-        OutboxEvent event;
-        event.id = row[0].as<std::int64_t>();
-        event.destination = row[1].as<std::string>();
-        event.idempotency_key = row[2].as<std::string>();
-        event.partition_key = row[3].is_null() ? std::string() : row[3].as<std::string>();
-        event.sequence = row[4].is_null() ? 0 : row[4].as<std::int64_t>();
-        event.payload = row[5].as<std::string>();
-        event.attempt = row[6].as<int>();
-        claimed.push_back(std::move(event));
-      }
-    }
-  });
-  return claimed;
+  }
 }
 
 void Relay::send(std::vector<OutboxEvent> events) {
@@ -267,11 +394,7 @@ void Relay::send(std::vector<OutboxEvent> events) {
         ->deliver(std::move(event), [this, answer = std::move(answer), started](DeliveryResult result) mutable {
           answer.result = std::move(result);
           answer.elapsed = std::chrono::steady_clock::now() - started;
-          {
-            std::lock_guard lock(mutex_);
-            answers_.push_back(std::move(answer));
-          }
-          answered_.notify_all();
+          answered(std::move(answer));
         });
   }
 }
@@ -317,35 +440,18 @@ void Relay::account(const std::vector<Answer>& answers) {
   }
 }
 
-void Relay::refresh_pending() {
-  std::map<std::string, double> pending;
+void Relay::count_pending(pqxx::connection& connection, std::map<std::string, double>& pending) {
+  pending.clear();  // an attempt retried starts again
   for (const auto& [name, sink] : sinks_) pending[name] = 0;
-  with_database("count pending outbox events", [&](pqxx::connection& connection) {
-    pqxx::read_transaction txn(connection);
-    for (const auto& row : txn.exec(std::string(sql::kRelayPendingCounts))) {
-      pending[row[0].as<std::string>()] = row[1].as<double>();
-    }
-  });
-  for (const auto& [destination, count] : pending) {
-    metrics_->outbox_pending.Add({{"destination", destination}}).Set(count);
+  pqxx::read_transaction txn(connection);
+  for (const auto& row : txn.exec(std::string(sql::kRelayPendingCounts))) {
+    pending[row[0].as<std::string>()] = row[1].as<double>();
   }
 }
 
-void Relay::with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work) {
-  for (;;) {
-    try {
-      database_.with_connection(what, work);
-      if (waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
-      return;
-    } catch (const db::RetriesExhausted& error) {
-      // A long outage is the world failing, not the relay: a serving relay waits it out, with
-      // the answers in hand kept for when it ends. drain() (relay --once) reports it instead.
-      std::unique_lock lock(mutex_);
-      if (once_ || stop_requested_) throw;
-      waiting_for_database_ = true;
-      spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
-      answered_.wait_for(lock, options_.database_retries.max_delay, [this] { return stop_requested_; });
-    }
+void Relay::publish_pending(const std::map<std::string, double>& pending) {
+  for (const auto& [destination, count] : pending) {
+    metrics_->outbox_pending.Add({{"destination", destination}}).Set(count);
   }
 }
 

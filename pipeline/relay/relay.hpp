@@ -2,12 +2,16 @@
 // The outbox relay (docs/rules.md rules 6, 9, 11, 12): claims due outbox rows in short
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
+// The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on a thread of
+// the relay's own. This header stays free of Asio: the CLI and the tests include it.
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <functional>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
@@ -19,6 +23,10 @@
 #include "pipeline/core/sink.hpp"
 #include "pipeline/store/pg/connection_pool.hpp"
 #include "pipeline/store/pg/database.hpp"
+
+namespace boost::asio {
+class io_context;
+}
 
 namespace tidemark::metrics {
 struct Metrics;
@@ -65,11 +73,19 @@ class Relay {
   Relay& operator=(const Relay&) = delete;
 
   // `relay --once`: delivers what is due, waits for the answers, and returns when nothing
-  // is due and nothing is in flight. Retries scheduled for later stay pending.
+  // is due and nothing is in flight. Retries scheduled for later stay pending. Runs the loop
+  // on an io_context of its own, on the calling thread.
   RelayStats drain();
   // Delivers until stop() is called, looking for due rows every poll_interval when idle.
+  // Runs the loop on an io_context of its own, on the calling thread.
   RelayStats run();
-  // Thread-safe. run() stops claiming, waits for the answers in flight, records them, returns.
+  // run() on `io` (serve's): the loop runs there as a coroutine and returns at once;
+  // `ended` is called on `io` when the loop has ended, with its error (null after stop()).
+  // `io` must outlive the loop; one loop at a time per Relay.
+  void start(boost::asio::io_context& io, std::function<void(std::exception_ptr)> ended);
+  // Thread-safe, by cancellation: the loop's waits are cancelled on its io_context, it stops
+  // claiming, waits for the answers in flight, records them and ends. A loop started later
+  // ends at once.
   void stop();
   // Thread-safe: run() has spent a whole round of database retries and is still waiting for
   // the database (readiness reports it); false again once a statement succeeds.
@@ -85,36 +101,44 @@ class Relay {
     std::chrono::steady_clock::duration elapsed{};
   };
 
-  RelayStats loop(bool once);
+  // The coroutines and their Asio state (relay.cpp).
+  struct Async;
+
+  RelayStats run_here(bool once);
+  void begin(boost::asio::io_context& io, bool once, std::function<void(std::exception_ptr)> ended);
   // Settles the answers' final status (out of attempts = dead) and retry delays.
   void settle(std::vector<Answer>& answers, std::vector<long long>& delays);
-  // Records the answers, then claims up to `capacity` due events; each statement commits.
-  std::vector<OutboxEvent> record_and_claim(const std::vector<Answer>& answers, const std::vector<long long>& delays,
-                                            std::size_t capacity);
+  // Records the answers, then claims up to `capacity` due events into `claimed`; each
+  // statement commits. On the database thread.
+  void record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
+                        const std::vector<long long>& delays, std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
   void send(std::vector<OutboxEvent> events);
-  void refresh_pending();
-  // Runs `work` on the relay's pooled connection with database retries; for ever in run()
-  // (see RelayOptions::database_retries), throws when stopping or in drain().
-  void with_database(std::string_view what, const std::function<void(pqxx::connection&)>& work);
+  // The pending events per destination into `pending`. On the database thread.
+  void count_pending(pqxx::connection& connection, std::map<std::string, double>& pending);
+  void publish_pending(const std::map<std::string, double>& pending);
+  // Called by the sinks, from any thread: queues the answer and wakes the loop.
+  void answered(Answer answer);
+  bool stop_requested();
   Duration retry_delay(const Answer& answer);
 
   RelayOptions options_;
   metrics::Metrics* metrics_;
   std::string destinations_;  // '{"a","b"}', the claim's destination filter
-  db::ConnectionPool database_;  // one connection in use at a time: the relay's thread only
+  db::ConnectionPool database_;  // one connection in use at a time: the database thread only
   std::mt19937_64 rng_;
   RelayStats stats_;
-  std::size_t in_flight_ = 0;  // touched by the relay's own thread only
+  std::size_t in_flight_ = 0;  // touched by the loop only
   bool once_ = false;          // the loop running is drain()'s
   std::atomic<bool> waiting_for_database_{false};
 
   std::mutex mutex_;
-  std::condition_variable answered_;
-  std::deque<Answer> answers_;  // filled by the sinks' threads
-  bool stop_requested_ = false;
+  std::deque<Answer> answers_;  // guarded by mutex_: filled by the sinks, from any thread
+  bool stop_requested_ = false;  // guarded by mutex_
 
+  // After database_: its thread is joined before the pool it uses goes.
+  std::unique_ptr<Async> async_;
   // Last, so the sinks (and their I/O threads) stop before the queue they answer into goes.
   Sinks sinks_;
 };

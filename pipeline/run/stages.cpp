@@ -10,20 +10,22 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "pipeline/async/offload.hpp"
+
 namespace tidemark::pipeline::detail {
 
 namespace {
 
 namespace asio = boost::asio;
+using async::offload;
 
 using ItemPtr = std::unique_ptr<StageItem>;
 // A null item is the producer's last message: it has nothing more (or failed).
 using Channel = asio::experimental::concurrent_channel<void(boost::system::error_code, ItemPtr)>;
 
-// Shared by the two stage coroutines. GCC 12 miscompiles some coroutine frames (temporaries
-// with destructors in a co_await expression, capturing lambdas as coroutines), so the
-// coroutines below are free functions that take this state by pointer and keep their items
-// here or in named locals.
+// Shared by the two stage coroutines. GCC 12 miscompiles some coroutine frames (see
+// pipeline/async/offload.hpp), so the coroutines below are free functions that take this
+// state by pointer and keep their items here or in named locals.
 struct Stages {
   Stages(ErasedStages stage_callbacks, asio::io_context& io)
       : callbacks(std::move(stage_callbacks)), channel(io, 1) {}
@@ -42,18 +44,6 @@ struct Stages {
   asio::thread_pool produce_pool{1};
   asio::thread_pool consume_pool{1};
 };
-
-asio::awaitable<void> run_blocking(const std::function<void()>* work) {
-  (*work)();
-  co_return;
-}
-
-// Runs blocking work on the pool; the awaiting stage resumes on its own executor, and an
-// exception from the work is rethrown there. The work itself cannot be interrupted.
-asio::awaitable<void> offload(asio::thread_pool* pool, const std::function<void()>* work) {
-  asio::awaitable<void> blocking = run_blocking(work);  // named: not a temporary of the co_await
-  co_await asio::co_spawn(*pool, std::move(blocking), asio::use_awaitable);
-}
 
 asio::awaitable<void> produce_stage(Stages* stages) {
   const std::function<void()> produce = [stages] { stages->produced = stages->callbacks.produce(); };

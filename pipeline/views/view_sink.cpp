@@ -1,34 +1,51 @@
 #include "pipeline/views/view_sink.hpp"
 
+#include <utility>
+
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
+
 #include "pipeline/views/admin.hpp"
 #include "pipeline/views/registry.hpp"
 
 namespace tidemark::pipeline::views {
 
-ViewSink::ViewSink(const View& view, std::shared_ptr<db::ConnectionPool> database)
-    : view_(view), name_(view.name()), database_(std::move(database)) {}
+struct ViewSinkLane {
+  explicit ViewSinkLane(const std::string& database_url) : database(database_url) {}
+  // Every apply queued runs (and calls its `done`) before the pool it uses goes.
+  ~ViewSinkLane() { apply_thread.join(); }
+  ViewSinkLane(const ViewSinkLane&) = delete;
+  ViewSinkLane& operator=(const ViewSinkLane&) = delete;
 
-void ViewSink::deliver(relay::OutboxEvent event, Completion done) { done(apply(event)); }
+  db::ConnectionPool database;
+  // One thread for the applies of every view sink: they overlap the relay's own work, and
+  // one apply (one connection of the pool) runs at a time, as when the relay applied them
+  // itself.
+  boost::asio::thread_pool apply_thread{1};
+};
 
-relay::DeliveryResult ViewSink::apply(const relay::OutboxEvent& event) {
+namespace {
+
+relay::DeliveryResult apply(const View& view, const std::string& name, db::ConnectionPool& database,
+                            const relay::OutboxEvent& event) {
   const auto view_event = parse_view_event(event);
-  if (!view_event) return relay::DeliveryResult::dead("the payload lacks a field the view " + name_ + " needs");
+  if (!view_event) return relay::DeliveryResult::dead("the payload lacks a field the view " + name + " needs");
   try {
     // One attempt: the relay's redelivery is the retry.
     relay::DeliveryResult result;
-    database_->attempt([&](pqxx::connection& connection) {
+    database.attempt([&](pqxx::connection& connection) {
       pqxx::work txn(connection);
-      const auto versions = receiving_versions(txn, name_);
+      const auto versions = receiving_versions(txn, name);
       if (versions.empty()) {
-        result = relay::DeliveryResult::retry("view " + name_ + " has no version to apply to; rebuild one");
+        result = relay::DeliveryResult::retry("view " + name + " has no version to apply to; rebuild one");
         return;
       }
       std::string waiting;
       for (const int version : versions) {
         // A version that refuses the event (gap) does not hold the others back: each keeps its
         // own version filter or inbox, so the redelivery is dropped where it already applied.
-        const std::string table = table_name(name_, version);
-        if (view_.apply(txn, table, *view_event, Feed::kLive) == ApplyOutcome::kGap) {
+        const std::string table = table_name(name, version);
+        if (view.apply(txn, table, *view_event, Feed::kLive) == ApplyOutcome::kGap) {
           waiting += (waiting.empty() ? "" : ", ") + table;
         }
       }
@@ -45,16 +62,28 @@ relay::DeliveryResult ViewSink::apply(const relay::OutboxEvent& event) {
   } catch (const std::exception& error) {
     // Connection loss, deadlock with a concurrent delivery, a dropped table: the transaction
     // rolled back, so trying again later is safe.
-    return relay::DeliveryResult::retry(std::string("view ") + name_ + ": " + error.what());
+    return relay::DeliveryResult::retry(std::string("view ") + name + ": " + error.what());
   }
+}
+
+}  // namespace
+
+ViewSink::ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane)
+    : view_(view), name_(view.name()), lane_(std::move(lane)) {}
+
+void ViewSink::deliver(relay::OutboxEvent event, Completion done) {
+  // By value and the lane by pointer: a sink may go before its applies ran; the lane (the
+  // last sink holds it) does not, and a registered View lives as long as the program.
+  boost::asio::post(lane_->apply_thread, [&view = view_, name = name_, lane = lane_.get(), event = std::move(event),
+                                          done = std::move(done)] { done(apply(view, name, lane->database, event)); });
 }
 
 relay::Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url) {
   relay::Sinks sinks;
-  auto database = std::make_shared<db::ConnectionPool>(database_url);
-  for (const auto& name : names) sinks.emplace(name, std::make_unique<ViewSink>(known_view(name), database));
+  auto lane = std::make_shared<ViewSinkLane>(database_url);
+  for (const auto& name : names) sinks.emplace(name, std::make_unique<ViewSink>(known_view(name), lane));
   if (!names.empty()) {
-    database->attempt([&](pqxx::connection& connection) { ensure_first_versions(connection, names); });
+    lane->database.attempt([&](pqxx::connection& connection) { ensure_first_versions(connection, names); });
   }
   return sinks;
 }

@@ -13,23 +13,27 @@
 
 namespace tidemark::pipeline::views {
 
+// What the view sinks of one make_view_sinks call share: the pool of connections and the
+// one thread their applies run on (view_sink.cpp).
+struct ViewSinkLane;
+
 class ViewSink : public relay::Sink {
  public:
-  ViewSink(const View& view, std::shared_ptr<db::ConnectionPool> database);
-  // Applies synchronously and calls `done` before returning.
+  ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane);
+  // Returns at once, as the Sink contract asks: the apply runs on the lane's thread, which
+  // calls `done` when it has committed or rolled back.
   void deliver(relay::OutboxEvent event, Completion done) override;
 
  private:
-  relay::DeliveryResult apply(const relay::OutboxEvent& event);
-
   const View& view_;
   std::string name_;
-  std::shared_ptr<db::ConnectionPool> database_;
+  std::shared_ptr<ViewSinkLane> lane_;
 };
 
 // One ViewSink per view in `names`, keyed by name, sharing one pool of connections to
-// `database_url`; creates version 1 of views that have none. ViewError for a name Tidemark
-// ships no view of (app/wiring reports it as a configuration error first).
+// `database_url` and one apply thread; creates version 1 of views that have none. ViewError
+// for a name Tidemark ships no view of (app/wiring reports it as a configuration error
+// first). The last sink to go waits for the applies queued before it goes.
 relay::Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url);
 
 }  // namespace tidemark::pipeline::views

@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <set>
 #include <thread>
 
+#include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
 
 #include "connectors/http/signature.hpp"
@@ -703,6 +705,73 @@ TEST(Outbox, ListFiltersByStatusAndDestination) {
   EXPECT_EQ(list_outbox(*connection, limited).size(), 2u);
   EXPECT_EQ(retry_dead_outbox_events(*connection), 1u);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending' AND attempts = 0"), "3");
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline::relay
+
+namespace tidemark::pipeline::relay {
+namespace {
+
+// Forwards to a real sink and counts the deliveries started off the io_context's thread.
+class LoopThreadSink : public Sink {
+ public:
+  LoopThreadSink(std::unique_ptr<Sink> inner, boost::asio::io_context& io) : inner_(std::move(inner)), io_(io) {}
+  void deliver(OutboxEvent event, Completion done) override {
+    ++deliveries;
+    if (!io_.get_executor().running_in_this_thread()) ++off_the_io_context;
+    inner_->deliver(std::move(event), std::move(done));
+  }
+  std::atomic<int> deliveries{0};
+  std::atomic<int> off_the_io_context{0};
+
+ private:
+  std::unique_ptr<Sink> inner_;
+  boost::asio::io_context& io_;
+};
+
+// serve's entry point: the loop runs on the io_context it is given (its deliveries start
+// there; the webhook sink's answers come back to it from the sink's own thread), and stop()
+// ends it by cancelling its idle wait, which would otherwise last an hour.
+TEST(Relay, StartRunsTheLoopOnTheGivenIoContextAndStopCancelsItsWait) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  insert_events(db, 3, 1);  // one account: each event is claimed once its predecessor is recorded
+  auto options = fast_options();
+  options.poll_interval = 1h;
+  boost::asio::io_context io;
+  auto sinks = sinks_for(receiver, options);
+  auto sink = std::make_unique<LoopThreadSink>(std::move(sinks.at(kDestination)), io);
+  auto& observed = *sink;
+  sinks[kDestination] = std::move(sink);
+  Relay relay(db.url(), std::move(sinks), options);
+
+  std::promise<std::exception_ptr> ended;
+  auto ended_future = ended.get_future();
+  relay.start(io, [&ended](std::exception_ptr error) { ended.set_value(std::move(error)); });
+  std::thread io_thread([&io] { io.run(); });
+  struct JoinIo {
+    Relay& relay;
+    std::thread& thread;
+    ~JoinIo() {
+      relay.stop();
+      if (thread.joinable()) thread.join();
+    }
+  } join_io{relay, io_thread};
+
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'") != "3" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "3");
+  relay.stop();
+  ASSERT_EQ(ended_future.wait_for(10s), std::future_status::ready) << "stop() did not end the loop";
+  EXPECT_EQ(ended_future.get(), nullptr);
+  io_thread.join();  // io.run() returned: the loop was the io_context's only work
+  EXPECT_EQ(observed.deliveries, 3);
+  EXPECT_EQ(observed.off_the_io_context, 0) << "deliveries started off the io_context's thread";
+  EXPECT_EQ(receiver.requests().size(), 3u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <iostream>
 #include <map>
 #include <random>
@@ -208,9 +209,11 @@ TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
     event.sequence = std::stoll(events[index][3]);
     event.payload = events[index][4];
     event.attempt = 1;
-    relay::DeliveryResult result;
-    sink.deliver(event, [&](relay::DeliveryResult answer) { result = std::move(answer); });
-    return result.status;
+    // deliver returns at once (the Sink contract); the answer comes from the sink's thread.
+    std::promise<relay::DeliveryResult> answered;
+    auto result = answered.get_future();
+    sink.deliver(event, [&](relay::DeliveryResult answer) { answered.set_value(std::move(answer)); });
+    return result.get().status;
   };
   const auto balance = [&] {
     return query_rows(db, "SELECT balance::numeric(20,2)::text, version FROM account_balance_v1");

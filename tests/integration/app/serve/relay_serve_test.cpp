@@ -6,8 +6,11 @@
 #include <stdlib.h>
 
 #include <chrono>
+#include <future>
 #include <iostream>
 #include <thread>
+
+#include <boost/asio/post.hpp>
 
 #include "app/serve/service.hpp"
 #include "tests/support/http_client.hpp"
@@ -86,6 +89,26 @@ TEST_F(RelayInServeTest, EveryRelaySeriesIsExportedAtZeroFromTheStart) {
   }
   EXPECT_NE(text.find(R"(tidemark_component_restarts_total{component="relay"} 0)"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(tidemark_records_total{outcome="superseded",pipeline="transactions"} 0)"), std::string::npos);
+}
+
+// The relay's loop runs on serve's io_context: while a job holds that io_context's one thread,
+// a due event is not delivered (a relay on a thread of its own would deliver it within its
+// 500 ms poll); once the thread is free again, it is.
+TEST_F(RelayInServeTest, RelayRunsOnServesIoContext) {
+  ASSERT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }));
+  std::promise<void> holding;
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  boost::asio::post(service_->io_context(), [&holding, released] {
+    holding.set_value();
+    released.wait();
+  });
+  holding.get_future().wait();
+  insert_event("hooks:held");
+  const bool delivered_while_held = receiver_.wait_for_applied(1, 3s);
+  release.set_value();
+  EXPECT_FALSE(delivered_while_held) << "the relay delivered while serve's io_context was held";
+  EXPECT_TRUE(receiver_.wait_for_applied(1, 20s)) << "the relay does not deliver once the io_context is free";
 }
 
 // A real unexpected error: the outbox table goes away under the relay (undefined_table is
