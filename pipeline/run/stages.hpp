@@ -1,6 +1,6 @@
 #pragma once
 // Two pipeline stages on Boost.Asio (DESIGN "Shape"): a producer and a consumer coroutine on
-// one io_context, linked by a concurrent channel of capacity 1, each handing its blocking
+// one io_context, linked by a concurrent channel that holds no buffer, each handing its blocking
 // work (a file read, a libpqxx commit) to a thread pool it co_awaits. The Asio headers stay
 // in stages.cpp: this header is included by the run controller, which must not see them.
 #include <functional>
@@ -40,8 +40,8 @@ StagesEnd run_erased_stages(ErasedStages stages);
 
 // Runs `produce` and `consume` as two stages and returns once both have ended; the calling
 // thread runs the io_context, `produce` and `consume` run in order, each on a pool thread
-// of its own. While item N is consumed, item N+1 is produced: at most one item
-// waits between them (plus the one the producer holds), so memory stays O(item).
+// of its own. While item N is consumed, item N+1 is produced and then waits for the
+// consumer: at most two items are alive at once, so memory stays O(item).
 // - `produce` returns nullopt when it has nothing more.
 // - `stop_requested` is asked before each item is taken: once it says yes, the items not
 //   yet taken are dropped, the producer is cancelled at its next hand-over, and the result

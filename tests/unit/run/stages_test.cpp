@@ -79,8 +79,9 @@ TEST(Stages, EachStageWorksOnAThreadOfItsOwnOffTheCallingThread) {
   EXPECT_EQ(consumers.count(std::this_thread::get_id()), 0u);
 }
 
-// Capacity 1: while item N is consumed, N+1 waits and the producer may make N+2, no more.
-// The producer then runs ahead of a consumer held on item 0 as far as it may, and no further.
+// A rendezvous channel: while item N is consumed, N+1 is made and waits in the producer's
+// hand-over, and N+2 is not begun. The producer then runs ahead of a consumer held on item 0
+// as far as it may, and no further.
 TEST(Stages, AtMostOneItemWaitsBetweenTheStages) {
   constexpr int kItems = 20;
   std::mutex mutex;
@@ -98,18 +99,18 @@ TEST(Stages, AtMostOneItemWaitsBetweenTheStages) {
   const auto consume = [&](int& item) {
     std::unique_lock lock(mutex);
     if (item == 0) {
-      // Items 1 and 2 can be made while item 0 is in hand: wait for them (an event)...
-      changed.wait(lock, [&] { return started >= 3; });
-      // ...then give a producer that ignores the bound a moment to make item 3; a correct
-      // one is blocked handing item 2 over, so this wait always runs out.
-      changed.wait_for(lock, std::chrono::milliseconds(100), [&] { return started >= 4; });
-      EXPECT_EQ(started, 3);
+      // Item 1 can be made while item 0 is in hand: wait for it (an event)...
+      changed.wait(lock, [&] { return started >= 2; });
+      // ...then give a producer that ignores the bound a moment to make item 2; a correct
+      // one is blocked handing item 1 over, so this wait always runs out.
+      changed.wait_for(lock, std::chrono::milliseconds(100), [&] { return started >= 3; });
+      EXPECT_EQ(started, 2);
     }
     ++finished;
   };
   EXPECT_EQ(run_two_stages<int>(produce, consume, nullptr), StagesEnd::kDrained);
   EXPECT_EQ(finished, kItems);
-  EXPECT_EQ(most_ahead, 2);  // item N+2 being made while N is consumed: the stages overlap
+  EXPECT_EQ(most_ahead, 1);  // item N+1 being made while N is consumed: the stages overlap
 }
 
 TEST(Stages, AProducerErrorIsRethrownAfterTheItemsBeforeItAreConsumed) {
@@ -142,7 +143,7 @@ TEST(Stages, AConsumerErrorCancelsTheProducerAndWaitsForIt) {
     std::unique_lock lock(mutex);
     const int item = started++;
     changed.notify_all();
-    if (item == 3) changed.wait(lock, [&] { return consumer_failing; });
+    if (item == 2) changed.wait(lock, [&] { return consumer_failing; });
     producing = false;
     return item;
   };
@@ -150,7 +151,7 @@ TEST(Stages, AConsumerErrorCancelsTheProducerAndWaitsForIt) {
   const auto consume = [&](int& item) {
     if (item == 1) {
       std::unique_lock lock(mutex);
-      changed.wait(lock, [&] { return started == 4; });  // the producer is inside item 3
+      changed.wait(lock, [&] { return started == 3; });  // the producer is inside item 2
       consumer_failing = true;
       changed.notify_all();
       throw std::runtime_error("commit failed");
@@ -164,7 +165,7 @@ TEST(Stages, AConsumerErrorCancelsTheProducerAndWaitsForIt) {
     EXPECT_STREQ(error.what(), "commit failed");
   }
   EXPECT_FALSE(producing) << "returned while a produce call was still running";
-  EXPECT_EQ(started, 4) << "the producer went on after the consumer failed";
+  EXPECT_EQ(started, 3) << "the producer went on after the consumer failed";
   EXPECT_THAT(consumed, ElementsAre(0));
 }
 
@@ -179,7 +180,7 @@ TEST(Stages, AStopFinishesTheItemInHandAndTakesNoOther) {
   };
   EXPECT_EQ(run_two_stages<int>(produce, consume, [&] { return stop.load(); }), StagesEnd::kStopped);
   EXPECT_THAT(consumed, ElementsAre(0, 1, 2));
-  EXPECT_LE(made, 5);  // items 3 (waiting) and 4 (in the producer's hands) are dropped
+  EXPECT_LE(made, 4);  // item 3 (waiting in the producer's hand-over) is dropped
 }
 
 TEST(Stages, AStopBeforeTheFirstItemConsumesNothing) {
