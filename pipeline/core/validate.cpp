@@ -316,7 +316,13 @@ std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
 
   const std::int64_t days = days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
   const std::int64_t local_seconds = days * kSecondsPerDay + *hour * 3600 + *minute * 60 + *second;
-  return (local_seconds - offset_seconds) * kMicrosPerSecond + micros;
+  const std::int64_t utc_micros = (local_seconds - offset_seconds) * kMicrosPerSecond + micros;
+  // An offset can carry a valid local time past year 1 or 9999 in UTC, which the canonical
+  // form (four-digit years) cannot print and timestamptz would hold as a BC date.
+  if (utc_micros < kMinTimestampMicros || utc_micros > kMaxTimestampMicros) {
+    return Rejection{"outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in " + quoted(text)};
+  }
+  return utc_micros;
 }
 
 std::string format_timestamp(std::int64_t utc_micros) {

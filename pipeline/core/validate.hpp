@@ -35,14 +35,15 @@ std::variant<std::string, Rejection> parse_decimal(std::string_view text, int pr
 // digits, no exponent, NaN or Infinity. Never goes through a double.
 std::variant<Amount, Rejection> parse_amount(std::string_view text);
 
-// RFC 3339 timestamp with an offset ("2024-05-01T10:00:00+02:00", "...Z", up to 6
-// fraction digits) to UTC microseconds since the epoch.
-std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text);
-
 // The instants a timestamp field holds, in UTC microseconds since the epoch:
 // 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z.
 inline constexpr std::int64_t kMinTimestampMicros = -62'135'596'800LL * 1'000'000;
 inline constexpr std::int64_t kMaxTimestampMicros = 253'402'300'800LL * 1'000'000 - 1;
+
+// RFC 3339 timestamp with an offset ("2024-05-01T10:00:00+02:00", "...Z", up to 6
+// fraction digits, no leap second) to UTC microseconds since the epoch, within
+// kMinTimestampMicros ... kMaxTimestampMicros once the offset is applied.
+std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text);
 
 // A calendar date "YYYY-MM-DD" of years 0001-9999 to days since 1970-01-01.
 std::variant<std::int64_t, Rejection> parse_date(std::string_view text);
