@@ -6,11 +6,13 @@
 // (session TimeZone UTC, DateStyle ISO), except timestamptz, which is read back with
 // to_char(v AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'): ::text trims the
 // microseconds. Inputs come from generators aimed at the edges of each rule (fixed seed,
-// printed on failure); the rejected ones are counted to show the generators reach both sides.
+// printed on failure); the rejected ones are counted to show the generators reach both sides,
+// and the text refused as invalid UTF-8 and the JSON refused must be refused by PostgreSQL too.
 #include <gtest/gtest.h>
 
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -271,11 +273,34 @@ TEST(FieldValuesAgainstPostgres, EveryAcceptedValueIsStoredAndReadsBackInCanonic
     std::map<int, std::pair<std::string, std::string>> expected;  // id -> source text, canonical
     int rejected = 0;
     int stored = 0;
+    int refusals_compared = 0;
     for (int id = 0; id < kValuesPerField; ++id) {
       const Field field = inputs.value(spec);
       const FieldCheck checked = validator.check(field);
-      if (std::holds_alternative<Rejection>(checked)) {
+      if (const auto* rejection = std::get_if<Rejection>(&checked)) {
         ++rejected;
+        // The other direction, where the rule is PostgreSQL's and not Tidemark's own
+        // stricter one (control characters, leap seconds, rounding): what the validator
+        // refuses as invalid UTF-8 or as JSON, PostgreSQL refuses too.
+        std::optional<std::string> refusal_query;
+        std::string argument = field.text;
+        if (spec.type == FieldType::kText && rejection->detail.find("invalid UTF-8") != std::string::npos) {
+          refusal_query = "SELECT convert_from(decode($1, 'hex'), 'UTF8')";
+          argument.clear();
+          append_hex(argument, field.text);
+        } else if (spec.type == FieldType::kJson && field.kind != FieldKind::kString &&
+                   field.kind != FieldKind::kOther) {
+          refusal_query = "SELECT $1::jsonb";
+        }
+        if (refusal_query) {
+          ++refusals_compared;
+          try {
+            txn.exec_params(*refusal_query, argument);
+            ADD_FAILURE() << "rejected (" << rejection->detail << ") but PostgreSQL stores it: "
+                          << escape_bytes(field.text);
+          } catch (const pqxx::data_exception&) {
+          }
+        }
         continue;
       }
       const CanonicalValue& canonical = std::get<CanonicalValue>(checked);
@@ -293,6 +318,9 @@ TEST(FieldValuesAgainstPostgres, EveryAcceptedValueIsStoredAndReadsBackInCanonic
     // Both sides of the rules are reached, or the property proves little.
     EXPECT_GT(stored, kValuesPerField / 5);
     EXPECT_GT(rejected, kValuesPerField / 50);
+    if (spec.type == FieldType::kJson || spec.type == FieldType::kText) {
+      EXPECT_GT(refusals_compared, 10);
+    }
 
     std::size_t compared = 0;
     for (const auto& row : txn.exec("SELECT id, " + read_back(spec, "original") + ", " +
