@@ -115,7 +115,7 @@ FieldPlan::FieldPlan(const std::vector<FieldSpec>& specs) {
   for (const FieldSpec& spec : specs) fields_.emplace_back(spec);
 }
 
-std::variant<std::vector<CanonicalValue>, Rejection> FieldPlan::check(
+std::variant<std::vector<CanonicalValue>, FieldFault> FieldPlan::check(
     std::span<const std::optional<Field>> values) const {
   if (values.size() != fields_.size()) {
     throw std::invalid_argument("field plan: " + std::to_string(values.size()) + " values for " +
@@ -125,7 +125,7 @@ std::variant<std::vector<CanonicalValue>, Rejection> FieldPlan::check(
   canonical.reserve(fields_.size());
   for (std::size_t i = 0; i < fields_.size(); ++i) {
     auto checked = fields_[i].check(values[i]);
-    if (auto* rejection = std::get_if<Rejection>(&checked)) return std::move(*rejection);
+    if (auto* rejection = std::get_if<Rejection>(&checked)) return FieldFault{i, std::move(*rejection)};
     canonical.push_back(std::move(std::get<CanonicalValue>(checked)));
   }
   return canonical;

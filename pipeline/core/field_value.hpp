@@ -4,6 +4,7 @@
 // value into its canonical form, the text PostgreSQL prints for the stored value, which the
 // conflict comparison compares and the payload carries; or says which rule it breaks. Pure:
 // no I/O, no clock, no third-party includes; generic over the declaration.
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -47,6 +48,13 @@ class FieldValidator {
   FieldSpec spec_;
 };
 
+// The first declared field a record breaks: its index in the plan (the quarantine entry's
+// `field` is fields()[field].spec().name) and the rejection, whose detail names it too.
+struct FieldFault {
+  std::size_t field = 0;
+  Rejection rejection;
+};
+
 // An entity's declared fields, compiled once, checked in declaration order.
 class FieldPlan {
  public:
@@ -56,7 +64,7 @@ class FieldPlan {
 
   // One decoded value per declared field, in declaration order, to their canonical forms;
   // the first rejection ends the check. `values` must hold exactly fields().size() values.
-  std::variant<std::vector<CanonicalValue>, Rejection> check(std::span<const std::optional<Field>> values) const;
+  std::variant<std::vector<CanonicalValue>, FieldFault> check(std::span<const std::optional<Field>> values) const;
 
  private:
   std::vector<FieldValidator> fields_;

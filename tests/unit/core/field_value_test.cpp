@@ -259,8 +259,9 @@ TEST(FieldPlan, ChecksEachFieldInDeclarationOrderAndNamesTheFirstAtFault) {
 
   const std::vector<std::optional<Field>> bad = {number("2.25"), std::nullopt, string_field("yes")};
   const auto rejected = plan.check(bad);
-  ASSERT_TRUE(std::holds_alternative<Rejection>(rejected));
-  EXPECT_EQ(std::get<Rejection>(rejected).detail, "currency: missing (required)");
+  ASSERT_TRUE(std::holds_alternative<FieldFault>(rejected));
+  EXPECT_EQ(std::get<FieldFault>(rejected).field, 1u);
+  EXPECT_EQ(std::get<FieldFault>(rejected).rejection.detail, "currency: missing (required)");
 
   const std::vector<std::optional<Field>> short_by_one = {number("1")};
   EXPECT_THROW((void)plan.check(short_by_one), std::invalid_argument);
