@@ -10,10 +10,23 @@
 
 namespace tidemark::pipeline {
 
-// How a field's value was written in the source. A format without types (a delimited text
-// line) gives kString always; JSON distinguishes strings from numbers so the validator can
-// name a type mistake.
-enum class FieldKind { kString, kNumber, kOther };
+// How a field's value was written in the source. JSON distinguishes strings from numbers and
+// booleans so the validator can name a type mistake. A format without types (a delimited text
+// line) may give kUntyped: its text may then be read as any type (`true` as a boolean,
+// `{"a": 1}` as a json object), where a JSON string is only ever a string.
+enum class FieldKind {
+  kString,
+  kNumber,   // text: the number's exact source text
+  kOther,    // a JSON boolean, object or array that the decoder does not tell apart
+  kBoolean,  // a JSON boolean: text "true" or "false"
+  kJson,     // a JSON object or array: text is its exact source text
+  kUntyped,  // text of a format without types; empty means absent
+};
+
+// Whether the value was written as text (a JSON string, or untyped text).
+inline constexpr bool is_text_kind(FieldKind kind) {
+  return kind == FieldKind::kString || kind == FieldKind::kUntyped;
+}
 
 struct Field {
   std::string text;  // for kNumber: the number's exact source text, never a double

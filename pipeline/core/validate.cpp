@@ -15,8 +15,9 @@ namespace tidemark::pipeline {
 namespace {
 
 constexpr std::size_t kMaxIdentifierCodePoints = 128;
-constexpr int kMaxAmountIntegerDigits = 10;
-constexpr int kMaxAmountFractionDigits = 2;
+// amount is numeric(12,2): at most 10 integer and 2 fraction digits.
+constexpr int kAmountPrecision = 12;
+constexpr int kAmountScale = 2;
 constexpr int kMaxTimestampFractionDigits = 6;
 constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 constexpr std::int64_t kSecondsPerDay = 86'400;
@@ -50,31 +51,13 @@ Rejection reject(std::string_view field, std::string_view rule) {
   return Rejection{std::string(field) + ": " + std::string(rule)};
 }
 
-// Checks UTF-8 well-formedness (decode_utf8), control characters and the length in code
-// points.
 std::optional<std::string> identifier_problem(std::string_view text) {
-  std::size_t code_points = 0;
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const Utf8Sequence sequence = decode_utf8(text.substr(i));
-    if (sequence.length == 0) return "invalid UTF-8 at byte " + std::to_string(i);
-    // C0, DEL and C1 controls.
-    if (const char32_t c = sequence.code_point; c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
-      return "control character at byte " + std::to_string(i);
-    }
-    i += sequence.length;
-    ++code_points;
-  }
-  if (code_points == 0) return std::string("empty");
-  if (code_points > kMaxIdentifierCodePoints) {
-    return "more than " + std::to_string(kMaxIdentifierCodePoints) + " characters (" +
-           std::to_string(code_points) + ")";
-  }
-  return std::nullopt;
+  if (text.empty()) return std::string("empty");
+  return text_problem(text, kMaxIdentifierCodePoints);
 }
 
 std::variant<std::string, Rejection> validate_identifier(std::string_view name, const Field& field) {
-  if (field.kind != FieldKind::kString) return reject(name, "must be a string");
+  if (!is_text_kind(field.kind)) return reject(name, "must be a string");
   if (auto problem = identifier_problem(field.text)) return reject(name, *problem);
   return field.text;
 }
@@ -83,20 +66,10 @@ std::variant<std::string, Rejection> validate_identifier(std::string_view name, 
 // decimal digits only, so "1.0", "1e3", "-1" and " 1" are refused whatever the kind.
 std::variant<std::int64_t, Rejection> validate_revision(const Field& field) {
   constexpr std::string_view kName = "source_revision";
-  if (field.kind == FieldKind::kOther) return reject(kName, "must be an integer");
-  const std::string_view text = field.text;
-  if (text.empty()) return reject(kName, "empty");
-  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
-  std::int64_t value = 0;
-  for (char c : text) {
-    if (!is_digit(c)) return reject(kName, "not an integer of decimal digits only in " + quoted(text));
-    const int digit = c - '0';
-    if (value > (kMax - digit) / 10) {
-      return reject(kName, "greater than 9223372036854775807 in " + quoted(text));
-    }
-    value = value * 10 + digit;
-  }
-  return value;
+  if (field.kind != FieldKind::kNumber && !is_text_kind(field.kind)) return reject(kName, "must be an integer");
+  auto revision = parse_integer(field.text, /*allow_minus=*/false);
+  if (const auto* rejection = std::get_if<Rejection>(&revision)) return reject(kName, rejection->detail);
+  return revision;
 }
 
 // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
@@ -151,13 +124,67 @@ bool char_at(std::string_view text, std::size_t pos, char expected) {
   return pos < text.size() && text[pos] == expected;
 }
 
+// Which part of a calendar date of years 0001-9999 is out of range, if any.
+std::optional<std::string_view> date_out_of_range(int year, int month, int day) {
+  if (year < 1) return "year";
+  if (month < 1 || month > 12) return "month";
+  if (day < 1 || static_cast<unsigned>(day) > days_in_month(year, static_cast<unsigned>(month))) return "day";
+  return std::nullopt;
+}
+
 }  // namespace
 
-std::variant<Amount, Rejection> parse_amount(std::string_view text) {
+std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters) {
+  std::size_t code_points = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const Utf8Sequence sequence = decode_utf8(text.substr(i));
+    if (sequence.length == 0) return "invalid UTF-8 at byte " + std::to_string(i);
+    // C0, DEL and C1 controls.
+    if (const char32_t c = sequence.code_point; c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
+      return "control character at byte " + std::to_string(i);
+    }
+    i += sequence.length;
+    ++code_points;
+  }
+  if (code_points > max_characters) {
+    return "more than " + std::to_string(max_characters) + " characters (" + std::to_string(code_points) + ")";
+  }
+  return std::nullopt;
+}
+
+std::variant<std::int64_t, Rejection> parse_integer(std::string_view text, bool allow_minus) {
+  if (text.empty()) return Rejection{"empty"};
+  const bool negative = allow_minus && text.front() == '-';
+  const std::string_view digits = negative ? text.substr(1) : text;
+  if (digits.empty()) return Rejection{"not an integer (an optional '-', then decimal digits) in " + quoted(text)};
+  // The magnitude in unsigned arithmetic, so that -2^63 is reachable without overflow.
+  constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+  const std::uint64_t limit = negative ? kMax + 1 : kMax;
+  std::uint64_t magnitude = 0;
+  for (char c : digits) {
+    if (!is_digit(c)) {
+      return Rejection{allow_minus ? "not an integer (an optional '-', then decimal digits) in " + quoted(text)
+                                   : "not an integer of decimal digits only in " + quoted(text)};
+    }
+    const auto digit = static_cast<std::uint64_t>(c - '0');
+    if (magnitude > (limit - digit) / 10) {
+      return Rejection{negative ? "less than -9223372036854775808 in " + quoted(text)
+                                : "greater than 9223372036854775807 in " + quoted(text)};
+    }
+    magnitude = magnitude * 10 + digit;
+  }
+  // Two's complement: 0 - magnitude is exact for every magnitude up to 2^63.
+  return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
+}
+
+std::variant<std::string, Rejection> parse_decimal(std::string_view text, int precision, int scale) {
   // Strict on purpose (docs/rules.md rule 5, no silent repair): at least one integer digit, and a
-  // point must be followed by a digit, so ".5", "5." and "130.000" are refused like "1e3".
+  // point must be followed by a digit, so ".5", "5." and "130.000" (scale 2) are refused like "1e3".
   const auto malformed = [&] {
-    return Rejection{"not a plain decimal ([+-]digits[.1-2 digits]) in " + quoted(text)};
+    const std::string shape =
+        scale == 0 ? "[+-]digits" : "[+-]digits[.1-" + std::to_string(scale) + " digits]";
+    return Rejection{"not a plain decimal (" + shape + ") in " + quoted(text)};
   };
   if (text.empty()) return Rejection{"empty"};
   std::size_t pos = 0;
@@ -177,23 +204,57 @@ std::variant<Amount, Rejection> parse_amount(std::string_view text) {
   }
   if (pos != text.size()) return malformed();
 
-  // Leading zeros hold no value: what counts is whether numeric(12,2) can store the number.
+  // Leading zeros hold no value: what counts is whether numeric(p,s) can store the number,
+  // which allows p - s digits before the point (none at all when p = s: "0.5" is fine).
   std::size_t significant_start = integer_start;
-  while (significant_start + 1 < integer_end && text[significant_start] == '0') ++significant_start;
-  if (integer_end - significant_start > kMaxAmountIntegerDigits) {
-    return Rejection{"more than 10 integer digits in " + quoted(text)};
+  while (significant_start < integer_end && text[significant_start] == '0') ++significant_start;
+  const auto integer_digits = static_cast<std::size_t>(precision - scale);
+  if (integer_end - significant_start > integer_digits) {
+    return Rejection{"more than " + std::to_string(integer_digits) + " integer digits in " + quoted(text)};
   }
-  if (fraction_end - fraction_start > kMaxAmountFractionDigits) {
-    return Rejection{"more than 2 fraction digits in " + quoted(text)};
+  if (fraction_end - fraction_start > static_cast<std::size_t>(scale)) {
+    return Rejection{"more than " + std::to_string(scale) + " fraction digits in " + quoted(text)};
   }
-  // At most 12 digits, so the magnitude fits an int64 with room to spare.
+  // numeric prints exactly `scale` fraction digits, at least one integer digit and no sign on zero.
+  std::string canonical;
+  canonical.reserve(static_cast<std::size_t>(precision) + 3);
+  if (significant_start == integer_end) {
+    canonical += '0';
+  } else {
+    canonical.append(text.substr(significant_start, integer_end - significant_start));
+  }
+  if (scale > 0) {
+    canonical += '.';
+    canonical.append(text.substr(fraction_start, fraction_end - fraction_start));
+    canonical.append(static_cast<std::size_t>(scale) - (fraction_end - fraction_start), '0');
+  }
+  if (negative && canonical.find_first_of("123456789") != std::string::npos) canonical.insert(0, 1, '-');
+  return canonical;
+}
+
+std::variant<Amount, Rejection> parse_amount(std::string_view text) {
+  auto decimal = parse_decimal(text, kAmountPrecision, kAmountScale);
+  if (auto* rejection = std::get_if<Rejection>(&decimal)) return std::move(*rejection);
+  // At most 12 digits, so the hundredths fit an int64 with room to spare.
+  const std::string& canonical = std::get<std::string>(decimal);
   std::int64_t cents = 0;
-  for (std::size_t i = significant_start; i < integer_end; ++i) cents = cents * 10 + (text[i] - '0');
-  for (std::size_t i = 0; i < kMaxAmountFractionDigits; ++i) {
-    const std::size_t at = fraction_start + i;
-    cents = cents * 10 + (at < fraction_end ? text[at] - '0' : 0);
+  for (char c : canonical) {
+    if (is_digit(c)) cents = cents * 10 + (c - '0');
   }
-  return Amount{negative ? -cents : cents};
+  return Amount{canonical.front() == '-' ? -cents : cents};
+}
+
+std::variant<std::int64_t, Rejection> parse_date(std::string_view text) {
+  const auto year = fixed_digits(text, 0, 4);
+  const auto month = fixed_digits(text, 5, 2);
+  const auto day = fixed_digits(text, 8, 2);
+  if (text.size() != 10 || !year || !char_at(text, 4, '-') || !month || !char_at(text, 7, '-') || !day) {
+    return Rejection{"not a date (YYYY-MM-DD) in " + quoted(text)};
+  }
+  if (const auto part = date_out_of_range(*year, *month, *day)) {
+    return Rejection{std::string(*part) + " out of range in " + quoted(text)};
+  }
+  return days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
 }
 
 std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
@@ -247,11 +308,7 @@ std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
   }
   if (pos != text.size()) return malformed();
 
-  if (*year < 1) return out_of_range("year");
-  if (*month < 1 || *month > 12) return out_of_range("month");
-  if (*day < 1 || static_cast<unsigned>(*day) > days_in_month(*year, static_cast<unsigned>(*month))) {
-    return out_of_range("day");
-  }
+  if (const auto part = date_out_of_range(*year, *month, *day)) return out_of_range(*part);
   if (*hour > 23) return out_of_range("hour");
   if (*minute > 59) return out_of_range("minute");
   // A leap second (60) is refused: PostgreSQL would silently roll it into the next minute.
@@ -259,7 +316,13 @@ std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
 
   const std::int64_t days = days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
   const std::int64_t local_seconds = days * kSecondsPerDay + *hour * 3600 + *minute * 60 + *second;
-  return (local_seconds - offset_seconds) * kMicrosPerSecond + micros;
+  const std::int64_t utc_micros = (local_seconds - offset_seconds) * kMicrosPerSecond + micros;
+  // An offset can carry a valid local time past year 1 or 9999 in UTC, which the canonical
+  // form (four-digit years) cannot print and timestamptz would hold as a BC date.
+  if (utc_micros < kMinTimestampMicros || utc_micros > kMaxTimestampMicros) {
+    return Rejection{"outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in " + quoted(text)};
+  }
+  return utc_micros;
 }
 
 std::string format_timestamp(std::int64_t utc_micros) {
@@ -297,19 +360,21 @@ Validated validate(const DecodedRecord& decoded) {
 
   // JSON may carry the amount as a number or a string; the same rules apply to its text.
   if (!decoded.amount) return reject("amount", "missing");
-  if (decoded.amount->kind == FieldKind::kOther) return reject("amount", "must be a number or a string");
+  if (decoded.amount->kind != FieldKind::kNumber && !is_text_kind(decoded.amount->kind)) {
+    return reject("amount", "must be a number or a string");
+  }
   const auto amount = parse_amount(decoded.amount->text);
   if (const auto* rejection = std::get_if<Rejection>(&amount)) return reject("amount", rejection->detail);
   record.amount = std::get<Amount>(amount);
 
-  if (decoded.account_id && !(decoded.account_id->kind == FieldKind::kString && decoded.account_id->text.empty())) {
+  if (decoded.account_id && !(is_text_kind(decoded.account_id->kind) && decoded.account_id->text.empty())) {
     auto account_id = validate_identifier("account_id", *decoded.account_id);
     if (auto* rejection = std::get_if<Rejection>(&account_id)) return std::move(*rejection);
     record.account_id = std::move(std::get<std::string>(account_id));
   }
 
-  if (decoded.occurred_at && !(decoded.occurred_at->kind == FieldKind::kString && decoded.occurred_at->text.empty())) {
-    if (decoded.occurred_at->kind != FieldKind::kString) return reject("occurred_at", "must be a string");
+  if (decoded.occurred_at && !(is_text_kind(decoded.occurred_at->kind) && decoded.occurred_at->text.empty())) {
+    if (!is_text_kind(decoded.occurred_at->kind)) return reject("occurred_at", "must be a string");
     const auto occurred_at = parse_timestamp(decoded.occurred_at->text);
     if (const auto* rejection = std::get_if<Rejection>(&occurred_at)) {
       return reject("occurred_at", rejection->detail);

@@ -1,5 +1,9 @@
 #pragma once
 // The input contract of INTERFACE.md as a pure function: no I/O, no clock, no logging.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -13,13 +17,36 @@ using Validated = std::variant<Record, Rejection>;
 // A record with a decode_error is rejected with that error as its detail.
 Validated validate(const DecodedRecord& decoded);
 
+// What is wrong with `text` as text a column stores, if anything: invalid UTF-8, a control
+// character (C0, DEL, C1) or more than `max_characters` code points. Empty is fine here.
+std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters);
+
+// A bigint: decimal digits only, with an optional leading '-' when `allow_minus`; no '+',
+// spaces, point or exponent. -9223372036854775808 ... 9223372036854775807.
+std::variant<std::int64_t, Rejection> parse_integer(std::string_view text, bool allow_minus);
+
+// Exact decimal parsing for numeric(precision, scale): optional sign, at most
+// precision - scale integer and scale fraction digits, no exponent, NaN or Infinity, never
+// rounded and never through a double. The result is numeric's own text for the value:
+// "-130.05", "2.2500" (scale 4), "0.00" (no sign on zero), "7" (scale 0).
+std::variant<std::string, Rejection> parse_decimal(std::string_view text, int precision, int scale);
+
 // Exact decimal parsing for numeric(12,2): optional sign, at most 10 integer and 2 fraction
 // digits, no exponent, NaN or Infinity. Never goes through a double.
 std::variant<Amount, Rejection> parse_amount(std::string_view text);
 
+// The instants a timestamp field holds, in UTC microseconds since the epoch:
+// 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z.
+inline constexpr std::int64_t kMinTimestampMicros = -62'135'596'800LL * 1'000'000;
+inline constexpr std::int64_t kMaxTimestampMicros = 253'402'300'800LL * 1'000'000 - 1;
+
 // RFC 3339 timestamp with an offset ("2024-05-01T10:00:00+02:00", "...Z", up to 6
-// fraction digits) to UTC microseconds since the epoch.
+// fraction digits, no leap second) to UTC microseconds since the epoch, within
+// kMinTimestampMicros ... kMaxTimestampMicros once the offset is applied.
 std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text);
+
+// A calendar date "YYYY-MM-DD" of years 0001-9999 to days since 1970-01-01.
+std::variant<std::int64_t, Rejection> parse_date(std::string_view text);
 
 // Inverse of parse_timestamp for canonical output: "2024-05-01T08:00:00.000000Z".
 std::string format_timestamp(std::int64_t utc_micros);

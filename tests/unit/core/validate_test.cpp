@@ -354,6 +354,21 @@ TEST(ParseTimestamp, FractionsUpToSixDigits) {
   EXPECT_TRUE(timestamp_rejected("2024-05-01T08:00:00.Z"));
 }
 
+// Found by the validator fuzz target: an offset carried 0001-01-01T01:00:00+02:00 to year 0
+// in UTC, whose canonical form ("0000-12-31T23:00:00.000000Z") did not parse back.
+TEST(ParseTimestamp, TheOffsetMayNotCarryAnInstantPastYear1Or9999InUtc) {
+  EXPECT_EQ(format_timestamp(micros_of("0001-01-01T01:00:00+01:00")), "0001-01-01T00:00:00.000000Z");
+  EXPECT_EQ(format_timestamp(micros_of("9999-12-31T22:59:59.999999-01:00")), "9999-12-31T23:59:59.999999Z");
+  EXPECT_EQ(std::get<Rejection>(parse_timestamp("0001-01-01T01:00:00+02:00")).detail,
+            "outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in \"0001-01-01T01:00:00+02:00\"");
+  EXPECT_TRUE(timestamp_rejected("9999-12-31T23:00:00-01:00"));
+  DecodedRecord decoded = good_record();
+  decoded.occurred_at = text_field("0001-01-01T00:00:00.999999+00:01");
+  EXPECT_EQ(rejection_of(decoded),
+            "occurred_at: outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in "
+            "\"0001-01-01T00:00:00.999999+00:01\"");
+}
+
 TEST(ParseTimestamp, LeapDays) {
   EXPECT_EQ(micros_of("2024-02-29T00:00:00Z") + 86'400LL * 1'000'000, micros_of("2024-03-01T00:00:00Z"));
   EXPECT_EQ(micros_of("2000-02-29T12:00:00Z") + 12 * 3600LL * 1'000'000, micros_of("2000-03-01T00:00:00Z"));
