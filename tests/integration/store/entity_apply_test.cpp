@@ -228,5 +228,47 @@ TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializati
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM outbox"), "2");
 }
 
+// jsonb_build_object takes at most 100 arguments: a payload of 60 fields is built in parts.
+// Partitioned by an integer field, whose value is the partition as text. Fields named like
+// the statement's own columns and aliases (destination, ord, candidate, s, e) are no trouble.
+TEST(EntityApply, SixtyFieldsAllReachThePayloadAndAnIntegerPartitionIsItsText) {
+  TestDatabase db;
+  EntityDeclaration wide;
+  wide.name = "wide";
+  wide.table = "wide";
+  wide.key = "id";
+  wide.revision = "rev";
+  wide.partition_by = "f0";
+  std::string line = "0\tw-1\t1";
+  const std::vector<std::string> named = {"destination", "ord", "candidate", "s", "e"};
+  for (int i = 0; i < 60; ++i) {
+    const auto index = static_cast<std::size_t>(i);
+    const std::string name = i >= 1 && index <= named.size() ? named[index - 1] : "f" + std::to_string(i);
+    wide.fields.push_back({.name = name, .type = FieldType::kInteger});
+    line += "\t" + std::to_string(100 + i);
+  }
+  line += "\tt";
+  auto connection = db.connect();
+  db::ensure_entity_table(*connection, wide);
+  const auto sql = db::build_entity_sql(wide);
+  pqxx::work txn(*connection);
+  txn.exec(sql.create_stage);
+  {
+    db::CopyWriter copy(txn, sql.stage_table, sql.stage_columns);
+    copy.write_line(line);
+    copy.complete();
+  }
+  const auto verdicts = txn.exec_params(sql.apply_batch, "p", "{ledger}");
+  ASSERT_EQ(verdicts.size(), 1u);
+  EXPECT_EQ(verdicts[0]["verdict"].as<std::string>(), "inserted");
+  txn.commit();
+  EXPECT_EQ(db.scalar("SELECT partition_key FROM outbox"), "100");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox, jsonb_each(payload->'fields')"), "60");
+  EXPECT_EQ(db.scalar("SELECT payload->'fields'->>'f59' FROM outbox"), "159");
+  EXPECT_EQ(db.scalar("SELECT payload->'fields'->>'destination' FROM outbox"), "101");
+  EXPECT_EQ(db.scalar("SELECT destination || ' ' || e || ' ' || ord FROM wide"), "101 105 102");
+  EXPECT_EQ(db.scalar("SELECT payload->>'partition' FROM outbox"), "100");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
