@@ -270,5 +270,41 @@ TEST(EntityApply, SixtyFieldsAllReachThePayloadAndAnIntegerPartitionIsItsText) {
   EXPECT_EQ(db.scalar("SELECT payload->>'partition' FROM outbox"), "100");
 }
 
+// An entity may declare no fields: a key and a revision alone, partitioned by the key. Its
+// payloads carry empty `fields`, and a same revision can never conflict.
+TEST(EntityApply, AnEntityWithoutFieldsIsPartitionedByItsKeyAndNeverConflicts) {
+  TestDatabase db;
+  EntityDeclaration bare;
+  bare.name = "ticks";
+  bare.table = "ticks";
+  bare.key = "id";
+  bare.revision = "rev";
+  bare.partition_by = "id";
+  auto connection = db.connect();
+  db::ensure_entity_table(*connection, bare);
+  const auto sql = db::build_entity_sql(bare);
+  const auto apply = [&](const std::string& line) {
+    pqxx::work txn(*connection);
+    txn.exec(sql.create_stage);
+    db::CopyWriter copy(txn, sql.stage_table, sql.stage_columns);
+    copy.write_line(line);
+    copy.complete();
+    const auto verdicts = txn.exec_params(sql.apply_batch, "p", "{ledger}");
+    txn.commit();
+    return verdicts.empty() ? std::string() : verdicts[0]["verdict"].as<std::string>();
+  };
+  EXPECT_EQ(apply("0\tt-1\t1\tt"), "inserted");
+  EXPECT_EQ(apply("0\tt-1\t1\tt"), "unchanged");
+  EXPECT_EQ(apply("0\tt-1\t2\tt"), "updated");
+  EXPECT_EQ(query_rows(db, "SELECT partition_key, sequence, payload::text FROM outbox ORDER BY id"),
+            (Rows{{"t-1", "1",
+                   R"({"key": "t-1", "entity": "ticks", "fields": {}, "event_id": "ledger:ticks:t-1:1", )"
+                   R"("pipeline": "p", "previous": null, "revision": 1, "sequence": 1, "partition": "t-1"})"},
+                  {"t-1", "2",
+                   R"({"key": "t-1", "entity": "ticks", "fields": {}, "event_id": "ledger:ticks:t-1:2", )"
+                   R"("pipeline": "p", "previous": {"fields": {}, "revision": 1}, "revision": 2, "sequence": 2, )"
+                   R"("partition": "t-1"})"}}));
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
