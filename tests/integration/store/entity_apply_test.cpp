@@ -226,6 +226,24 @@ TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializati
   const std::string error = second.get();
   EXPECT_NE(error.find("another transaction wrote 1 of this batch's keys"), std::string::npos) << error;
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM outbox"), "2");
+  // Retried on a new snapshot, the batch sees the row and says so.
+  pqxx::work retry(*second_connection);
+  EXPECT_EQ(apply(retry, {kFirst}), (Rows{{"0", "unchanged", "0"}}));
+}
+
+// Conflicts compare values as stored: numeric at its scale, jsonb by value (key order and
+// spacing aside). `extra` is compared like a declared field.
+TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
+  apply({kFirst});
+  Staged same = kFirst;
+  same.values[1] = "2.250";                      // amount 2.25 at another scale
+  same.values[6] = R"({ "gift" : true })";       // meta, spaced differently
+  same.values[2] = "2026-03-01 08:00:00.5+00";  // placed_at, the same instant in UTC
+  Staged other_extra = kFirst;
+  other_extra.values[7] = R"({"channel": "app"})";
+  EXPECT_EQ(apply({same}), (Rows{{"0", "unchanged", "0"}}));
+  EXPECT_EQ(apply({other_extra}), (Rows{{"0", "conflict", "0"}}));
+  EXPECT_EQ(db_.scalar("SELECT extra::text FROM orders"), R"({"channel": "web"})");
 }
 
 // jsonb_build_object takes at most 100 arguments: a payload of 60 fields is built in parts.

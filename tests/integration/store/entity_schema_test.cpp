@@ -190,6 +190,11 @@ TEST_F(EntitySchemaTest, AForeignTableThatMatchesIsAdoptedWithTheBookkeepingColu
   EXPECT_EQ(columns("orders").back(), (Rows::value_type{"tidemark_updated_at", "timestamp with time zone", "f"}));
   // Adopted, it is Tidemark's: the next time changes nothing, a new field extends it.
   EXPECT_FALSE(ensure(orders()).adopted);
+  EntityDeclaration extended = orders();
+  extended.fields.push_back({.name = "paid", .type = FieldType::kBoolean});
+  const auto extension = ensure(extended);
+  EXPECT_FALSE(extension.adopted);
+  EXPECT_EQ(extension.added_columns, std::vector<std::string>{"paid"});
 }
 
 TEST_F(EntitySchemaTest, AForeignTableThatDoesNotMatchIsRefusedAndLeftAsItIs) {
