@@ -254,9 +254,10 @@ EntitySql build_entity_sql(const EntityDeclaration& entity) {
          "tidemark_ok\n    FROM (SELECT (SELECT count(*) FROM changes) - count(*) AS surprises\n            FROM "
          "upserted u JOIN changes c USING (" +
          key + ")\n           WHERE u.tidemark_inserted = (c.tidemark_stored_revision IS NULL)) s\n),\n";
-  sql += "applied AS (\n  SELECT c.*, " + partition +
-         " AS tidemark_partition,\n         row_number() OVER (PARTITION BY " + partition + " ORDER BY c.tidemark_ord) AS tidemark_nth,\n         count(*) OVER (PARTITION BY " +
-         partition + ") AS tidemark_in_batch\n    FROM changes c\n    JOIN upserted USING (" + key + ")\n),\n";
+  sql += "applied AS (\n  SELECT c.*, " + partition + " AS tidemark_partition,\n";
+  sql += "         row_number() OVER (PARTITION BY " + partition + " ORDER BY c.tidemark_ord) AS tidemark_nth,\n";
+  sql += "         count(*) OVER (PARTITION BY " + partition + ") AS tidemark_in_batch\n";
+  sql += "    FROM changes c\n    JOIN upserted USING (" + key + ")\n),\n";
   sql += "sequenced AS (\n  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, "
          "last_sequence)\n  SELECT d.destination, a.tidemark_partition, count(*)\n    FROM applied a CROSS JOIN "
          "unnest($2::text[]) AS d(destination)\n   GROUP BY d.destination, a.tidemark_partition\n  ON CONFLICT "
