@@ -1,16 +1,21 @@
 #include "pipeline/store/entity_sql.hpp"
 
+#include <algorithm>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
 
 namespace {
 
-// The names the generated statements add to an entity's own: every one starts with
-// tidemark_, which no declared key, revision or field may (check_identifier), so none can
-// shadow a declared column.
+// The stage's own columns, as sql/entity/create_stage.sql names them: like every name the
+// templates add to an entity's own, they start with tidemark_, which no declared key,
+// revision or field may (check_identifier), so none can shadow a declared column.
 constexpr std::string_view kOrd = "tidemark_ord";
 constexpr std::string_view kCandidate = "tidemark_candidate";
 
@@ -100,6 +105,27 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   return out;
 }
 
+// A template's placeholders ({{name}}) and their values; a later entry wins.
+using Placeholders = std::vector<std::pair<std::string_view, std::string>>;
+
+// `text` with each {{name}} replaced by its value, in one pass (a value is never scanned
+// again). A placeholder without a value is a bug in this file, caught by every test.
+std::string fill(std::string_view text, const Placeholders& values) {
+  std::string out;
+  std::size_t at = 0;
+  for (auto open = text.find("{{"); open != std::string_view::npos; open = text.find("{{", at)) {
+    const auto close = text.find("}}", open);
+    const auto name = close == std::string_view::npos ? text.substr(open) : text.substr(open + 2, close - open - 2);
+    const auto value = std::find_if(values.rbegin(), values.rend(), [&](const auto& v) { return v.first == name; });
+    if (value == values.rend()) throw std::logic_error("sql/entity: no value for placeholder " + std::string(name));
+    out += text.substr(at, open - at);
+    out += value->second;
+    at = close + 2;
+  }
+  out += text.substr(at);
+  return out;
+}
+
 }  // namespace
 
 std::string quote_identifier(std::string_view name) {
@@ -177,123 +203,64 @@ std::string definition_json(const EntityDeclaration& entity) {
 
 EntitySql build_entity_sql(const EntityDeclaration& entity) {
   const auto columns = value_columns(entity);
-  const std::string table = quote_identifier(entity.table);
   const std::string key = quote_identifier(entity.key);
-  const std::string revision = quote_identifier(entity.revision);
   EntitySql out;
-
-  // The table: field columns nullable, as `required` is enforced by validation (INTERFACE
-  // "Decisions": removing a required field never breaks a later load).
-  out.create_table =
-      "CREATE TABLE " + table + " (\n  " + key + " text PRIMARY KEY,\n  " + revision + " bigint NOT NULL";
-  for (const auto& column : columns) out.create_table += ",\n  " + quote_identifier(column.name) + " " + column.type;
-  out.create_table += ",\n  " + quote_identifier(kPipelineColumn) + " text,\n  " + quote_identifier(kUpdatedAtColumn) +
-         " timestamptz\n)";
-
   out.stage_table = "tidemark_stage_" + entity.name;
-  const std::string stage = quote_identifier(out.stage_table);
   out.stage_columns = {std::string(kOrd), entity.key, entity.revision};
   for (const auto& column : columns) out.stage_columns.push_back(column.name);
   out.stage_columns.emplace_back(kCandidate);
-  // As sql/commit/create_stage.sql: ON COMMIT DELETE ROWS empties it at the end of every
-  // batch transaction.
-  out.create_stage = "CREATE TEMP TABLE IF NOT EXISTS " + stage + " (\n  " + quote_identifier(kOrd) +
-                     " int NOT NULL,\n  " + key + " text NOT NULL,\n  " + revision + " bigint NOT NULL";
-  for (const auto& column : columns) out.create_stage += ",\n  " + quote_identifier(column.name) + " " + column.type;
-  out.create_stage += ",\n  " + quote_identifier(kCandidate) + " boolean NOT NULL\n) ON COMMIT DELETE ROWS";
 
-  std::vector<std::string> quoted;        // the value columns
-  std::vector<std::string> staged;        // s."c"
-  std::vector<std::string> stored;        // t."c"
-  std::vector<std::string> previous;      // t."c" AS tidemark_previous_<i>
-  std::vector<std::string> assignments;   // "c" = EXCLUDED."c"
+  std::string typed;        // ,\n  "c" type
+  std::string quoted;       // , "c"
+  std::string previous;     // ,\n         t."c" AS tidemark_previous_<i>
+  std::string assignments;  // ,\n         "c" = EXCLUDED."c"
+  std::vector<std::string> stored;  // t."c"
+  std::vector<std::string> staged;  // s."c"
   for (std::size_t i = 0; i < columns.size(); ++i) {
     const std::string name = quote_identifier(columns[i].name);
-    quoted.push_back(name);
-    staged.push_back("s." + name);
+    typed += ",\n  " + name + " " + columns[i].type;
+    quoted += ", " + name;
+    previous += ",\n         t." + name + " AS " + previous_column(i);
+    assignments += ",\n         " + name + " = EXCLUDED." + name;
     stored.push_back("t." + name);
-    previous.push_back("t." + name + " AS " + previous_column(i));
-    assignments.push_back(name + " = EXCLUDED." + name);
+    staged.push_back("s." + name);
   }
+  const Placeholders names = {
+      {"table", quote_identifier(entity.table)},
+      {"stage", quote_identifier(out.stage_table)},
+      {"key", key},
+      {"revision", quote_identifier(entity.revision)},
+      {"columns", typed},
+  };
+  out.create_table = fill(sql::kEntityCreateTable, names);
+  out.create_stage = fill(sql::kEntityCreateStage, names);
+
   // Same revision and a different payload is a conflict (docs/rules.md rule 2): every field
   // and `extra`, compared as stored (canonical per type: numeric at its scale, jsonb by value).
-  const std::string differs = columns.empty() ? "false"
-                                              : "ROW(" + join(stored, ", ") + ") IS DISTINCT FROM ROW(" +
-                                                    join(staged, ", ") + ")";
+  const std::string differs =
+      columns.empty() ? "false" : "ROW(" + join(stored, ", ") + ") IS DISTINCT FROM ROW(" + join(staged, ", ") + ")";
   // The partition: the partition_by field's value as text, the key when it is absent (the
   // sequence counters' partition_key is NOT NULL).
   const std::string partition =
       entity.partition_by == entity.key || entity.partition_by.empty()
           ? "c." + key
           : "COALESCE(c." + quote_identifier(entity.partition_by) + "::text, c." + key + ")";
-  const std::string with_columns = quoted.empty() ? "" : ", " + join(quoted, ", ");
-
-  std::string& sql = out.apply_batch;
-  sql = "-- Generated from entity " + quote_literal(entity.name) +
-        " (pipeline/store/entity_sql.cpp), step for step as sql/commit/apply_batch.sql.\n";
-  sql += "WITH stored AS (\n  SELECT s.*, t." + revision + " AS tidemark_stored_revision";
-  for (const auto& column : previous) sql += ",\n         " + column;
-  sql += ",\n         COALESCE(t." + revision + " = s." + revision + " AND " + differs +
-         ", false) AS tidemark_conflict\n    FROM " + stage + " s\n    LEFT JOIN " + table + " t ON t." + key +
-         " = s." + key + "\n),\n";
-  sql += "changes AS (\n  SELECT * FROM stored\n   WHERE tidemark_candidate AND NOT tidemark_conflict\n     AND "
-         "(tidemark_stored_revision IS NULL OR tidemark_stored_revision < " +
-         revision + ")\n),\n";
-  sql += "upserted AS (\n  INSERT INTO " + table + " AS current_state\n         (" + key + ", " + revision +
-         with_columns + ", " + quote_identifier(kPipelineColumn) + ", " + quote_identifier(kUpdatedAtColumn) +
-         ")\n  SELECT " + key + ", " + revision + with_columns + ", $1, now() FROM changes\n  ON CONFLICT (" + key +
-         ") DO UPDATE\n     SET " + revision + " = EXCLUDED." + revision;
-  for (const auto& assignment : assignments) sql += ",\n         " + assignment;
-  sql += ",\n         " + quote_identifier(kPipelineColumn) + " = EXCLUDED." + quote_identifier(kPipelineColumn) +
-         ",\n         " + quote_identifier(kUpdatedAtColumn) + " = now()\n";
-  sql += "     -- revision filter: replays and stale revisions are no-ops (docs/rules.md rule 3)\n";
-  sql += "   WHERE EXCLUDED." + revision + " > current_state." + revision + "\n  RETURNING " + key +
-         ", xmax = 0 AS tidemark_inserted  -- xmax is 0 only on a row this statement inserted\n),\n";
-  sql += "-- Every change was upserted, and inserted exactly when the snapshot saw no stored row.\n";
-  sql += "verified AS (\n  SELECT CASE WHEN surprises > 0 THEN tidemark_concurrent_write(surprises) ELSE true END AS "
-         "tidemark_ok\n    FROM (SELECT (SELECT count(*) FROM changes) - count(*) AS surprises\n            FROM "
-         "upserted u JOIN changes c USING (" +
-         key + ")\n           WHERE u.tidemark_inserted = (c.tidemark_stored_revision IS NULL)) s\n),\n";
-  sql += "applied AS (\n  SELECT c.*, " + partition + " AS tidemark_partition,\n";
-  sql += "         row_number() OVER (PARTITION BY " + partition + " ORDER BY c.tidemark_ord) AS tidemark_nth,\n";
-  sql += "         count(*) OVER (PARTITION BY " + partition + ") AS tidemark_in_batch\n";
-  sql += "    FROM changes c\n    JOIN upserted USING (" + key + ")\n),\n";
-  sql += "sequenced AS (\n  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, "
-         "last_sequence)\n  SELECT d.destination, a.tidemark_partition, count(*)\n    FROM applied a CROSS JOIN "
-         "unnest($2::text[]) AS d(destination)\n   GROUP BY d.destination, a.tidemark_partition\n  ON CONFLICT "
-         "(destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence\n  "
-         "RETURNING destination, partition_key, last_sequence\n),\n";
-  const std::string fields_now = fields_object(entity, [&](std::size_t, const std::string& name) {
-    return "e." + quote_identifier(name);
-  });
-  const std::string fields_before =
-      fields_object(entity, [&](std::size_t index, const std::string&) { return "e." + previous_column(index); });
-  sql += "outboxed AS (\n  INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)\n  "
-         "SELECT d.destination, e.tidemark_event_id, e.tidemark_partition, e.tidemark_sequence,\n         "
-         "jsonb_build_object(\n           'event_id', e.tidemark_event_id,\n           'pipeline', $1::text,\n"
-         "           'entity', " +
-         quote_literal(entity.name) + "::text,\n           'key', e." + key + ",\n           'revision', e." +
-         revision +
-         ",\n           'partition', e.tidemark_partition,\n           'sequence', e.tidemark_sequence,\n"
-         "           'fields', " +
-         fields_now +
-         ",\n           'previous', CASE WHEN e.tidemark_stored_revision IS NULL THEN NULL ELSE\n"
-         "             jsonb_build_object('revision', e.tidemark_stored_revision, 'fields', " +
-         fields_before + ") END)\n";
-  sql += "    FROM unnest($2::text[]) AS d(destination)\n   CROSS JOIN LATERAL (\n     SELECT a.*, d.destination || "
-         "':' || " +
-         quote_literal(entity.name) + " || ':' || a." + key + " || ':' || a." + revision +
-         " AS tidemark_event_id,\n            s.last_sequence - a.tidemark_in_batch + a.tidemark_nth AS "
-         "tidemark_sequence\n       FROM applied a\n       JOIN sequenced s ON s.destination = d.destination AND "
-         "s.partition_key = a.tidemark_partition) e\n   ORDER BY e.tidemark_ord, d.destination\n";
-  sql += "  -- a replay cannot create a second effect (docs/rules.md rule 6)\n  ON CONFLICT (idempotency_key) DO "
-         "NOTHING\n  RETURNING 1\n)\n";
-  sql += "SELECT tidemark_ord AS ord,\n       CASE WHEN tidemark_conflict THEN 'conflict'\n            WHEN "
-         "tidemark_stored_revision IS NULL THEN 'inserted'\n            WHEN tidemark_stored_revision < " +
-         revision + " THEN 'updated'\n            WHEN tidemark_stored_revision = " + revision +
-         " THEN 'unchanged'\n            ELSE 'stale' END AS verdict,\n       (SELECT count(*) FROM outboxed) AS "
-         "outbox_rows\n  FROM stored, verified\n WHERE verified.tidemark_ok AND (tidemark_conflict OR "
-         "tidemark_candidate)";
+  Placeholders apply = names;
+  apply.insert(apply.end(), {
+                                {"entity", quote_literal(entity.name)},
+                                {"previous", previous},
+                                {"differs", differs},
+                                {"columns", quoted},
+                                {"assignments", assignments},
+                                {"partition", partition},
+                                {"fields", fields_object(entity, [](std::size_t, const std::string& name) {
+                                   return "e." + quote_identifier(name);
+                                 })},
+                                {"previous_fields", fields_object(entity, [](std::size_t index, const std::string&) {
+                                   return "e." + previous_column(index);
+                                 })},
+                            });
+  out.apply_batch = fill(sql::kEntityApplyBatch, apply);
   return out;
 }
 

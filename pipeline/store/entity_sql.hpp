@@ -1,8 +1,9 @@
 #pragma once
 // The SQL of one declared entity (INTERFACE.md "Entities", docs/entities.md "The table"):
-// its table, its stage and the one statement that applies a batch, generated once from the
-// declaration. Every identifier is quoted and comes from the declaration, never from a
-// record: record values only ever travel as COPY data and parameters.
+// its table, its stage and the one statement that applies a batch, filled in once from the
+// declaration into the templates sql/entity/{create_table,create_stage,apply_batch}.sql.
+// Every identifier is quoted and comes from the declaration, never from a record: record
+// values only ever travel as COPY data and parameters.
 #include <string>
 #include <string_view>
 #include <vector>
