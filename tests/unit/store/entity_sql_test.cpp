@@ -48,5 +48,28 @@ TEST(EntitySql, TheStageTakesOrdKeyRevisionFieldsExtraAndCandidateInThatOrder) {
                                                           "extra", "tidemark_candidate"}));
 }
 
+TEST(EntitySql, TheTableHasTheKeyTheRevisionANullableColumnPerFieldAndTheBookkeepingColumns) {
+  EntityDeclaration entity;
+  entity.name = "orders";
+  entity.table = "orders";
+  entity.key = "order_id";
+  entity.revision = "version";
+  entity.partition_by = "order_id";
+  entity.extra_fields = ExtraFields::kKeep;
+  entity.fields = {{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+                   {.name = "placed_at", .type = FieldType::kTimestamp}};
+  const std::string ddl = build_entity_sql(entity).create_table;
+  EXPECT_EQ(ddl.substr(ddl.find("CREATE")),
+            "CREATE TABLE \"orders\" (\n"
+            "  \"order_id\" text PRIMARY KEY,\n"
+            "  \"version\" bigint NOT NULL,\n"
+            "  \"amount\" numeric(14,4),\n"
+            "  \"placed_at\" timestamp with time zone,\n"
+            "  \"extra\" jsonb,\n"
+            "  tidemark_pipeline text,\n"
+            "  tidemark_updated_at timestamptz\n"
+            ")\n");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline::db
