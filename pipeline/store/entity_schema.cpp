@@ -98,7 +98,7 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
       const auto* found = find_column(columns, column.name);
       if (found == nullptr) {
         // A new field of a table Tidemark manages adds a nullable column; a foreign table
-        // is adopted only as it is (INTERFACE "Decisions").
+        // is adopted only as it is, "every declared column" present with its exact type.
         if (!recorded) mismatch(entity, column.name, "missing", column.config_type);
         add(column.name, column.type);
       } else if (found->type != column.type) {
@@ -112,7 +112,8 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
       if (found == nullptr) {
         add(std::string(name), type);
       } else if (found->type != type) {
-        mismatch(entity, name, found->type, "nothing: it is Tidemark's bookkeeping column, " + type);
+        throw EntitySchemaError("table " + entity.table + ", column " + std::string(name) + ": is " + found->type +
+                                ", Tidemark's bookkeeping column is " + type);
       }
     }
     for (const auto& column : columns) {

@@ -223,6 +223,9 @@ TEST_F(EntitySchemaTest, AForeignTableThatDoesNotMatchIsRefusedAndLeftAsItIs) {
        "table orders, column placed_at: is timestamp without time zone, the config says timestamp"},
       {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), placed_at timestamptz",
        "table orders, column quantity: is missing, the config says integer"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamptz, tidemark_pipeline integer",
+       "table orders, column tidemark_pipeline: is integer, Tidemark's bookkeeping column is text"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.table);
