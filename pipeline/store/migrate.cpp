@@ -6,13 +6,6 @@
 
 namespace tidemark::pipeline::db {
 
-namespace {
-
-// Any id works as long as every tidemark process uses the same one.
-constexpr long long kMigrationLockId = 7406961730223;
-
-}  // namespace
-
 void migrate(pqxx::connection& connection) {
   // One transaction per migration; the advisory lock makes a second process wait and then
   // see the migration as applied, so two commands starting at once are safe.

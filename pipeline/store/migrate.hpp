@@ -4,6 +4,10 @@
 
 namespace tidemark::pipeline::db {
 
+// The advisory lock every schema change holds (sql/migrate/lock.sql): migrations and entity
+// tables (entity_schema.hpp). Any id works as long as every tidemark process uses the same one.
+inline constexpr long long kMigrationLockId = 7406961730223;
+
 // Applies pending migrations from sql/migrations/ in order, each in its own transaction,
 // serialized across processes by an advisory lock. Safe to call from every command.
 void migrate(pqxx::connection& connection);

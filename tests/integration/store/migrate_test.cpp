@@ -91,7 +91,8 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
     }
     return result;
   };
-  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' ORDER BY version"),
+  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' "
+                 "AND version < '0012' ORDER BY version"),
             (Rows{{"0011_source_neutral_positions.sql"}}));
   // The file source's position text, as it parses it: the old name's backslash escaped.
   EXPECT_EQ(rows("SELECT pipeline, position FROM checkpoint ORDER BY pipeline"),
@@ -101,6 +102,9 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
             Rows{});
   EXPECT_EQ(rows("SELECT format, decode_context FROM quarantine ORDER BY id"),
             (Rows{{"csv", "transaction_id,source_revision,amount"}, {"jsonl", ""}}));
+  // 0012: every earlier entry is the built-in entity's, with no field named.
+  EXPECT_EQ(rows("SELECT entity, field FROM quarantine ORDER BY id"),
+            (Rows{{"transaction", "<null>"}, {"transaction", "<null>"}}));
   // Any connector's format is accepted now, and a record without context stores ''.
   txn.exec("INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, position) "
            "VALUES ('p', 'stream', 'invalid', 'amount', 'x', 'avro', 'seq 1')");

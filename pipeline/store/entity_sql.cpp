@@ -1,0 +1,267 @@
+#include "pipeline/store/entity_sql.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sql/statements.hpp"
+
+namespace tidemark::pipeline::db {
+
+namespace {
+
+// The stage's own columns, as sql/entity/create_stage.sql names them: like every name the
+// templates add to an entity's own, they start with tidemark_, which no declared key,
+// revision or field may (check_identifier), so none can shadow a declared column.
+constexpr std::string_view kOrd = "tidemark_ord";
+constexpr std::string_view kCandidate = "tidemark_candidate";
+
+// jsonb_build_object takes at most 100 arguments (PostgreSQL's FUNC_MAX_ARGS): wider objects
+// are built in parts and concatenated, which jsonb's key order makes the same object.
+constexpr std::size_t kPairsPerObject = 50;
+
+std::string escape_json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      constexpr std::string_view kHex = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[static_cast<unsigned char>(c) >> 4];
+      out += kHex[static_cast<unsigned char>(c) & 0xf];
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A field's value as the payload carries it (INTERFACE.md "Entities", "Decisions"):
+// decimals as strings at the declared scale (numeric's text form keeps the column's scale),
+// timestamps in UTC with microseconds, dates as YYYY-MM-DD whatever the session's DateStyle,
+// integers, booleans and json as their JSON values; NULL stays null.
+std::string payload_value(FieldType type, const std::string& expression) {
+  switch (type) {
+    case FieldType::kDecimal:
+      return expression + "::text";
+    case FieldType::kTimestamp:
+      return "to_char(" + expression + " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')";
+    case FieldType::kDate:
+      return "to_char(" + expression + ", 'YYYY-MM-DD')";
+    case FieldType::kText:
+    case FieldType::kInteger:
+    case FieldType::kBoolean:
+    case FieldType::kJson:
+      break;
+  }
+  return expression;
+}
+
+// jsonb_build_object over `pairs` ("'name', value"), in parts of kPairsPerObject.
+std::string build_object(const std::vector<std::string>& pairs) {
+  if (pairs.empty()) return "'{}'::jsonb";
+  std::string out;
+  for (std::size_t i = 0; i < pairs.size(); i += kPairsPerObject) {
+    if (i > 0) out += "\n           || ";
+    out += "jsonb_build_object(";
+    for (std::size_t j = i; j < pairs.size() && j < i + kPairsPerObject; ++j) {
+      if (j > i) out += ",\n             ";
+      out += pairs[j];
+    }
+    out += ")";
+  }
+  return out;
+}
+
+// The payload's `fields` object from the columns named by `column_of` (the applied
+// version's own, or the stored row's), in declaration order.
+template <typename ColumnOf>
+std::string fields_object(const EntityDeclaration& entity, ColumnOf column_of) {
+  std::vector<std::string> pairs;
+  std::size_t index = 0;
+  for (const auto& field : entity.fields) {
+    pairs.push_back(quote_literal(field.name) + ", " + payload_value(field.type, column_of(index++, field.name)));
+  }
+  if (entity.extra_fields == ExtraFields::kKeep) {
+    pairs.push_back(quote_literal(kExtraColumn) + ", " + column_of(index, std::string(kExtraColumn)));
+  }
+  return build_object(pairs);
+}
+
+// The stored row's value column `index` under its name in the `stored` step.
+std::string previous_column(std::size_t index) { return "tidemark_previous_" + std::to_string(index); }
+
+std::string join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += separator;
+    out += parts[i];
+  }
+  return out;
+}
+
+// A template's placeholders ({{name}}) and their values; a later entry wins.
+using Placeholders = std::vector<std::pair<std::string_view, std::string>>;
+
+// `text` with each {{name}} replaced by its value, in one pass (a value is never scanned
+// again). A placeholder without a value is a bug in this file, caught by every test.
+std::string fill(std::string_view text, const Placeholders& values) {
+  std::string out;
+  std::size_t at = 0;
+  for (auto open = text.find("{{"); open != std::string_view::npos; open = text.find("{{", at)) {
+    const auto close = text.find("}}", open);
+    const auto name = close == std::string_view::npos ? text.substr(open) : text.substr(open + 2, close - open - 2);
+    const auto value = std::find_if(values.rbegin(), values.rend(), [&](const auto& v) { return v.first == name; });
+    if (value == values.rend()) throw std::logic_error("sql/entity: no value for placeholder " + std::string(name));
+    out += text.substr(at, open - at);
+    out += value->second;
+    at = close + 2;
+  }
+  out += text.substr(at);
+  return out;
+}
+
+}  // namespace
+
+std::string quote_identifier(std::string_view name) {
+  std::string out = "\"";
+  for (const char c : name) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string quote_literal(std::string_view text) {
+  std::string out = "'";
+  for (const char c : text) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string column_type(const FieldSpec& spec) {
+  switch (spec.type) {
+    case FieldType::kText:
+      return "text";
+    case FieldType::kInteger:
+      return "bigint";
+    case FieldType::kDecimal:
+      return "numeric(" + std::to_string(spec.precision) + "," + std::to_string(spec.scale) + ")";
+    case FieldType::kTimestamp:
+      return "timestamp with time zone";
+    case FieldType::kDate:
+      return "date";
+    case FieldType::kBoolean:
+      return "boolean";
+    case FieldType::kJson:
+      return "jsonb";
+  }
+  return "text";  // only a value cast from outside the enumerators
+}
+
+std::string config_type(const FieldSpec& spec) {
+  if (spec.type == FieldType::kDecimal) {
+    return "decimal(" + std::to_string(spec.precision) + "," + std::to_string(spec.scale) + ")";
+  }
+  return std::string(to_string(spec.type));
+}
+
+std::vector<EntityColumn> value_columns(const EntityDeclaration& entity) {
+  std::vector<EntityColumn> columns;
+  for (const auto& field : entity.fields) columns.push_back({field.name, column_type(field), config_type(field)});
+  if (entity.extra_fields == ExtraFields::kKeep) {
+    columns.push_back({std::string(kExtraColumn), "jsonb", "json (extra_fields: keep)"});
+  }
+  return columns;
+}
+
+std::string definition_json(const EntityDeclaration& entity) {
+  std::string out = "{\"table\":" + escape_json_string(entity.table) + ",\"key\":" + escape_json_string(entity.key) +
+                    ",\"revision\":" + escape_json_string(entity.revision) +
+                    ",\"partition_by\":" + escape_json_string(entity.partition_by) +
+                    ",\"extra_fields\":" + escape_json_string(to_string(entity.extra_fields)) + ",\"fields\":[";
+  for (std::size_t i = 0; i < entity.fields.size(); ++i) {
+    const auto& field = entity.fields[i];
+    if (i > 0) out += ",";
+    out += "{\"name\":" + escape_json_string(field.name) + ",\"type\":" + escape_json_string(to_string(field.type)) +
+           ",\"required\":" + (field.required ? "true" : "false");
+    if (field.type == FieldType::kText) out += ",\"max_length\":" + std::to_string(field.max_length);
+    if (field.type == FieldType::kDecimal) {
+      out += ",\"precision\":" + std::to_string(field.precision) + ",\"scale\":" + std::to_string(field.scale);
+    }
+    out += "}";
+  }
+  return out + "]}";
+}
+
+EntitySql build_entity_sql(const EntityDeclaration& entity) {
+  const auto columns = value_columns(entity);
+  const std::string key = quote_identifier(entity.key);
+  EntitySql out;
+  out.stage_table = "tidemark_stage_" + entity.name;
+  out.stage_columns = {std::string(kOrd), entity.key, entity.revision};
+  for (const auto& column : columns) out.stage_columns.push_back(column.name);
+  out.stage_columns.emplace_back(kCandidate);
+
+  std::string typed;        // ,\n  "c" type
+  std::string quoted;       // , "c"
+  std::string previous;     // ,\n         t."c" AS tidemark_previous_<i>
+  std::string assignments;  // ,\n         "c" = EXCLUDED."c"
+  std::vector<std::string> stored;  // t."c"
+  std::vector<std::string> staged;  // s."c"
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const std::string name = quote_identifier(columns[i].name);
+    typed += ",\n  " + name + " " + columns[i].type;
+    quoted += ", " + name;
+    previous += ",\n         t." + name + " AS " + previous_column(i);
+    assignments += ",\n         " + name + " = EXCLUDED." + name;
+    stored.push_back("t." + name);
+    staged.push_back("s." + name);
+  }
+  const Placeholders names = {
+      {"table", quote_identifier(entity.table)},
+      {"stage", quote_identifier(out.stage_table)},
+      {"key", key},
+      {"revision", quote_identifier(entity.revision)},
+      {"columns", typed},
+  };
+  out.create_table = fill(sql::kEntityCreateTable, names);
+  out.create_stage = fill(sql::kEntityCreateStage, names);
+
+  // Same revision and a different payload is a conflict (docs/rules.md rule 2): every field
+  // and `extra`, compared as stored (canonical per type: numeric at its scale, jsonb by value).
+  const std::string differs =
+      columns.empty() ? "false" : "ROW(" + join(stored, ", ") + ") IS DISTINCT FROM ROW(" + join(staged, ", ") + ")";
+  // The partition: the partition_by field's value as text, the key when it is absent (the
+  // sequence counters' partition_key is NOT NULL).
+  const std::string partition =
+      entity.partition_by == entity.key || entity.partition_by.empty()
+          ? "c." + key
+          : "COALESCE(c." + quote_identifier(entity.partition_by) + "::text, c." + key + ")";
+  Placeholders apply = names;
+  apply.insert(apply.end(), {
+                                {"entity", quote_literal(entity.name)},
+                                {"previous", previous},
+                                {"differs", differs},
+                                {"columns", quoted},
+                                {"assignments", assignments},
+                                {"partition", partition},
+                                {"fields", fields_object(entity, [](std::size_t, const std::string& name) {
+                                   return "e." + quote_identifier(name);
+                                 })},
+                                {"previous_fields", fields_object(entity, [](std::size_t index, const std::string&) {
+                                   return "e." + previous_column(index);
+                                 })},
+                            });
+  out.apply_batch = fill(sql::kEntityApplyBatch, apply);
+  return out;
+}
+
+}  // namespace tidemark::pipeline::db

@@ -1,0 +1,61 @@
+#pragma once
+// The SQL of one declared entity (INTERFACE.md "Entities", docs/entities.md "The table"):
+// its table, its stage and the one statement that applies a batch, filled in once from the
+// declaration into the templates sql/entity/{create_table,create_stage,apply_batch}.sql.
+// Every identifier is quoted and comes from the declaration, never from a record: record
+// values only ever travel as COPY data and parameters.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pipeline/core/entity.hpp"
+#include "pipeline/core/field_type.hpp"
+
+namespace tidemark::pipeline::db {
+
+// `name` as a PostgreSQL quoted identifier: "name", with any `"` doubled.
+std::string quote_identifier(std::string_view name);
+// `text` as a PostgreSQL string literal: 'text', with any `'` doubled.
+std::string quote_literal(std::string_view text);
+
+// The column type a field of `spec`'s type is stored in, as format_type spells it:
+// text, bigint, numeric(p,s), timestamp with time zone, date, boolean, jsonb.
+std::string column_type(const FieldSpec& spec);
+// The field's type as the config spells it, for messages: text, integer, decimal(14,4), ...
+std::string config_type(const FieldSpec& spec);
+
+struct EntitySql {
+  // CREATE TABLE for the entity's table: key text PRIMARY KEY, revision bigint NOT NULL, one
+  // nullable column per field, `extra jsonb` when kept, the two bookkeeping columns.
+  std::string create_table;
+  // The per-connection TEMP stage the commit COPYs a batch's versions into (emptied at
+  // commit), and its name (unquoted): tidemark_stage_<entity>.
+  std::string create_stage;
+  std::string stage_table;
+  // The stage's columns in COPY order: tidemark_ord (the version's index in the batch
+  // plan), the key, the revision, each field in declaration order, `extra` when kept,
+  // tidemark_candidate (the highest revision of its key in the batch). Values in the text
+  // format of each column's type; \N for absent.
+  std::vector<std::string> stage_columns;
+  // The batch's one write, as sql/commit/apply_batch.sql for the built-in entity: $1 the
+  // pipeline, $2 the destinations as a text[] literal; returns (ord, verdict, outbox_rows)
+  // for every conflicting or candidate version.
+  std::string apply_batch;
+};
+
+// Built once per entity; `entity` is checked (check_entity) already.
+EntitySql build_entity_sql(const EntityDeclaration& entity);
+
+// The columns an entity's table holds besides the key and the revision, in table order:
+// each field's, then `extra` when kept. Shared by the DDL, the schema check and the stage.
+struct EntityColumn {
+  std::string name;
+  std::string type;         // as column_type
+  std::string config_type;  // as config_type; "json" for `extra`
+};
+std::vector<EntityColumn> value_columns(const EntityDeclaration& entity);
+
+// The declaration as tidemark_entities.definition records it (a JSON object).
+std::string definition_json(const EntityDeclaration& entity);
+
+}  // namespace tidemark::pipeline::db

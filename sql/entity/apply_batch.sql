@@ -1,0 +1,97 @@
+-- A declared entity's one write to state and effects per batch, step for step as
+-- commit/apply_batch.sql (read its comments): stored-conflict check, revision-filtered upsert,
+-- the concurrent-write check, sequences per (destination, partition), outbox rows.
+-- Filled in once per entity by pipeline/store/entity_sql.cpp from the declaration, never from
+-- record data, every identifier quoted; each name below stands for its placeholder (the name
+-- in double braces):
+--   <stage> <table> <key> <revision>  the stage, the table, the key and revision columns
+--   <entity>            the entity's name as a string literal
+--   <previous>          ",\n t."field" AS tidemark_previous_<i>" per value column (fields, extra)
+--   <differs>           whether the stored row's value columns differ from the staged ones
+--   <columns>           ", "field"" per value column; <assignments> ", "field" = EXCLUDED."field""
+--   <partition>         the partition_by field's value as text, the key when it is absent
+--   <fields> <previous_fields>  the payload's `fields` objects, now and as stored
+-- The statement's own names carry the tidemark_ prefix, which no declared name may take.
+-- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}').
+-- Returns each conflicting or candidate version's verdict against the stored row.
+WITH stored AS (
+  SELECT s.*, t.{{revision}} AS tidemark_stored_revision{{previous}},
+         COALESCE(t.{{revision}} = s.{{revision}} AND {{differs}}, false) AS tidemark_conflict
+    FROM {{stage}} s
+    LEFT JOIN {{table}} t ON t.{{key}} = s.{{key}}
+),
+changes AS (
+  SELECT * FROM stored
+   WHERE tidemark_candidate AND NOT tidemark_conflict
+     AND (tidemark_stored_revision IS NULL OR tidemark_stored_revision < {{revision}})
+),
+upserted AS (
+  INSERT INTO {{table}} AS current_state
+         ({{key}}, {{revision}}{{columns}}, tidemark_pipeline, tidemark_updated_at)
+  SELECT {{key}}, {{revision}}{{columns}}, $1, now() FROM changes
+  ON CONFLICT ({{key}}) DO UPDATE
+     SET {{revision}} = EXCLUDED.{{revision}}{{assignments}},
+         tidemark_pipeline = EXCLUDED.tidemark_pipeline,
+         tidemark_updated_at = now()
+     -- revision filter: replays and stale revisions are no-ops (docs/rules.md rule 3)
+   WHERE EXCLUDED.{{revision}} > current_state.{{revision}}
+  RETURNING {{key}}, xmax = 0 AS tidemark_inserted  -- xmax is 0 only on a row this statement inserted
+),
+-- Every change was upserted, and inserted exactly when the snapshot saw no stored row.
+verified AS (
+  SELECT CASE WHEN surprises > 0 THEN tidemark_concurrent_write(surprises) ELSE true END AS tidemark_ok
+    FROM (SELECT (SELECT count(*) FROM changes) - count(*) AS surprises
+            FROM upserted u JOIN changes c USING ({{key}})
+           WHERE u.tidemark_inserted = (c.tidemark_stored_revision IS NULL)) s
+),
+applied AS (
+  SELECT c.*, {{partition}} AS tidemark_partition,
+         row_number() OVER (PARTITION BY {{partition}} ORDER BY c.tidemark_ord) AS tidemark_nth,
+         count(*) OVER (PARTITION BY {{partition}}) AS tidemark_in_batch
+    FROM changes c
+    JOIN upserted USING ({{key}})
+),
+sequenced AS (
+  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence)
+  SELECT d.destination, a.tidemark_partition, count(*)
+    FROM applied a CROSS JOIN unnest($2::text[]) AS d(destination)
+   GROUP BY d.destination, a.tidemark_partition
+  ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
+  RETURNING destination, partition_key, last_sequence
+),
+outboxed AS (
+  INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)
+  SELECT d.destination, e.tidemark_event_id, e.tidemark_partition, e.tidemark_sequence,
+         jsonb_build_object(
+           'event_id', e.tidemark_event_id,
+           'pipeline', $1::text,
+           'entity', {{entity}}::text,
+           'key', e.{{key}},
+           'revision', e.{{revision}},
+           'partition', e.tidemark_partition,
+           'sequence', e.tidemark_sequence,
+           'fields', {{fields}},
+           'previous', CASE WHEN e.tidemark_stored_revision IS NULL THEN NULL
+                            ELSE jsonb_build_object('revision', e.tidemark_stored_revision,
+                                                    'fields', {{previous_fields}}) END)
+    FROM unnest($2::text[]) AS d(destination)
+   CROSS JOIN LATERAL (
+     -- <destination>:<entity>:<key>:<revision>
+     SELECT a.*, d.destination || ':' || {{entity}} || ':' || a.{{key}} || ':' || a.{{revision}} AS tidemark_event_id,
+            s.last_sequence - a.tidemark_in_batch + a.tidemark_nth AS tidemark_sequence
+       FROM applied a
+       JOIN sequenced s ON s.destination = d.destination AND s.partition_key = a.tidemark_partition) e
+   ORDER BY e.tidemark_ord, d.destination
+  -- a replay cannot create a second effect (docs/rules.md rule 6)
+  ON CONFLICT (idempotency_key) DO NOTHING
+  RETURNING 1
+)
+SELECT tidemark_ord AS ord,
+       CASE WHEN tidemark_conflict THEN 'conflict'
+            WHEN tidemark_stored_revision IS NULL THEN 'inserted'
+            WHEN tidemark_stored_revision < {{revision}} THEN 'updated'
+            WHEN tidemark_stored_revision = {{revision}} THEN 'unchanged'
+            ELSE 'stale' END AS verdict,
+       (SELECT count(*) FROM outboxed) AS outbox_rows
+  FROM stored, verified
+ WHERE verified.tidemark_ok AND (tidemark_conflict OR tidemark_candidate)

@@ -1,0 +1,274 @@
+// An entity's table against its declaration (pipeline/store/entity_schema.*, issue 14 step
+// 3): created and recorded, extended by a new field, refused on a changed type, precision or
+// scale, a foreign table adopted only when it matches, and two processes at once.
+#include <gtest/gtest.h>
+
+#include <future>
+#include <string>
+#include <vector>
+
+#include "pipeline/core/entity.hpp"
+#include "pipeline/store/entity_schema.hpp"
+#include "pipeline/store/migrate.hpp"
+#include "sql/statements.hpp"
+#include "tests/support/run_helpers.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::pipeline {
+namespace {
+
+using testing::query_rows;
+using testing::Rows;
+using testing::TestDatabase;
+
+EntityDeclaration orders() {
+  EntityDeclaration entity;
+  entity.name = "orders";
+  entity.table = "orders";
+  entity.key = "order_id";
+  entity.revision = "version";
+  entity.partition_by = "order_id";
+  entity.fields = {
+      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+      {.name = "quantity", .type = FieldType::kInteger},
+      {.name = "placed_at", .type = FieldType::kTimestamp},
+  };
+  return entity;
+}
+
+class EntitySchemaTest : public ::testing::Test {
+ protected:
+  db::EntityTableChanges ensure(const EntityDeclaration& entity) {
+    auto connection = db_.connect();
+    return db::ensure_entity_table(*connection, entity);
+  }
+
+  // The table's columns as the catalog has them: name, type, NOT NULL.
+  Rows columns(const std::string& table) const {
+    return query_rows(db_,
+                      "SELECT attname, format_type(atttypid, atttypmod), attnotnull FROM pg_attribute "
+                      "WHERE attrelid = '" + table + "'::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum");
+  }
+
+  Rows recorded() const {
+    return query_rows(db_, "SELECT name, table_name, definition::text FROM tidemark_entities ORDER BY name");
+  }
+
+  // The message of the EntitySchemaError `entity` raises; "" when none.
+  std::string refusal(const EntityDeclaration& entity) {
+    try {
+      ensure(entity);
+    } catch (const db::EntitySchemaError& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  TestDatabase db_;
+};
+
+TEST_F(EntitySchemaTest, AMissingTableIsCreatedWithNullableFieldColumnsAndRecorded) {
+  const auto changes = ensure(orders());
+  EXPECT_TRUE(changes.created);
+  EXPECT_FALSE(changes.adopted);
+  EXPECT_EQ(columns("orders"), (Rows{{"order_id", "text", "t"},
+                                     {"version", "bigint", "t"},
+                                     {"amount", "numeric(14,4)", "f"},
+                                     {"quantity", "bigint", "f"},
+                                     {"placed_at", "timestamp with time zone", "f"},
+                                     {"tidemark_pipeline", "text", "f"},
+                                     {"tidemark_updated_at", "timestamp with time zone", "f"}}));
+  EXPECT_EQ(db_.scalar("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+                       "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = 'orders'::regclass AND i.indisprimary"),
+            "order_id");
+  EXPECT_EQ(recorded(),
+            (Rows{{"orders", "orders",
+                   R"({"key": "order_id", "table": "orders", "fields": [{"name": "amount", "type": "decimal", )"
+                   R"("scale": 4, "required": true, "precision": 14}, {"name": "quantity", "type": "integer", )"
+                   R"("required": false}, {"name": "placed_at", "type": "timestamp", "required": false}], )"
+                   R"("revision": "version", "extra_fields": "ignore", "partition_by": "order_id"})"}}));
+  // Every type's column, and `extra` when kept.
+  EntityDeclaration every = orders();
+  every.name = "every";
+  every.table = "every_type";
+  every.extra_fields = ExtraFields::kKeep;
+  every.fields = {{.name = "t", .type = FieldType::kText},       {.name = "i", .type = FieldType::kInteger},
+                  {.name = "d", .type = FieldType::kDecimal, .precision = 38, .scale = 0},
+                  {.name = "ts", .type = FieldType::kTimestamp}, {.name = "dt", .type = FieldType::kDate},
+                  {.name = "b", .type = FieldType::kBoolean},    {.name = "j", .type = FieldType::kJson}};
+  ensure(every);
+  EXPECT_EQ(columns("every_type"), (Rows{{"order_id", "text", "t"},
+                                         {"version", "bigint", "t"},
+                                         {"t", "text", "f"},
+                                         {"i", "bigint", "f"},
+                                         {"d", "numeric(38,0)", "f"},
+                                         {"ts", "timestamp with time zone", "f"},
+                                         {"dt", "date", "f"},
+                                         {"b", "boolean", "f"},
+                                         {"j", "jsonb", "f"},
+                                         {"extra", "jsonb", "f"},
+                                         {"tidemark_pipeline", "text", "f"},
+                                         {"tidemark_updated_at", "timestamp with time zone", "f"}}));
+}
+
+TEST_F(EntitySchemaTest, TheSameDeclarationAgainChangesNothing) {
+  ensure(orders());
+  const Rows before = recorded();
+  const std::string updated_at = db_.scalar("SELECT updated_at FROM tidemark_entities");
+  const auto changes = ensure(orders());
+  EXPECT_FALSE(changes.created);
+  EXPECT_FALSE(changes.adopted);
+  EXPECT_TRUE(changes.added_columns.empty());
+  EXPECT_TRUE(changes.unused_columns.empty());
+  EXPECT_EQ(recorded(), before);
+  EXPECT_EQ(db_.scalar("SELECT updated_at FROM tidemark_entities"), updated_at);
+}
+
+TEST_F(EntitySchemaTest, ANewFieldAddsANullableColumnAndARemovedOneLeavesItsColumnUnused) {
+  ensure(orders());
+  db_.scalar("INSERT INTO orders (order_id, version, amount) VALUES ('o-1', 1, 2.5) RETURNING 1");
+  EntityDeclaration changed = orders();
+  changed.fields.erase(changed.fields.begin() + 1);  // quantity
+  changed.fields.push_back({.name = "paid", .type = FieldType::kBoolean, .required = true});
+  const auto changes = ensure(changed);
+  EXPECT_FALSE(changes.created);
+  EXPECT_EQ(changes.added_columns, std::vector<std::string>{"paid"});
+  EXPECT_EQ(changes.unused_columns, std::vector<std::string>{"quantity"});
+  EXPECT_EQ(columns("orders"), (Rows{{"order_id", "text", "t"},
+                                     {"version", "bigint", "t"},
+                                     {"amount", "numeric(14,4)", "f"},
+                                     {"quantity", "bigint", "f"},
+                                     {"placed_at", "timestamp with time zone", "f"},
+                                     {"tidemark_pipeline", "text", "f"},
+                                     {"tidemark_updated_at", "timestamp with time zone", "f"},
+                                     {"paid", "boolean", "f"}}));
+  EXPECT_EQ(query_rows(db_, "SELECT order_id, amount::text, paid IS NULL FROM orders"),
+            (Rows{{"o-1", "2.5000", "t"}}));
+  EXPECT_NE(recorded()[0][2].find(R"({"name": "paid", "type": "boolean", "required": true})"), std::string::npos);
+  // The field back again: its column is there, of its type, and used as it was.
+  const auto again = ensure(orders());
+  EXPECT_TRUE(again.added_columns.empty());
+  EXPECT_EQ(again.unused_columns, std::vector<std::string>{"paid"});
+}
+
+TEST_F(EntitySchemaTest, AChangedTypePrecisionOrScaleIsRefusedNamingTheTableColumnAndBothTypes) {
+  ensure(orders());
+  const Rows before = columns("orders");
+  const Rows declaration = recorded();
+  const auto with_field = [](int index, FieldSpec spec) {
+    EntityDeclaration entity = orders();
+    entity.fields[static_cast<std::size_t>(index)] = std::move(spec);
+    return entity;
+  };
+  EXPECT_EQ(refusal(with_field(0, {.name = "amount", .type = FieldType::kDecimal, .precision = 16, .scale = 4})),
+            "table orders, column amount: is numeric(14,4), the config says decimal(16,4)");
+  EXPECT_EQ(refusal(with_field(0, {.name = "amount", .type = FieldType::kDecimal, .precision = 14, .scale = 2})),
+            "table orders, column amount: is numeric(14,4), the config says decimal(14,2)");
+  EXPECT_EQ(refusal(with_field(1, {.name = "quantity", .type = FieldType::kText})),
+            "table orders, column quantity: is bigint, the config says text");
+  EXPECT_EQ(refusal(with_field(2, {.name = "placed_at", .type = FieldType::kDate})),
+            "table orders, column placed_at: is timestamp with time zone, the config says date");
+  // A refused declaration changes nothing, not even alongside a new field.
+  EntityDeclaration with_new_field = with_field(1, {.name = "quantity", .type = FieldType::kJson});
+  with_new_field.fields.push_back({.name = "note", .type = FieldType::kText});
+  EXPECT_EQ(refusal(with_new_field), "table orders, column quantity: is bigint, the config says json");
+  EXPECT_EQ(columns("orders"), before);
+  EXPECT_EQ(recorded(), declaration);
+}
+
+TEST_F(EntitySchemaTest, AForeignTableThatMatchesIsAdoptedWithTheBookkeepingColumnsAdded) {
+  db_.scalar(
+      "CREATE TABLE orders (order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), "
+      "quantity bigint NOT NULL DEFAULT 0, placed_at timestamptz, note text, created date NOT NULL DEFAULT "
+      "current_date); SELECT 1");
+  const auto changes = ensure(orders());
+  EXPECT_FALSE(changes.created);
+  EXPECT_TRUE(changes.adopted);
+  EXPECT_EQ(changes.added_columns, (std::vector<std::string>{"tidemark_pipeline", "tidemark_updated_at"}));
+  EXPECT_EQ(changes.unused_columns, (std::vector<std::string>{"note", "created"}));
+  EXPECT_EQ(recorded().size(), 1u);
+  EXPECT_EQ(columns("orders").back(), (Rows::value_type{"tidemark_updated_at", "timestamp with time zone", "f"}));
+  // Adopted, it is Tidemark's: the next time changes nothing, a new field extends it.
+  EXPECT_FALSE(ensure(orders()).adopted);
+  EntityDeclaration extended = orders();
+  extended.fields.push_back({.name = "paid", .type = FieldType::kBoolean});
+  const auto extension = ensure(extended);
+  EXPECT_FALSE(extension.adopted);
+  EXPECT_EQ(extension.added_columns, std::vector<std::string>{"paid"});
+}
+
+TEST_F(EntitySchemaTest, AForeignTableThatDoesNotMatchIsRefusedAndLeftAsItIs) {
+  struct Case {
+    std::string table;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"order_id bigint PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamptz",
+       "table orders, column order_id: is bigint, the config says the key, text primary key"},
+      {"order_id text, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at timestamptz",
+       "table orders, column order_id: is text but not the table's primary key, the config says the key, text "
+       "primary key"},
+      {"order_id text PRIMARY KEY, version integer NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamptz",
+       "table orders, column version: is integer, the config says the revision, bigint NOT NULL"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamptz, note text NOT NULL",
+       "table orders, column note: is text NOT NULL without a default, the config says nothing about it"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(12,2), quantity bigint, placed_at "
+       "timestamptz",
+       "table orders, column amount: is numeric(12,2), the config says decimal(14,4)"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamp",
+       "table orders, column placed_at: is timestamp without time zone, the config says timestamp"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), placed_at timestamptz",
+       "table orders, column quantity: is missing, the config says integer"},
+      {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
+       "timestamptz, tidemark_pipeline integer",
+       "table orders, column tidemark_pipeline: is integer, Tidemark's bookkeeping column is text"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.table);
+    db_.scalar("DROP TABLE IF EXISTS orders; CREATE TABLE orders (" + c.table + "); SELECT 1");
+    const Rows before = columns("orders");
+    EXPECT_EQ(refusal(orders()), c.message);
+    EXPECT_EQ(columns("orders"), before);
+    EXPECT_TRUE(recorded().empty());
+  }
+}
+
+TEST_F(EntitySchemaTest, ATableAnotherEntityHasIsRefused) {
+  ensure(orders());
+  EntityDeclaration other = orders();
+  other.name = "purchases";
+  EXPECT_EQ(refusal(other), "table orders belongs to entity orders; entity purchases cannot use it");
+}
+
+// Two processes starting at once serialize on the migration lock: both succeed, one creates.
+TEST_F(EntitySchemaTest, TwoConnectionsEnsuringAtOnceBothSucceedAndOneCreatesTheTable) {
+  auto holder = db_.connect();
+  pqxx::work hold(*holder);
+  hold.exec_params(std::string(sql::kMigrateLock), db::kMigrationLockId);
+  std::vector<std::future<db::EntityTableChanges>> ensuring;
+  for (int i = 0; i < 2; ++i) {
+    ensuring.push_back(std::async(std::launch::async, [this] { return ensure(orders()); }));
+  }
+  // Release the lock only once both wait on it: they then run one after the other.
+  const std::string waiting =
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+  while (db_.scalar(waiting) != "2") {
+    for (auto& one : ensuring) {
+      ASSERT_NE(one.wait_for(std::chrono::milliseconds(1)), std::future_status::ready);
+    }
+  }
+  hold.commit();
+  int created = 0;
+  for (auto& one : ensuring) created += one.get().created ? 1 : 0;
+  EXPECT_EQ(created, 1);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pg_class WHERE relname = 'orders' AND relkind = 'r'"), "1");
+  EXPECT_EQ(recorded().size(), 1u);
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline
