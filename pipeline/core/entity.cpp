@@ -119,7 +119,6 @@ const EntityDeclaration& built_in_transaction_entity() {
       .key = "transaction_id",
       .revision = "source_revision",
       .partition_by = "account_id",
-      .partition_falls_back_to_key = true,
       .extra_fields = ExtraFields::kIgnore,
       .fields =
           {
@@ -195,10 +194,6 @@ std::optional<DeclarationError> check_declared_entity(const EntityDeclaration& e
   }
   if (auto error = check_entity(entity)) return error;
   if (auto error = check_table_name(entity.table)) return error_at(DeclarationPart::kTable, *error);
-  if (entity.partition_falls_back_to_key) {
-    return error_at(DeclarationPart::kPartitionBy,
-                    "the fallback to the key when the partition field is absent is the built-in entity's only");
-  }
   return std::nullopt;
 }
 

@@ -56,12 +56,9 @@ struct EntityDeclaration {
   std::string key;       // the business key field: text, 1-128 characters
   std::string revision;  // the revision field: integer 0 ... 2^63-1
   // The field whose value orders delivery and numbers sequences: a text or integer field,
-  // or the key (the default).
+  // or the key (the default). A record whose partition field is absent takes its key as the
+  // partition (outbox rows always have one), as the built-in entity's account_id always has.
   std::string partition_by;
-  // The legacy envelope's rule (the built-in entity only): a record whose partition field
-  // is absent takes its key as the partition, as transaction_state's account_id always has.
-  // A declared entity makes no such promise: its partition is the named field's value.
-  bool partition_falls_back_to_key = false;
   ExtraFields extra_fields = ExtraFields::kIgnore;
   std::vector<FieldSpec> fields;  // in declaration order: the table's and the payload's order
 

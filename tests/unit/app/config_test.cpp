@@ -535,7 +535,6 @@ pipelines:
   EXPECT_EQ(orders.key, "order_id");
   EXPECT_EQ(orders.revision, "version");
   EXPECT_EQ(orders.partition_by, "customer_id");
-  EXPECT_FALSE(orders.partition_falls_back_to_key);
   EXPECT_EQ(orders.extra_fields, ExtraFields::kIgnore);
   // In the order declared: the table's columns and the payload's fields follow it.
   const std::vector<FieldSpec> fields{

@@ -231,13 +231,6 @@ TEST(EntityDeclarations, PartitionByNamesTheKeyOrATextOrIntegerField) {
   EXPECT_EQ(partitioned_by("")->part, DeclarationPart::kPartitionBy);
 }
 
-TEST(EntityDeclarations, OnlyTheBuiltInEntityFallsBackToTheKeyForItsPartition) {
-  auto entity = orders();
-  entity.partition_falls_back_to_key = true;
-  EXPECT_EQ(check_entity(entity), std::nullopt);
-  EXPECT_EQ(check_declared_entity(entity)->part, DeclarationPart::kPartitionBy);
-}
-
 TEST(EntityDeclarations, TwoEntitiesMayNotShareATable) {
   std::map<std::string, EntityDeclaration> declared{{"orders", orders()}};
   auto sales = orders();
@@ -256,7 +249,6 @@ TEST(BuiltInEntity, IsTransactionStateAsMainHasIt) {
   EXPECT_EQ(entity.key, "transaction_id");
   EXPECT_EQ(entity.revision, "source_revision");
   EXPECT_EQ(entity.partition_by, "account_id");
-  EXPECT_TRUE(entity.partition_falls_back_to_key);  // the account id, the transaction id when absent
   EXPECT_EQ(entity.extra_fields, ExtraFields::kIgnore);
   const std::vector<FieldSpec> fields{
       {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 12, .scale = 2},
