@@ -214,6 +214,13 @@ class Parser {
     return false;
   }
 
+  // A value whose interpolation failed has its error already: what it holds instead (the
+  // text as written) is not reported a second time.
+  void abandon_if_uninterpolated(const Entry& entry) const {
+    const auto same = [&](const YAML::Node& node) { return node.is(entry.value); };
+    if (std::any_of(uninterpolated_.begin(), uninterpolated_.end(), same)) throw Abandoned{};
+  }
+
   // Each scalar value of the document (not the keys) with its `${...}` replaced, before any
   // value is read; a node reached twice (a YAML alias) is replaced once.
   void interpolate_values(YAML::Node node, const std::string& path) {
@@ -233,6 +240,7 @@ class Parser {
         node = *value;  // the node keeps its position for later messages
       } else {
         report(node.Mark(), (path.empty() ? "" : path + ": ") + error);
+        uninterpolated_.push_back(node);
       }
     }
   }
@@ -250,6 +258,7 @@ class Parser {
 
   // `why`, when given, follows in parentheses.
   [[noreturn]] void fail_value(const Entry& entry, std::string_view expected, std::string_view why = "") const {
+    abandon_if_uninterpolated(entry);
     fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value) +
                              (why.empty() ? "" : " (" + std::string(why) + ")"));
   }
@@ -266,6 +275,7 @@ class Parser {
   }
 
   [[noreturn]] void fail_at(const Entry& entry, std::string_view problem) const {
+    abandon_if_uninterpolated(entry);
     fail(mark_of(entry), key_prefix(entry) + std::string(problem));
   }
 
@@ -620,9 +630,14 @@ class Parser {
       schedule.cron = string_value(*cron);
       // The scheduler's own parser: what passes here is what `serve` runs on.
       std::string error;
-      if (!CronExpression::parse(*schedule.cron, error)) {
+      const auto expression = CronExpression::parse(*schedule.cron, error);
+      if (!expression) {
         fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'",
                    error);
+      }
+      // As the scheduler refuses it: a day that no month has (30 2 *) never comes.
+      if (!expression->next_after(std::chrono::system_clock::now())) {
+        fail_at(*cron, "\"" + *schedule.cron + "\" never matches (no such day in the months it names)");
       }
     }
     return schedule;
@@ -742,6 +757,7 @@ class Parser {
   std::map<std::string, Definition> destination_lines_;
   std::set<std::string> failed_entities_;  // declared with an error: named by a pipeline without a second one
   std::vector<YAML::Node> interpolated_;   // the nodes whose values interpolate_values has replaced
+  std::vector<YAML::Node> uninterpolated_;  // those whose interpolation failed
   std::vector<std::pair<int, std::string>> errors_;  // (0-based line, message)
 };
 
