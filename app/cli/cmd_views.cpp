@@ -13,16 +13,17 @@
 
 namespace tidemark::app {
 
-
 namespace {
 
-const std::string kDefaultRetention = std::to_string(pipeline::views::kDefaultInboxRetention.count()) + "h";
+// The config's default and the views' own are one window.
+static_assert(pipeline::RetentionConfig{}.inbox == pipeline::views::kDefaultInboxRetention);
+const std::string kDefaultRetention = pipeline::format_duration(pipeline::views::kDefaultInboxRetention);
 
 struct ViewsCommandOptions {
   DatabaseOptions database;
   std::string name;
   int version = 0;
-  std::string retention = kDefaultRetention;
+  std::string retention;  // empty: the config's retention.inbox, else kDefaultRetention
 };
 
 // ViewError is the user's request being impossible as asked: a usage error (exit 2).
@@ -123,13 +124,18 @@ void register_views_command(CLI::App& root, int& exit_code) {
       "time the relay config allows between a first delivery and a redelivery");
   options->database.add_to(*cleanup);
   cleanup->add_option("--retention", options->retention,
-                      "Keep inbox records this long, e.g. 72h (default " + kDefaultRetention + ")");
+                      "Keep inbox records this long, e.g. 72h (default: retention.inbox of --config, else " +
+                          kDefaultRetention + ")");
   cleanup->callback([&, options] {
+    const auto config = options->database.load_config();
+    if (options->retention.empty()) {
+      options->retention = pipeline::format_duration(config ? config->retention.inbox
+                                                             : pipeline::Duration(pipeline::views::kDefaultInboxRetention));
+    }
     const auto retention = pipeline::parse_duration(options->retention);
     if (!retention) {
       throw UsageError("--retention '" + options->retention + "' is not a duration: an integer with ms, s, m or h");
     }
-    const auto config = options->database.load_config();
     const pipeline::RelayConfig relay_config = config ? config->relay : pipeline::RelayConfig{};
     auto connection = pipeline::db::connect(options->database.connect_url(config));
     as_usage_errors([&] {

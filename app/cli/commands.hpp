@@ -36,8 +36,17 @@ struct DatabaseOptions {
   // The same for read-only commands, which never create a database: with none configured
   // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
   std::string existing_url(const std::optional<pipeline::Config>& config) const;
+  // For `check`: connects once to the database the others would use, creating, starting and
+  // migrating nothing. Returns where the URL came from; UsageError when it cannot be reached.
+  std::string probe(const std::optional<pipeline::Config>& config) const;
 
  private:
+  enum class Embedded { kCreate, kExisting, kAsItIs };  // the embedded cluster: create, start or leave it
+  struct Location {
+    std::string url;
+    std::string source;  // where the URL came from, for messages
+  };
+  Location locate(const std::optional<pipeline::Config>& config, Embedded embedded) const;
   std::string resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
 };
 
@@ -53,5 +62,6 @@ void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantin
 void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
 void register_serve_command(CLI::App& root, int& exit_code);        // serve
 void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
+void register_check_command(CLI::App& root, int& exit_code);        // check
 
 }  // namespace tidemark::app

@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <regex>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -27,6 +28,17 @@ void DatabaseOptions::add_to(CLI::App& command) {
   command.add_option("--database", database_url,
                      "PostgreSQL URL; default: $TIDEMARK_DATABASE_URL, the config's database:, or the embedded "
                      "cluster under $TIDEMARK_HOME (./.tidemark)");
+  // A database command's --pipeline (whichever adds it, after this) follows the config's name
+  // rule: a name no config can define is a usage error, not an empty listing or a new checkpoint.
+  command.parse_complete_callback([&command] {
+    const CLI::Option* pipeline = command.get_option_no_throw("--pipeline");
+    if (pipeline == nullptr || pipeline->count() == 0) return;
+    const auto name = pipeline->as<std::string>();
+    if (!pipeline::is_valid_name(name)) {
+      throw UsageError("--pipeline '" + name + "' is not a pipeline name: pipeline names are " +
+                       std::string(pipeline::kNameRule) + ", as in the config");
+    }
+  });
 }
 
 std::optional<pipeline::Config> DatabaseOptions::load_config() const {
@@ -41,7 +53,8 @@ void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
                    "--database, TIDEMARK_DATABASE_URL or the config's database:");
 }
 
-std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
+DatabaseOptions::Location DatabaseOptions::locate(const std::optional<pipeline::Config>& config,
+                                                  Embedded embedded) const {
   std::string url = database_url;
   std::string source = "--database";
   if (carries_password(url)) {
@@ -59,19 +72,36 @@ std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& conf
   }
   if (url.empty()) {
     pipeline::db::Cluster cluster(pipeline::db::default_home());
-    if (!create_embedded) require_embedded_cluster(cluster);
-    cluster.start();
+    if (embedded != Embedded::kCreate) require_embedded_cluster(cluster);
+    if (embedded == Embedded::kAsItIs && !cluster.running()) {
+      throw UsageError("the embedded cluster under " + cluster.home().string() +
+                       " is not running: start it with `tidemark db start` (same TIDEMARK_HOME)");
+    }
+    if (embedded != Embedded::kAsItIs) cluster.start();
     url = cluster.url();
     source = "the embedded cluster under " + cluster.home().string();
   }
+  return {url, source};
+}
+
+namespace {
+
+UsageError malformed_url(const std::string& source, const std::exception& error) {
+  return UsageError("the database URL from " + source + " is malformed: " + error.what() +
+                    " (expected postgresql://USER@HOST:PORT/DATABASE or key=value pairs, see libpq)");
+}
+
+}  // namespace
+
+std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
+  const auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
   try {
     pipeline::db::with_retries({}, "connecting to the database to apply migrations", [&] {
       auto connection = pipeline::db::connect(url);
       pipeline::db::migrate(*connection);
     });
   } catch (const pipeline::db::InvalidDatabaseUrl& error) {
-    throw UsageError("the database URL from " + source + " is malformed: " + error.what() +
-                     " (expected postgresql://USER@HOST:PORT/DATABASE or key=value pairs, see libpq)");
+    throw malformed_url(source, error);
   }
   return url;
 }
@@ -82,6 +112,26 @@ std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& 
 
 std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>& config) const {
   return resolve(config, /*create_embedded=*/false);
+}
+
+std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config) const {
+  const auto [url, source] = locate(config, Embedded::kAsItIs);
+  try {
+    pipeline::db::connect(url);  // once: a check reports the state it finds, it does not wait for a better one
+  } catch (const pipeline::db::InvalidDatabaseUrl& error) {
+    throw malformed_url(source, error);
+  } catch (const std::exception& error) {
+    // libpq's message spans lines ("…failed: Connection refused\n\tIs the server running…"): one line here.
+    std::string message;
+    for (const char c : std::string_view(error.what())) {
+      const bool space = c == '\n' || c == '\t' || c == ' ';
+      if (!space) message += c;
+      else if (!message.empty() && message.back() != ' ') message += ' ';
+    }
+    while (message.ends_with(' ')) message.pop_back();
+    throw UsageError("cannot connect to the database from " + source + ": " + message);
+  }
+  return source;
 }
 
 }  // namespace tidemark::app

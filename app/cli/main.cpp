@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   tidemark::app::register_relay_commands(app, exit_code);
   tidemark::app::register_views_command(app, exit_code);
   tidemark::app::register_db_commands(app, exit_code);
+  tidemark::app::register_check_command(app, exit_code);
 
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know.

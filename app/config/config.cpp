@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -22,7 +24,6 @@ namespace {
 constexpr std::size_t kMaxBatchSize = 1'000'000;
 constexpr std::size_t kMaxBatchBytes = std::size_t{1} << 30;
 constexpr std::size_t kMaxNameLength = 64;
-constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
 
 // Decimal digits only: no sign, no spaces, no base prefix. nullopt on overflow.
 std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
@@ -30,12 +31,6 @@ std::optional<std::uint64_t> parse_unsigned(std::string_view text) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc{} || end != text.data() + text.size()) return std::nullopt;
   return value;
-}
-
-bool is_name(std::string_view text) {
-  return !text.empty() && text.size() <= kMaxNameLength && std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
 }
 
 bool is_env_var_name(std::string_view text) {
@@ -76,6 +71,56 @@ std::string describe(const YAML::Node& node) {
   return '"' + node.Scalar() + '"';
 }
 
+// `${NAME}` and `${NAME:-default}` replaced by the variable's value (the default when it is
+// unset or empty, as in the shell); `$${` is a literal `${`; any other `$` is itself. One
+// pass: a value brought in is not interpolated again. nullopt and `error` set when malformed
+// or when a variable without a default is unset.
+std::optional<std::string> interpolate(std::string_view text, std::string& error) {
+  constexpr std::string_view kForms = "${NAME} or ${NAME:-default}; write $${ for a literal ${";
+  std::string out;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    const auto dollar = text.find('$', at);
+    if (dollar == std::string_view::npos) break;
+    out += text.substr(at, dollar - at);
+    if (text.substr(dollar).starts_with("$${")) {
+      out += "${";
+      at = dollar + 3;
+      continue;
+    }
+    if (!text.substr(dollar).starts_with("${")) {
+      out += '$';
+      at = dollar + 1;
+      continue;
+    }
+    const auto close = text.find('}', dollar);
+    if (close == std::string_view::npos) {
+      error = "'" + std::string(text.substr(dollar)) + "' has no closing '}' (expected " + std::string(kForms) + ")";
+      return std::nullopt;
+    }
+    const std::string_view inside = text.substr(dollar + 2, close - dollar - 2);
+    const auto separator = inside.find(":-");
+    const std::string name(inside.substr(0, separator));
+    if (!is_env_var_name(name)) {
+      error = "'" + std::string(text.substr(dollar, close - dollar + 1)) + "' is not " + std::string(kForms) +
+              " (NAME: letters, digits and '_', not starting with a digit)";
+      return std::nullopt;
+    }
+    const char* value = std::getenv(name.c_str());
+    if (separator != std::string_view::npos) {
+      out += value != nullptr && *value != '\0' ? std::string_view(value) : inside.substr(separator + 2);
+    } else if (value != nullptr) {
+      out += value;
+    } else {
+      error = "environment variable " + name + " is not set (set it, or give a default: ${" + name + ":-VALUE})";
+      return std::nullopt;
+    }
+    at = close + 1;
+  }
+  out += text.substr(std::min(at, text.size()));
+  return out;
+}
+
 // One key of a map with its value; `path` is the dotted key path used in messages.
 struct Entry {
   YAML::Node key;
@@ -87,33 +132,118 @@ std::string child_path(const std::string& parent, std::string_view key) {
   return parent.empty() ? std::string(key) : parent + "." + std::string(key);
 }
 
+// An error at a line of the file (0-based, as in YAML::Mark), for sorting the errors.
+struct LocatedError : ConfigError {
+  LocatedError(int at, const std::string& message) : ConfigError(message), line(at) {}
+  int line;
+};
+
+// Parsing goes on after an error wherever what follows does not depend on the part that
+// failed (each section, entity, pipeline, key of a pipeline, destination and relay setting),
+// so that one pass reports every error of the file (`tidemark check`).
 class Parser {
  public:
   explicit Parser(std::string_view file_name) : file_name_(file_name) {}
 
-  Config parse(const YAML::Node& root) {
+  Config parse(YAML::Node root) {
     Config config;
     if (root.IsNull()) return config;  // an empty file: every default
-    const auto top =
-        fields({YAML::Node(), root, ""}, {"database", "http", "entities", "pipelines", "relay", "retention"});
-    if (const auto* database = find(top, "database")) {
-      config.database = non_empty_string(*database);
-    }
-    if (const auto* http = find(top, "http")) config.http = parse_http(*http);
-    // Before the pipelines, wherever the file has them: a pipeline names its entity.
-    if (const auto* entities = find(top, "entities")) parse_entities(*entities, config);
-    if (const auto* pipelines = find(top, "pipelines")) parse_pipelines(*pipelines, config);
-    if (const auto* relay = find(top, "relay")) config.relay = parse_relay(*relay);
-    if (const auto* retention = find(top, "retention")) config.retention = parse_retention(*retention);
+    interpolate_values(root, "");
+    attempt([&] {
+      const auto top =
+          fields({YAML::Node(), root, ""}, {"database", "http", "entities", "pipelines", "relay", "retention"});
+      if (const auto* database = find(top, "database")) {
+        attempt([&] { config.database = non_empty_string(*database); });
+      }
+      if (const auto* http = find(top, "http")) attempt([&] { config.http = parse_http(*http); });
+      // Before the pipelines, wherever the file has them: a pipeline names its entity.
+      if (const auto* entities = find(top, "entities")) attempt([&] { parse_entities(*entities, config); });
+      if (const auto* pipelines = find(top, "pipelines")) attempt([&] { parse_pipelines(*pipelines, config); });
+      if (const auto* relay = find(top, "relay")) attempt([&] { config.relay = parse_relay(*relay); });
+      if (const auto* retention = find(top, "retention")) {
+        attempt([&] { config.retention = parse_retention(*retention); });
+      }
+    });
     return config;
   }
 
   [[noreturn]] void fail(const YAML::Mark& mark, std::string_view message) const {
-    throw ConfigError(file_name_ + ":" + std::to_string(mark.line + 1) + ": " + std::string(message));
+    throw LocatedError(mark.line, message_at(mark, message));
+  }
+
+  // Every error so far, in line order (sections are parsed in a fixed order, not the file's).
+  std::vector<std::string> errors() const {
+    auto sorted = errors_;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<std::string> messages;
+    for (auto& [line, message] : sorted) messages.push_back(std::move(message));
+    return messages;
   }
 
  private:
-  using Fields = std::map<std::string, Entry, std::less<>>;
+  // A part of the file given up without an error of its own: another error already says
+  // what is wrong with it (see `require`).
+  struct Abandoned {};
+
+  // The keys of a map; `unknown_keys` when some were refused, in which case a required key
+  // that is missing is most likely the one misspelt and is not reported a second time.
+  struct Fields {
+    std::map<std::string, Entry, std::less<>> entries;
+    bool unknown_keys = false;
+  };
+
+  std::string message_at(const YAML::Mark& mark, std::string_view message) const {
+    return file_name_ + ":" + std::to_string(mark.line + 1) + ": " + std::string(message);
+  }
+
+  // An error that does not stop the part being parsed.
+  void report(const YAML::Mark& mark, std::string_view message) {
+    errors_.emplace_back(mark.line, message_at(mark, message));
+  }
+
+  // Runs `part`; an error it throws is recorded, and parsing goes on after it. False then.
+  template <typename Part>
+  bool attempt(Part&& part) {
+    try {
+      part();
+      return true;
+    } catch (const LocatedError& error) {
+      errors_.emplace_back(error.line, error.what());
+    } catch (const Abandoned&) {
+    }
+    return false;
+  }
+
+  // A value whose interpolation failed has its error already: what it holds instead (the
+  // text as written) is not reported a second time.
+  void abandon_if_uninterpolated(const Entry& entry) const {
+    const auto same = [&](const YAML::Node& node) { return node.is(entry.value); };
+    if (std::any_of(uninterpolated_.begin(), uninterpolated_.end(), same)) throw Abandoned{};
+  }
+
+  // Each scalar value of the document (not the keys) with its `${...}` replaced, before any
+  // value is read; a node reached twice (a YAML alias) is replaced once.
+  void interpolate_values(YAML::Node node, const std::string& path) {
+    if (std::any_of(interpolated_.begin(), interpolated_.end(), [&](const YAML::Node& done) { return done.is(node); })) {
+      return;
+    }
+    interpolated_.push_back(node);
+    if (node.IsMap()) {
+      for (auto pair : node) {
+        interpolate_values(pair.second, child_path(path, pair.first.IsScalar() ? pair.first.Scalar() : "?"));
+      }
+    } else if (node.IsSequence()) {
+      for (std::size_t i = 0; i < node.size(); ++i) interpolate_values(node[i], path + "[" + std::to_string(i) + "]");
+    } else if (node.IsScalar() && node.Scalar().find('$') != std::string::npos) {
+      std::string error;
+      if (const auto value = interpolate(node.Scalar(), error)) {
+        node = *value;  // the node keeps its position for later messages
+      } else {
+        report(node.Mark(), (path.empty() ? "" : path + ": ") + error);
+        uninterpolated_.push_back(node);
+      }
+    }
+  }
 
   // A value error points at a scalar value itself, else at its key: a map or list value
   // starts on a later line, and a missing value has no position of its own.
@@ -128,6 +258,7 @@ class Parser {
 
   // `why`, when given, follows in parentheses.
   [[noreturn]] void fail_value(const Entry& entry, std::string_view expected, std::string_view why = "") const {
+    abandon_if_uninterpolated(entry);
     fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value) +
                              (why.empty() ? "" : " (" + std::string(why) + ")"));
   }
@@ -144,40 +275,51 @@ class Parser {
   }
 
   [[noreturn]] void fail_at(const Entry& entry, std::string_view problem) const {
+    abandon_if_uninterpolated(entry);
     fail(mark_of(entry), key_prefix(entry) + std::string(problem));
   }
 
   static const Entry* find(const Fields& fields, std::string_view key) {
-    const auto it = fields.find(key);
-    return it == fields.end() ? nullptr : &it->second;
+    const auto it = fields.entries.find(key);
+    return it == fields.entries.end() ? nullptr : &it->second;
   }
 
   const Entry& require(const Fields& fields, const Entry& map, std::string_view key) const {
     const auto* entry = find(fields, key);
-    if (entry == nullptr) fail(map.value.Mark(), key_prefix(map) + "missing required key '" + std::string(key) + "'");
+    if (entry == nullptr) {
+      if (fields.unknown_keys) throw Abandoned{};
+      fail(map.value.Mark(), key_prefix(map) + "missing required key '" + std::string(key) + "'");
+    }
     return *entry;
   }
 
   // The keys of a map, each checked against `allowed` (strict: a typo is an error, not a
   // silently ignored setting). `secret_hint` is appended when an unknown key looks like a secret.
+  // An unknown or repeated key is reported and left out; the others are parsed.
   Fields fields(const Entry& map, std::initializer_list<std::string_view> allowed,
-                std::string_view secret_hint = "") const {
+                std::string_view secret_hint = "") {
     if (!map.value.IsMap()) fail_value(map, "a map with keys " + join(allowed));
     Fields out;
     for (const auto& pair : map.value) {
       const std::string where = map.path.empty() ? "at the top level" : "in " + map.path;
-      if (!pair.first.IsScalar())
-        fail(pair.first.Mark(), "a key " + where + " is " + describe(pair.first) + ", not a name");
+      if (!pair.first.IsScalar()) {
+        report(pair.first.Mark(), "a key " + where + " is " + describe(pair.first) + ", not a name");
+        out.unknown_keys = true;
+        continue;
+      }
       const std::string key = pair.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-        fail(pair.first.Mark(), "unknown key '" + key + "' " + where + " (expected one of: " + join(allowed) + ")" +
-                                    (key.find("secret") == std::string::npos ? "" : std::string(secret_hint)));
+        report(pair.first.Mark(), "unknown key '" + key + "' " + where + " (expected one of: " + join(allowed) + ")" +
+                                      (key.find("secret") == std::string::npos ? "" : std::string(secret_hint)));
+        out.unknown_keys = true;
+        continue;
       }
       if (const auto* earlier = find(out, key)) {
-        fail(pair.first.Mark(), "duplicate key '" + key + "' " + where + " (first at line " +
-                                    std::to_string(earlier->key.Mark().line + 1) + ")");
+        report(pair.first.Mark(), "duplicate key '" + key + "' " + where + " (first at line " +
+                                      std::to_string(earlier->key.Mark().line + 1) + ")");
+        continue;
       }
-      out.emplace(key, Entry{pair.first, pair.second, child_path(map.path, key)});
+      out.entries.emplace(key, Entry{pair.first, pair.second, child_path(map.path, key)});
     }
     return out;
   }
@@ -215,48 +357,64 @@ class Parser {
     return *value;
   }
 
-  HttpConfig parse_http(const Entry& map) const {
+  HttpConfig parse_http(const Entry& map) {
     HttpConfig http;
     const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated"});
     if (const auto* listen = find(keys, "listen")) {
-      http.listen = string_value(*listen);
-      const auto colon = http.listen.rfind(':');
-      const auto port =
-          colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(http.listen).substr(colon + 1));
-      if (colon == 0 || !port || *port > 65535) fail_value(*listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
+      attempt([&] {
+        const auto text = string_value(*listen);
+        const auto colon = text.rfind(':');
+        const auto port =
+            colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(text).substr(colon + 1));
+        if (colon == 0 || !port || *port > 65535) fail_value(*listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
+        http.listen = text;
+      });
     }
     if (const auto* entry = find(keys, "max_connections")) {
-      http.max_connections = integer_value(*entry, 1, 1000000, "an integer from 1 to 1000000");
+      attempt([&] { http.max_connections = integer_value(*entry, 1, 1000000, "an integer from 1 to 1000000"); });
     }
-    if (const auto* entry = find(keys, "allow_unauthenticated")) http.allow_unauthenticated = boolean_value(*entry);
+    if (const auto* entry = find(keys, "allow_unauthenticated")) {
+      attempt([&] { http.allow_unauthenticated = boolean_value(*entry); });
+    }
     return http;
   }
 
-  RetentionConfig parse_retention(const Entry& map) const {
+  RetentionConfig parse_retention(const Entry& map) {
     RetentionConfig retention;
-    const auto keys = fields(map, {"requests"});
-    if (const auto* entry = find(keys, "requests")) retention.requests = duration_value(*entry);
+    const auto keys = fields(map, {"requests", "inbox"});
+    if (const auto* entry = find(keys, "requests")) attempt([&] { retention.requests = duration_value(*entry); });
+    if (const auto* entry = find(keys, "inbox")) attempt([&] { retention.inbox = duration_value(*entry); });
     return retention;
   }
 
   // Each declared entity, checked by the core's rules (pipeline/core/entity.hpp); an error
   // points at the line of the part it is about.
-  void parse_entities(const Entry& map, Config& config) const {
+  void parse_entities(const Entry& map, Config& config) {
     if (!map.value.IsMap()) fail_value(map, "a map from entity name to its declaration");
     for (const auto& pair : map.value) {
-      if (!pair.first.IsScalar()) fail(pair.first.Mark(), map.path + ": an entity name is " + describe(pair.first));
-      const std::string name = pair.first.Scalar();
-      if (config.entities.contains(name)) fail(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
-      const Entry entry{pair.first, pair.second, child_path(map.path, name)};
-      EntityDeclaration entity = parse_entity(entry, name);
-      if (const auto error = check_table_unused(config.entities, entity)) {
-        fail_at(entity_part(entry, DeclarationPart::kTable, ""), *error);
+      if (!pair.first.IsScalar()) {
+        report(pair.first.Mark(), map.path + ": an entity name is " + describe(pair.first));
+        continue;
       }
-      config.entities.emplace(name, std::move(entity));
+      const std::string name = pair.first.Scalar();
+      if (config.entities.contains(name) || failed_entities_.contains(name)) {
+        report(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+        continue;
+      }
+      const bool parsed = attempt([&] {
+        const Entry entry{pair.first, pair.second, child_path(map.path, name)};
+        EntityDeclaration entity = parse_entity(entry, name);
+        if (const auto error = check_table_unused(config.entities, entity)) {
+          fail_at(entity_part(entry, DeclarationPart::kTable, ""), *error);
+        }
+        config.entities.emplace(name, std::move(entity));
+      });
+      // A pipeline that names it is not told again that the entity is unknown.
+      if (!parsed) failed_entities_.insert(name);
     }
   }
 
-  EntityDeclaration parse_entity(const Entry& map, const std::string& name) const {
+  EntityDeclaration parse_entity(const Entry& map, const std::string& name) {
     EntityDeclaration entity;
     entity.name = name;
     const auto keys = fields(map, {"table", "key", "revision", "partition_by", "extra_fields", "fields"});
@@ -290,7 +448,7 @@ class Parser {
     return entity;
   }
 
-  FieldSpec parse_field(const Entry& map, const std::string& name) const {
+  FieldSpec parse_field(const Entry& map, const std::string& name) {
     FieldSpec field;
     field.name = name;
     const auto keys = fields(map, {"type", "required", "max_length", "precision", "scale"});
@@ -364,17 +522,22 @@ class Parser {
 
   void parse_pipelines(const Entry& map, Config& config) {
     if (!map.value.IsMap()) fail_value(map, "a map from pipeline name to its settings");
+    std::set<std::string> seen;
     for (const auto& pair : map.value) {
-      if (!pair.first.IsScalar() || !is_name(pair.first.Scalar())) {
-        fail(pair.first.Mark(),
-             map.path + ": invalid pipeline name " + describe(pair.first) + " (" + std::string(kNameRule) + ")");
+      if (!pair.first.IsScalar() || !is_valid_name(pair.first.Scalar())) {
+        report(pair.first.Mark(),
+               map.path + ": invalid pipeline name " + describe(pair.first) + " (" + std::string(kNameRule) + ")");
+        continue;
       }
       const std::string name = pair.first.Scalar();
-      if (config.pipelines.contains(name)) {
-        fail(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+      if (!seen.insert(name).second) {
+        report(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+        continue;
       }
-      config.pipelines.emplace(
-          name, parse_pipeline({pair.first, pair.second, child_path(map.path, name)}, name, config.entities));
+      attempt([&] {
+        config.pipelines.emplace(
+            name, parse_pipeline({pair.first, pair.second, child_path(map.path, name)}, name, config.entities));
+      });
     }
   }
 
@@ -384,40 +547,50 @@ class Parser {
     pipeline.name = name;
     const auto keys =
         fields(map, {"entity", "source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
+    // Each key on its own: one that fails leaves its default and the others are still read.
     if (const auto* entity = find(keys, "entity")) {
-      pipeline.entity = string_value(*entity);
-      if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity)) {
-        std::string declared;
-        for (const auto& [declared_name, declaration] : entities) {
-          declared += (declared.empty() ? "" : ", ") + declared_name;
+      attempt([&] {
+        pipeline.entity = string_value(*entity);
+        if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity) &&
+            !failed_entities_.contains(pipeline.entity)) {
+          std::string declared;
+          for (const auto& [declared_name, declaration] : entities) {
+            declared += (declared.empty() ? "" : ", ") + declared_name;
+          }
+          fail_at(*entity, "unknown entity '" + pipeline.entity + "' (" +
+                               (declared.empty() ? "none is declared under entities" : "declared: " + declared) +
+                               "; " + std::string(kBuiltInEntityName) + " is the built-in one)");
         }
-        fail_at(*entity, "unknown entity '" + pipeline.entity + "' (" +
-                             (declared.empty() ? "none is declared under entities" : "declared: " + declared) + "; " +
-                             std::string(kBuiltInEntityName) + " is the built-in one)");
-      }
+      });
     }
-    pipeline.source = parse_source(require(keys, map, "source"));
+    attempt([&] { pipeline.source = parse_source(require(keys, map, "source")); });
     if (const auto* batch_size = find(keys, "batch_size")) {
-      pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
-                                          "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
+      attempt([&] {
+        pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
+                                            "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
+      });
     }
     if (const auto* max_batch_bytes = find(keys, "max_batch_bytes")) {
-      pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
-                                               "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
+      attempt([&] {
+        pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
+                                                 "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
+      });
     }
     if (const auto* max_rejected = find(keys, "max_rejected")) {
-      pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())
-                                                             : std::nullopt;
-      if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
+      attempt([&] {
+        pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())
+                                                               : std::nullopt;
+        if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
+      });
     }
-    if (const auto* schedule = find(keys, "schedule")) pipeline.schedule = parse_schedule(*schedule);
+    if (const auto* schedule = find(keys, "schedule")) attempt([&] { pipeline.schedule = parse_schedule(*schedule); });
     if (const auto* destinations = find(keys, "destinations")) {
-      pipeline.destinations = parse_destinations(*destinations, pipeline.entity);
+      attempt([&] { pipeline.destinations = parse_destinations(*destinations, pipeline.entity); });
     }
     return pipeline;
   }
 
-  SourceConfig parse_source(const Entry& map) const {
+  SourceConfig parse_source(const Entry& map) {
     SourceConfig source;
     const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
@@ -444,7 +617,7 @@ class Parser {
     return source;
   }
 
-  ScheduleConfig parse_schedule(const Entry& map) const {
+  ScheduleConfig parse_schedule(const Entry& map) {
     ScheduleConfig schedule;
     const auto keys = fields(map, {"every", "cron"});
     const auto* every = find(keys, "every");
@@ -457,9 +630,14 @@ class Parser {
       schedule.cron = string_value(*cron);
       // The scheduler's own parser: what passes here is what `serve` runs on.
       std::string error;
-      if (!CronExpression::parse(*schedule.cron, error)) {
+      const auto expression = CronExpression::parse(*schedule.cron, error);
+      if (!expression) {
         fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'",
                    error);
+      }
+      // As the scheduler refuses it: a day that no month has (30 2 *) never comes.
+      if (!expression->next_after(std::chrono::system_clock::now())) {
+        fail_at(*cron, "\"" + *schedule.cron + "\" never matches (no such day in the months it names)");
       }
     }
     return schedule;
@@ -470,13 +648,16 @@ class Parser {
     if (!list.value.IsSequence()) fail_value(list, "a list of destinations");
     std::vector<DestinationConfig> destinations;
     for (std::size_t i = 0; i < list.value.size(); ++i) {
-      const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
-      destinations.push_back(parse_destination(item, entity));
-      for (std::size_t j = 0; j + 1 < destinations.size(); ++j) {
-        if (destinations[j].name == destinations.back().name) {
-          fail_at(item, "destination '" + destinations.back().name + "' is listed twice in this pipeline");
+      attempt([&] {
+        const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
+        auto destination = parse_destination(item, entity);
+        for (const auto& earlier : destinations) {
+          if (earlier.name == destination.name) {
+            fail_at(item, "destination '" + destination.name + "' is listed twice in this pipeline");
+          }
         }
-      }
+        destinations.push_back(std::move(destination));
+      });
     }
     return destinations;
   }
@@ -488,7 +669,8 @@ class Parser {
                              "that holds it");
     const auto& name = require(keys, map, "name");
     destination.name = string_value(name);
-    if (!is_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
+    if (!is_valid_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
+    destination.line = mark_of(name).line + 1;
     const auto& kind = require(keys, map, "kind");
     destination.kind = enum_value(kind, kDestinationKinds, "http or view");
     // The views (account_balance, daily_totals) fold transaction amounts by account; another
@@ -500,7 +682,7 @@ class Parser {
     // Unique across the file, not per pipeline: outbox rows name only their destination. A
     // view is the exception: several pipelines may list it, and it reflects all of them.
     if (const auto [it, inserted] =
-            destination_lines_.emplace(destination.name, Definition{mark_of(name).line + 1, destination.kind});
+            destination_lines_.emplace(destination.name, Definition{destination.line, destination.kind});
         !inserted && (destination.kind != DestinationKind::kView || it->second.kind != DestinationKind::kView)) {
       fail_at(name, "destination '" + destination.name + "' is already defined at line " +
                         std::to_string(it->second.line) +
@@ -535,21 +717,30 @@ class Parser {
     return destination;
   }
 
-  RelayConfig parse_relay(const Entry& map) const {
+  RelayConfig parse_relay(const Entry& map) {
     RelayConfig relay;
     const auto keys =
         fields(map, {"max_attempts", "base_delay", "max_delay", "max_in_flight", "connect_timeout", "request_timeout"});
+    bool delays_read = true;  // the two delays are compared only when both were read (or defaulted)
     if (const auto* entry = find(keys, "max_attempts")) {
-      relay.max_attempts = static_cast<int>(integer_value(*entry, 1, 1000, "an integer from 1 to 1000"));
+      attempt([&] { relay.max_attempts = static_cast<int>(integer_value(*entry, 1, 1000, "an integer from 1 to 1000")); });
     }
-    if (const auto* entry = find(keys, "base_delay")) relay.base_delay = duration_value(*entry);
-    if (const auto* entry = find(keys, "max_delay")) relay.max_delay = duration_value(*entry);
+    if (const auto* entry = find(keys, "base_delay")) {
+      delays_read = attempt([&] { relay.base_delay = duration_value(*entry); }) && delays_read;
+    }
+    if (const auto* entry = find(keys, "max_delay")) {
+      delays_read = attempt([&] { relay.max_delay = duration_value(*entry); }) && delays_read;
+    }
     if (const auto* entry = find(keys, "max_in_flight")) {
-      relay.max_in_flight = integer_value(*entry, 1, 1024, "an integer from 1 to 1024");
+      attempt([&] { relay.max_in_flight = integer_value(*entry, 1, 1024, "an integer from 1 to 1024"); });
     }
-    if (const auto* entry = find(keys, "connect_timeout")) relay.connect_timeout = duration_value(*entry);
-    if (const auto* entry = find(keys, "request_timeout")) relay.request_timeout = duration_value(*entry);
-    if (relay.max_delay < relay.base_delay) {
+    if (const auto* entry = find(keys, "connect_timeout")) {
+      attempt([&] { relay.connect_timeout = duration_value(*entry); });
+    }
+    if (const auto* entry = find(keys, "request_timeout")) {
+      attempt([&] { relay.request_timeout = duration_value(*entry); });
+    }
+    if (delays_read && relay.max_delay < relay.base_delay) {
       if (const auto* max_delay = find(keys, "max_delay")) {
         fail_at(*max_delay, "must not be shorter than relay.base_delay");
       }
@@ -564,6 +755,10 @@ class Parser {
     DestinationKind kind = DestinationKind::kHttp;
   };
   std::map<std::string, Definition> destination_lines_;
+  std::set<std::string> failed_entities_;  // declared with an error: named by a pipeline without a second one
+  std::vector<YAML::Node> interpolated_;   // the nodes whose values interpolate_values has replaced
+  std::vector<YAML::Node> uninterpolated_;  // those whose interpolation failed
+  std::vector<std::pair<int, std::string>> errors_;  // (0-based line, message)
 };
 
 }  // namespace
@@ -620,20 +815,62 @@ std::map<std::string, DestinationConfig> Config::destinations() const {
   return out;
 }
 
-Config parse_config(std::string_view yaml_text, std::string_view file_name) {
+ConfigError::ConfigError(std::vector<std::string> errors)
+    : std::runtime_error([&] {
+        std::string joined;
+        for (const auto& error : errors) joined += (joined.empty() ? "" : "\n") + error;
+        return joined;
+      }()),
+      errors_(std::move(errors)) {}
+
+bool is_valid_name(std::string_view text) {
+  return !text.empty() && text.size() <= kMaxNameLength && std::all_of(text.begin(), text.end(), [](char c) {
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+ConfigCheck check_config(std::string_view yaml_text, std::string_view file_name) {
   Parser parser(file_name);
+  ConfigCheck check;
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(yaml_text));
   } catch (const YAML::Exception& error) {
-    parser.fail(error.mark, "YAML syntax error: " + error.msg);
+    // Nothing can be read past a syntax error.
+    try {
+      parser.fail(error.mark, "YAML syntax error: " + error.msg);
+    } catch (const ConfigError& syntax) {
+      check.errors.push_back(syntax.what());
+    }
+    return check;
   }
+  check.config = parser.parse(documents.empty() ? YAML::Node() : documents.front());
+  check.errors = parser.errors();
   // A second document would otherwise be ignored without a word.
-  if (documents.size() > 1) parser.fail(documents[1].Mark(), "a config file holds one YAML document; remove the '---'");
-  return parser.parse(documents.empty() ? YAML::Node() : documents.front());
+  if (documents.size() > 1) {
+    try {
+      parser.fail(documents[1].Mark(), "a config file holds one YAML document; remove the '---'");
+    } catch (const ConfigError& second) {
+      check.errors.push_back(second.what());
+    }
+  }
+  return check;
 }
 
-Config load_config(const std::filesystem::path& path) {
+Config parse_config(std::string_view yaml_text, std::string_view file_name) {
+  auto check = check_config(yaml_text, file_name);
+  if (!check.errors.empty()) throw ConfigError(std::move(check.errors));
+  return std::move(check.config);
+}
+
+namespace {
+
+std::string read_config_file(const std::filesystem::path& path) {
+  // An ifstream opens a folder and then reads nothing, which would look like a YAML error.
+  if (std::error_code ignored; std::filesystem::is_directory(path, ignored)) {
+    throw ConfigError("config file " + path.string() + " is a directory, not a YAML file: name the file in it (e.g. " +
+                      (path / "tidemark.yaml").string() + ")");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw ConfigError("cannot read config file " + path.string() + ": " + std::strerror(errno));
@@ -641,7 +878,15 @@ Config load_config(const std::filesystem::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw ConfigError("cannot read config file " + path.string() + ": " + std::strerror(errno));
-  return parse_config(text.str(), path.string());
+  return text.str();
+}
+
+}  // namespace
+
+Config load_config(const std::filesystem::path& path) { return parse_config(read_config_file(path), path.string()); }
+
+ConfigCheck check_config_file(const std::filesystem::path& path) {
+  return check_config(read_config_file(path), path.string());
 }
 
 std::optional<Duration> parse_duration(std::string_view text) {
@@ -659,6 +904,17 @@ std::optional<Duration> parse_duration(std::string_view text) {
     return Duration(static_cast<Duration::rep>(*count) * unit.milliseconds);
   }
   return std::nullopt;
+}
+
+std::string format_duration(Duration duration) {
+  static constexpr std::pair<std::string_view, Duration::rep> kUnits[] = {
+      {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
+  for (const auto& [suffix, milliseconds] : kUnits) {
+    if (duration.count() != 0 && duration.count() % milliseconds == 0) {
+      return std::to_string(duration.count() / milliseconds) + std::string(suffix);
+    }
+  }
+  return std::to_string(duration.count()) + "ms";
 }
 
 }  // namespace tidemark::pipeline

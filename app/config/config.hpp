@@ -20,9 +20,20 @@ namespace tidemark::pipeline {
 
 using Duration = std::chrono::milliseconds;
 
-struct ConfigError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// One configuration error, or every error of a file (what(): one per line, in line order).
+class ConfigError : public std::runtime_error {
+ public:
+  explicit ConfigError(const std::string& message) : std::runtime_error(message), errors_{message} {}
+  explicit ConfigError(std::vector<std::string> errors);
+  const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  std::vector<std::string> errors_;
 };
+
+// The rule for pipeline and destination names, in the config and on the command line.
+inline constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
+bool is_valid_name(std::string_view text);
 
 // The kinds the config names, parsed once from their YAML names; to_string gives that name
 // back (API and JSON output). app/wiring/registry maps each kind to its factory.
@@ -57,6 +68,7 @@ struct DestinationConfig {
   std::string url;         // http: where events are POSTed
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
   std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
+  int line = 0;            // of its name in the config file, for messages (0: not from a file)
 };
 
 struct PipelineConfig {
@@ -93,6 +105,9 @@ struct HttpConfig {
 // How long each kind of history is kept (one section for every retention window).
 struct RetentionConfig {
   Duration requests = std::chrono::hours(24 * 7);  // run_requests: webhook-ids and the runs they got
+  // View inbox records (serve's hourly cleanup, `views cleanup`); the views' own default,
+  // pipeline/views kDefaultInboxRetention.
+  Duration inbox = std::chrono::hours(24 * 7);
 };
 
 struct Config {
@@ -119,11 +134,23 @@ struct Config {
   const EntityDeclaration& entity_of(const std::string& pipeline) const;
 };
 
-// `file_name` is used in error messages only.
+// `file_name` is used in error messages only. Every error of the file is collected: a
+// ConfigError carries them all (errors()), in line order.
 Config parse_config(std::string_view yaml_text, std::string_view file_name);
 Config load_config(const std::filesystem::path& path);
 
+// For `tidemark check`: the same parsing, returning every error instead of throwing, with the
+// config as far as it parsed (a part with an error is left out or at its defaults).
+struct ConfigCheck {
+  Config config;
+  std::vector<std::string> errors;  // each "FILE:LINE: ...", in line order
+};
+ConfigCheck check_config(std::string_view yaml_text, std::string_view file_name);
+ConfigCheck check_config_file(const std::filesystem::path& path);
+
 // "250ms", "1s", "5m", "2h": an integer with a unit. nullopt when malformed.
 std::optional<Duration> parse_duration(std::string_view text);
+// The other way: in the largest unit that divides it ("168h", "90s", "250ms").
+std::string format_duration(Duration duration);
 
 }  // namespace tidemark::pipeline

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <fstream>
 #include <utility>
 #include <vector>
@@ -825,6 +827,243 @@ TEST(ParseDuration, RejectsEverythingElse) {
 TEST(ParseDuration, AcceptsTheLargestRepresentableValue) {
   EXPECT_EQ(parse_duration("9223372036854775807ms"), milliseconds(9223372036854775807LL));
   EXPECT_EQ(parse_duration("2562047788015h"), hours(2562047788015));
+}
+
+TEST(FormatDuration, TheLargestUnitThatDividesIt) {
+  EXPECT_EQ(format_duration(hours(168)), "168h");
+  EXPECT_EQ(format_duration(minutes(90)), "90m");
+  EXPECT_EQ(format_duration(seconds(61)), "61s");
+  EXPECT_EQ(format_duration(milliseconds(1500)), "1500ms");
+  EXPECT_EQ(format_duration(milliseconds(0)), "0ms");
+  for (const auto* text : {"168h", "90m", "61s", "1500ms"}) EXPECT_EQ(format_duration(*parse_duration(text)), text);
+}
+
+// --- every error at once ----------------------------------------------------------------
+
+// The errors a ConfigError carries, one per line of what().
+std::vector<std::string> config_errors(const std::string& yaml) {
+  try {
+    parse_config(yaml, "config.yaml");
+  } catch (const ConfigError& error) {
+    return error.errors();
+  }
+  return {};
+}
+
+TEST(ParseConfigErrors, EveryErrorOfTheFileIsReportedInLineOrder) {
+  // Sections are read in a fixed order (relay after pipelines), errors come in the file's.
+  const std::string yaml =
+      "relay: {max_attempts: 0}\n"                              // 1
+      "pipelines:\n"                                            // 2
+      "  orders:\n"                                             // 3
+      "    source: {path: a.csv, format: xml}\n"                // 4
+      "    batch_size: ten\n"                                   // 5
+      "    schedule: {cron: \"99 * * * *\"}\n"                  // 6
+      "    colour: blue\n"                                      // 7
+      "    destinations:\n"                                     // 8
+      "      - {name: ledger, kind: http, url: ftp://x/e, secret_env: S}\n"  // 9
+      "      - {name: d, kind: kafka}\n"                        // 10
+      "  refunds:\n"                                            // 11
+      "    source: {path: b.csv}\n"                             // 12
+      "    batch_size: 0\n"                                     // 13
+      "http: {listen: nowhere, max_connections: 0}\n"           // 14
+      "retention: {inbox: forever}\n";                          // 15
+  const auto errors = config_errors(yaml);
+  ASSERT_EQ(errors.size(), 11u) << ::testing::PrintToString(errors);
+  const std::vector<std::string> starts = {
+      "config.yaml:1: relay.max_attempts:",
+      "config.yaml:4: pipelines.orders.source.format:",
+      "config.yaml:5: pipelines.orders.batch_size:",
+      "config.yaml:6: pipelines.orders.schedule.cron:",
+      "config.yaml:7: unknown key 'colour' in pipelines.orders",
+      "config.yaml:9: pipelines.orders.destinations[0].url:",
+      "config.yaml:10: pipelines.orders.destinations[1].kind:",
+      "config.yaml:13: pipelines.refunds.batch_size:",
+      "config.yaml:14: http.listen:",
+      "config.yaml:14: http.max_connections:",
+      "config.yaml:15: retention.inbox:"};
+  for (std::size_t i = 0; i < starts.size(); ++i) EXPECT_THAT(errors[i], StartsWith(starts[i])) << i;
+  // what() is every error, one per line: what run, serve and the others print.
+  std::string joined;
+  for (const auto& error : errors) joined += (joined.empty() ? "" : "\n") + error;
+  EXPECT_EQ(config_error(yaml), joined);
+}
+
+TEST(CheckConfig, ReturnsTheErrorsAndEveryPartThatParsed) {
+  const auto check = check_config(
+      "pipelines:\n"
+      "  good:\n"
+      "    source: {path: a.csv}\n"
+      "    destinations: [{name: account_balance, kind: view}]\n"
+      "  bad:\n"
+      "    source: {path: b.csv}\n"
+      "    batch_size: -1\n"
+      "    destinations: [{name: ledger, kind: http, url: http://x/e, secret_env: LEDGER_SECRET}]\n"
+      "relay: {max_attempts: 3}\n",
+      "config.yaml");
+  ASSERT_EQ(check.errors.size(), 1u);
+  EXPECT_THAT(check.errors[0], StartsWith("config.yaml:7: pipelines.bad.batch_size:"));
+  EXPECT_EQ(check.config.relay.max_attempts, 3);
+  EXPECT_EQ(check.config.pipelines.at("good").destination_names(), std::vector<std::string>{"account_balance"});
+  // A pipeline with an error keeps its other keys (at the failed key's default).
+  ASSERT_EQ(check.config.pipelines.count("bad"), 1u);
+  EXPECT_EQ(check.config.pipelines.at("bad").batch_size, 10000u);
+  EXPECT_EQ(check.config.pipelines.at("bad").destinations.at(0).line, 8);
+  EXPECT_EQ(check.config.pipelines.at("good").destinations.at(0).line, 4);
+  EXPECT_TRUE(check_config(kPipelineHead, "config.yaml").errors.empty());
+}
+
+// One mistake, one error: what follows from an error already reported is not reported again.
+TEST(ParseConfigErrors, AnErrorIsNotFollowedByItsConsequences) {
+  // A misspelt required key is the unknown key, not also a missing one.
+  EXPECT_EQ(config_errors("pipelines:\n  p:\n    sorce: {path: a.csv}\n"),
+            std::vector<std::string>{"config.yaml:3: unknown key 'sorce' in pipelines.p (expected one of: entity, "
+                                     "source, batch_size, max_batch_bytes, max_rejected, schedule, destinations)"});
+  // An entity declared with an error is not "unknown" to the pipeline that names it.
+  const auto entity_errors = config_errors(std::string(kEntityHead) + "    partition_by: nowhere\n" + kPipelineHead +
+                                           "    entity: orders\n");
+  ASSERT_EQ(entity_errors.size(), 1u) << ::testing::PrintToString(entity_errors);
+  EXPECT_THAT(entity_errors[0], StartsWith("config.yaml:5: entities.orders.partition_by:"));
+  // A bad base_delay is not also compared with max_delay.
+  EXPECT_EQ(config_errors("relay: {base_delay: 1.5s, max_delay: 1s}\n").size(), 1u);
+  // An unset variable is its error, not also "expected a URL".
+  ::unsetenv("TIDEMARK_TEST_UNSET_URL");
+  const auto url_errors = config_errors(std::string(kPipelineHead) +
+                                        "    destinations:\n"
+                                        "      - {name: l, kind: http, url: \"${TIDEMARK_TEST_UNSET_URL}\", "
+                                        "secret_env: S}\n");
+  ASSERT_EQ(url_errors.size(), 1u) << ::testing::PrintToString(url_errors);
+  EXPECT_THAT(url_errors[0], HasSubstr("TIDEMARK_TEST_UNSET_URL is not set"));
+}
+
+TEST(ParseConfigErrors, CronThatNeverMatchesIsRefusedAsTheSchedulerWould) {
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    schedule: {cron: \"0 0 30 2 *\"}\n"),
+            "config.yaml:4: pipelines.transactions.schedule.cron: \"0 0 30 2 *\" never matches (no such day in the "
+            "months it names)");
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    schedule: {cron: \"0 0 29 2 *\"}\n"), "");
+}
+
+// --- ${VAR} interpolation -------------------------------------------------------------------
+
+// Sets (or, with nullptr, removes) an environment variable for one test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (value == nullptr) {
+      ::unsetenv(name);
+    } else {
+      ::setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+TEST(Interpolation, VariablesAndDefaultsInAnyValue) {
+  const ScopedEnv dir("TIDEMARK_TEST_DIR", "/data/in");
+  const ScopedEnv size("TIDEMARK_TEST_BATCH", "250");
+  const ScopedEnv empty("TIDEMARK_TEST_EMPTY", "");
+  const ScopedEnv unset("TIDEMARK_TEST_UNSET", nullptr);
+  const Config config = parse_config(
+      "database: \"${TIDEMARK_TEST_UNSET:-postgresql://localhost/tm}\"\n"
+      "pipelines:\n"
+      "  p:\n"
+      "    source: {path: \"${TIDEMARK_TEST_DIR}/${TIDEMARK_TEST_EMPTY:-today}.csv\"}\n"
+      "    batch_size: ${TIDEMARK_TEST_BATCH}\n"
+      "    destinations:\n"
+      "      - name: ledger\n"
+      "        kind: http\n"
+      "        url: http://${TIDEMARK_TEST_UNSET:-127.0.0.1:9000}/events${TIDEMARK_TEST_EMPTY}\n"
+      "        secret_env: LEDGER_SECRET\n",
+      "config.yaml");
+  EXPECT_EQ(config.database, "postgresql://localhost/tm");  // the default when unset
+  const auto& pipeline = config.pipelines.at("p");
+  EXPECT_EQ(pipeline.source.path, "/data/in/today.csv");  // the default when empty, as in the shell
+  EXPECT_EQ(pipeline.batch_size, 250u);                    // a number too: the value is read after interpolation
+  EXPECT_EQ(pipeline.destinations.at(0).url, "http://127.0.0.1:9000/events");  // set but empty, no default: ""
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batch_size: \"${TIDEMARK_TEST_DIR}\"\n"),
+            "config.yaml:4: pipelines.transactions.batch_size: expected a positive integer (at most 1000000), "
+            "got \"/data/in\"");
+}
+
+TEST(Interpolation, DollarDollarBraceIsALiteralAndOtherDollarsAreThemselves) {
+  const ScopedEnv value("TIDEMARK_TEST_X", "x");
+  const auto path_of = [](const std::string& path) {
+    return parse_config("pipelines:\n  p:\n    source: {path: '" + path + "', format: csv}\n", "config.yaml")
+        .pipelines.at("p")
+        .source.path;
+  };
+  EXPECT_EQ(path_of("$${TIDEMARK_TEST_X}"), "${TIDEMARK_TEST_X}");
+  EXPECT_EQ(path_of("a$$${TIDEMARK_TEST_X}"), "a$${TIDEMARK_TEST_X}");  // `$` then `$${`: both kept as written
+  EXPECT_EQ(path_of("$HOME/$1/50$/$$"), "$HOME/$1/50$/$$");
+  EXPECT_EQ(path_of("${TIDEMARK_TEST_X}$${TIDEMARK_TEST_X}"), "x${TIDEMARK_TEST_X}");
+  // One pass: a value brought in is not interpolated again.
+  const ScopedEnv nested("TIDEMARK_TEST_NESTED", "${TIDEMARK_TEST_X}");
+  EXPECT_EQ(path_of("${TIDEMARK_TEST_NESTED}"), "${TIDEMARK_TEST_X}");
+}
+
+TEST(Interpolation, AnUnsetVariableWithoutDefaultNamesItAndTheLine) {
+  const ScopedEnv unset("TIDEMARK_TEST_MISSING", nullptr);
+  EXPECT_EQ(config_error("pipelines:\n  p:\n    source:\n      path: ${TIDEMARK_TEST_MISSING}/in.csv\n"),
+            "config.yaml:4: pipelines.p.source.path: environment variable TIDEMARK_TEST_MISSING is not set (set it, "
+            "or give a default: ${TIDEMARK_TEST_MISSING:-VALUE})");
+  // Each value is its own error.
+  const auto errors = config_errors("database: ${TIDEMARK_TEST_MISSING}\npipelines:\n  p:\n"
+                                    "    source: {path: \"${TIDEMARK_TEST_MISSING}.csv\"}\n");
+  ASSERT_EQ(errors.size(), 2u);
+  EXPECT_THAT(errors[0], StartsWith("config.yaml:1: database: environment variable TIDEMARK_TEST_MISSING"));
+  EXPECT_THAT(errors[1], StartsWith("config.yaml:4: pipelines.p.source.path: environment variable"));
+}
+
+TEST(Interpolation, MalformedReferencesSayHowToWriteThem) {
+  EXPECT_EQ(config_error("database: \"${TIDEMARK_TEST_X\"\n"),
+            "config.yaml:1: database: '${TIDEMARK_TEST_X' has no closing '}' (expected ${NAME} or "
+            "${NAME:-default}; write $${ for a literal ${)");
+  for (const auto* bad : {"${}", "${1X}", "${A B}", "${X:default}", "${X-default}"}) {
+    EXPECT_THAT(config_error(std::string("database: \"") + bad + "\"\n"),
+                AllOf(StartsWith(std::string("config.yaml:1: database: '") + bad + "' is not ${NAME} or"),
+                      HasSubstr("write $${ for a literal ${")))
+        << bad;
+  }
+}
+
+TEST(Interpolation, KeysAreNotInterpolated) {
+  const ScopedEnv value("TIDEMARK_TEST_KEY", "batch_size");
+  EXPECT_THAT(config_error(std::string(kPipelineHead) + "    ${TIDEMARK_TEST_KEY}: 5\n"),
+              StartsWith("config.yaml:4: unknown key '${TIDEMARK_TEST_KEY}'"));
+}
+
+// --- retention.inbox and names --------------------------------------------------------------
+
+TEST(ParseConfig, RetentionOfTheInbox) {
+  EXPECT_EQ(parse_config(kPipelineHead, "config.yaml").retention.inbox, hours(168));
+  EXPECT_EQ(parse_config("retention: {inbox: 72h, requests: 1h}\n", "config.yaml").retention.inbox, hours(72));
+  EXPECT_THAT(config_error("retention:\n  inbox: 0h\n"),
+              StartsWith("config.yaml:2: retention.inbox: expected a positive duration"));
+  EXPECT_EQ(config_error("retention: {outbox_rows: 1h}\n"),
+            "config.yaml:1: unknown key 'outbox_rows' in retention (expected one of: requests, inbox)");
+}
+
+TEST(IsValidName, TheRuleOfPipelineAndDestinationNames) {
+  for (const auto* good : {"p", "orders_2024", "A-b_C", "x"}) EXPECT_TRUE(is_valid_name(good)) << good;
+  EXPECT_TRUE(is_valid_name(std::string(64, 'p')));
+  for (const auto* bad : {"", "bad name", "a.b", "ä", "a/b", "--x;"}) EXPECT_FALSE(is_valid_name(bad)) << bad;
+  EXPECT_FALSE(is_valid_name(std::string(65, 'p')));
+}
+
+TEST(LoadConfig, ADirectoryIsNamedAsOne) {
+  const auto folder = std::filesystem::path(::testing::TempDir());
+  try {
+    load_config(folder);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& error) {
+    EXPECT_THAT(error.what(), AllOf(HasSubstr(folder.string()), HasSubstr("is a directory, not a YAML file")));
+  }
+  EXPECT_THROW(check_config_file(folder), ConfigError);
 }
 
 }  // namespace

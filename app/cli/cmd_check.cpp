@@ -1,0 +1,124 @@
+// tidemark check --config FILE [--offline] [--database URL]: every error of a configuration
+// at once, each with its file and line, before a run or serve meets the first of them.
+#include <algorithm>
+#include <iostream>
+
+#include "app/cli/commands.hpp"
+#include "app/wiring/sinks.hpp"
+#include "pipeline/views/registry.hpp"
+
+namespace tidemark::app {
+
+namespace {
+
+struct CheckOptions {
+  DatabaseOptions database;
+  bool offline = false;
+};
+
+struct Findings {
+  std::vector<std::string> errors;
+  std::vector<std::string> warnings;
+};
+
+std::string at_line(const std::string& file, const pipeline::DestinationConfig& destination) {
+  return file + ":" + std::to_string(destination.line) + ": ";
+}
+
+// Every destination of the config, in the file's order.
+std::vector<pipeline::DestinationConfig> destinations_by_line(const pipeline::Config& config) {
+  std::vector<pipeline::DestinationConfig> destinations;
+  for (const auto& [name, destination] : config.destinations()) destinations.push_back(destination);
+  std::sort(destinations.begin(), destinations.end(), [](const auto& a, const auto& b) { return a.line < b.line; });
+  return destinations;
+}
+
+// What the config's parsing cannot see: the environment the relay will read its secrets
+// from, and which views Tidemark ships. The same checks as the relay's and serve's start-up
+// (app/wiring), with the line of the destination.
+void check_destinations(const pipeline::Config& config, const std::string& file, Findings& findings) {
+  for (const auto& destination : destinations_by_line(config)) {
+    const std::string& name = destination.name;
+    if (destination.kind == pipeline::DestinationKind::kHttp) {
+      try {
+        webhook_options(destination, config.relay);
+      } catch (const pipeline::ConfigError& error) {
+        findings.errors.push_back(at_line(file, destination) + error.what());
+      }
+    } else if (pipeline::views::find_view(name) == nullptr) {
+      findings.errors.push_back(at_line(file, destination) + "destination '" + name +
+                                "' is of kind view, but tidemark has no such view (" +
+                                pipeline::views::view_list(", ") + ")");
+    }
+  }
+}
+
+// A view that can start a new version from a snapshot of transaction_state (docs/views.md)
+// does so only when every pipeline that writes that state lists it; otherwise `views rebuild`
+// replays the outbox's history, which retention may have shortened. Not an error: a view
+// reflects the pipelines that list it, by choice.
+void check_snapshot_views(const pipeline::Config& config, const std::string& file, Findings& findings) {
+  std::vector<std::string> writers;
+  for (const auto& [name, pipeline] : config.pipelines) {
+    if (pipeline.entity == pipeline::kBuiltInEntityName) writers.push_back(name);
+  }
+  for (const auto& destination : destinations_by_line(config)) {
+    const std::string& name = destination.name;
+    const auto* view = pipeline::views::find_view(name);
+    if (destination.kind != pipeline::DestinationKind::kView || view == nullptr || !view->snapshot_statement()) {
+      continue;
+    }
+    const auto feeders = config.pipelines_feeding(name);
+    std::string missing;
+    for (const auto& writer : writers) {
+      if (std::find(feeders.begin(), feeders.end(), writer) == feeders.end()) {
+        missing += (missing.empty() ? "" : ", ") + writer;
+      }
+    }
+    if (missing.empty()) continue;
+    findings.warnings.push_back(
+        at_line(file, destination) + "view destination '" + name + "' is not listed by pipeline(s) " + missing +
+        ", which also write the transaction entity: the view will not reflect them, and `tidemark views rebuild " +
+        name + "` cannot start from a snapshot of transaction_state (it replays the outbox instead); list it in " +
+        "every such pipeline if it should reflect them all");
+  }
+}
+
+}  // namespace
+
+void register_check_command(CLI::App& root, int& exit_code) {
+  auto options = std::make_shared<CheckOptions>();
+  auto* check = root.add_subcommand(
+      "check",
+      "Check a configuration and report every error at once, each with its file and line: the file itself\n"
+      "(keys, values, ${VAR} interpolation, cron expressions), every *_env variable set, the view\n"
+      "destinations, and that the database is reachable (unless --offline). Creates, starts and migrates\n"
+      "nothing. Exit 0 when there is no error (warnings are printed), 2 with every error on stderr.");
+  options->database.add_to(*check);
+  check->get_option("--config")->required();
+  check->add_flag("--offline", options->offline, "Do not connect to the database");
+  check->callback([&, options] {
+    const std::string& file = options->database.config_file;
+    Findings findings;
+    auto parsed = pipeline::check_config_file(file);
+    findings.errors = std::move(parsed.errors);
+    check_destinations(parsed.config, file, findings);
+    check_snapshot_views(parsed.config, file, findings);
+    std::string database = "not checked (--offline)";
+    if (!options->offline) {
+      try {
+        database = "reachable (" + options->database.probe(parsed.config) + ")";
+      } catch (const UsageError& error) {
+        findings.errors.push_back(error.what());
+        database = "unreachable";
+      }
+    }
+    for (const auto& warning : findings.warnings) std::cerr << "warning: " << warning << "\n";
+    for (const auto& error : findings.errors) std::cerr << "error: " << error << "\n";
+    std::cout << file << ": " << findings.errors.size() << " error(s), " << findings.warnings.size()
+              << " warning(s); " << parsed.config.pipelines.size() << " pipeline(s); database " << database << "\n";
+    exit_code = findings.errors.empty() ? kExitOk : kExitUsage;
+  });
+}
+
+}  // namespace tidemark::app
