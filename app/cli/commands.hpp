@@ -53,5 +53,6 @@ void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantin
 void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
 void register_serve_command(CLI::App& root, int& exit_code);        // serve
 void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
+void register_status_command(CLI::App& root, int& exit_code);       // status
 
 }  // namespace tidemark::app
