@@ -29,8 +29,10 @@ std::string text(const boost::json::value& value) {
   return boost::json::serialize(value);
 }
 
-// 0.4s, 12.3s, 5m 03s, 2h 05m, 3d 04h: as precise as an operator reads an age or a duration.
-std::string duration(double seconds) {
+// A document's milliseconds as 0.4s, 12.3s, 5m 03s, 2h 05m, 3d 04h: as precise as an
+// operator reads an age or a duration.
+std::string duration(const boost::json::value& milliseconds) {
+  const double seconds = milliseconds.to_number<double>() / 1000;
   char buffer[32];
   const auto whole = static_cast<long long>(std::floor(seconds));
   if (seconds < 60) {
@@ -49,7 +51,7 @@ void print_run(std::ostream& out, const boost::json::object& run) {
   out << "  last run     " << text(run.at("run_id")) << " " << text(run.at("status")) << " (trigger "
       << text(run.at("trigger")) << ", mode " << text(run.at("mode")) << ")\n";
   out << "               started " << text(run.at("started_at")) << ", finished " << text(run.at("finished_at"));
-  if (const auto& took = run.at("duration_seconds"); !took.is_null()) out << ", took " << duration(took.to_number<double>());
+  if (const auto& took = run.at("duration_ms"); !took.is_null()) out << ", took " << duration(took);
   out << "\n";
   out << "               " << text(run.at("input")) << " input in " << text(run.at("batches")) << " batch(es):";
   const char* separator = " ";
@@ -78,7 +80,7 @@ void print_status(std::ostream& out, const boost::json::object& status) {
   for (const auto& value : checkpoints) {
     const auto& checkpoint = value.as_object();
     out << "  checkpoint   " << text(checkpoint.at("position")) << " (source " << text(checkpoint.at("source"))
-        << "), moved " << duration(checkpoint.at("age_seconds").to_number<double>()) << " ago\n";
+        << "), moved " << duration(checkpoint.at("age_ms")) << " ago\n";
   }
   out << "  quarantine   " << text(status.at("open_quarantine")) << " open\n";
   const auto& destinations = status.at("destinations").as_array();
@@ -88,7 +90,7 @@ void print_status(std::ostream& out, const boost::json::object& status) {
     out << "  destination  " << text(destination.at("name")) << " (" << text(destination.at("kind"))
         << "): " << text(destination.at("pending")) << " pending, " << text(destination.at("dead")) << " dead";
     if (const auto& view = destination.at("view"); view.is_object()) {
-      out << "; view lag " << duration(view.at("lag_seconds").to_number<double>()) << ", "
+      out << "; view lag " << duration(view.at("lag_ms")) << ", "
           << text(view.at("dead")) << " dead in the view";
     }
     out << "\n";

@@ -31,7 +31,7 @@ struct RunFilter {
   std::int64_t limit = kDefaultRunLimit;
 };
 
-// Runs newest first, each the document of GET /v1/runs/{id} plus duration_seconds.
+// Runs newest first, each the document of GET /v1/runs/{id} plus duration_ms.
 boost::json::array list_runs(pqxx::connection& connection, const RunFilter& filter);
 
 // Every pipeline the config lists or the database knows (runs, checkpoints, open quarantine

@@ -2,13 +2,13 @@
 -- outcome counts summed from its committed batches in batch_ledger, so a run cut short shows
 -- what it committed. $1 pipeline ('' for every one), $2 status ('' for any), $3 only runs
 -- with a smaller id (the `before` cursor; 0 for none), $4 at most this many. The fields are
--- those of GET /v1/runs/{id} (serve/run_status.sql), plus duration_seconds: finished_at -
--- started_at, or the time so far while it runs, null before it starts.
+-- those of GET /v1/runs/{id} (serve/run_status.sql), plus duration_ms: finished_at -
+-- started_at in whole milliseconds, or the time so far while it runs, null before it starts.
 SELECT json_build_object(
   'run_id', r.id, 'pipeline', r.pipeline, 'trigger', r.trigger, 'mode', r.mode, 'status', r.status,
   'request_id', r.request_id, 'reason', r.reason, 'error', r.error,
   'requested_at', r.requested_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
-  'duration_seconds', extract(epoch FROM COALESCE(r.finished_at, now()) - r.started_at)::float8,
+  'duration_ms', (extract(epoch FROM COALESCE(r.finished_at, now()) - r.started_at) * 1000)::bigint,
   'batches', l.batches, 'input', l.input,
   'inserted', l.inserted, 'updated', l.updated, 'unchanged', l.unchanged, 'stale', l.stale,
   'superseded', l.superseded, 'duplicate', l.duplicate, 'invalid', l.invalid, 'conflict', l.conflict,
