@@ -53,8 +53,8 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
                                                    const std::string& name) {
   const bool configured = config != nullptr && config->pipelines.count(name) != 0;
   if (!configured) {
-    const auto known = known_pipelines(connection, config);
-    if (!std::binary_search(known.begin(), known.end(), name)) return std::nullopt;
+    pqxx::nontransaction txn(connection);
+    if (!txn.exec_params1(std::string(sql::kStatusPipelineKnown), name)[0].as<bool>()) return std::nullopt;
   }
 
   // configured: null without a config, which cannot tell.

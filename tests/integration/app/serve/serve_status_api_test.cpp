@@ -196,7 +196,7 @@ TEST_F(ServeStatusApiTest, BadQueryValuesAre400NamingTheParameter) {
   }
 }
 
-TEST_F(ServeStatusApiTest, PipelineStatusShowsTheLastRunCheckpointQuarantineAndPendingEventsAnd404ForAnUnknownOne) {
+TEST_F(ServeStatusApiTest, PipelineStatusShowsTheLastRunCheckpointQuarantineAndPendingEventsAnd404OnlyForAnUnknownOne) {
   start();
   run("a");
   const std::int64_t last = run("a");  // nothing new: the last run reads nothing
@@ -220,6 +220,12 @@ TEST_F(ServeStatusApiTest, PipelineStatusShowsTheLastRunCheckpointQuarantineAndP
   EXPECT_TRUE(never_ran.at("last_run").is_null());
   EXPECT_TRUE(never_ran.at("checkpoints").as_array().empty());
   EXPECT_TRUE(never_ran.at("destinations").as_array().empty());
+
+  // A pipeline removed from the config is still known by what it left in the database.
+  db_.scalar("INSERT INTO runs (pipeline, trigger, mode, status) VALUES ('gone', 'cli', 'resume', 'failed')");
+  const auto gone = get("/v1/pipelines/gone");
+  EXPECT_EQ(gone.at("configured").as_bool(), false);
+  EXPECT_EQ(gone.at("last_run").at("status").as_string(), "failed");
 
   const HttpAnswer unknown = http_request(port_, "GET", "/v1/pipelines/nope");
   EXPECT_EQ(unknown.status, 404);
