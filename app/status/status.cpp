@@ -77,37 +77,40 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
   }
 
   // The configured destinations in the order listed, then any other that still holds
-  // undelivered events of the pipeline (removed from the config since).
+  // undelivered events of the pipeline (removed from the config since). The kind is the
+  // config's; else a registered view is a view; else unknown (most likely http).
+  const auto configured_destinations =
+      config != nullptr ? config->destinations() : std::map<std::string, pipeline::DestinationConfig>{};
+  const auto kind_of = [&](const std::string& destination) -> std::optional<pipeline::DestinationKind> {
+    if (const auto found = configured_destinations.find(destination); found != configured_destinations.end()) {
+      return found->second.kind;
+    }
+    if (registered_views.count(destination) != 0) return pipeline::DestinationKind::kView;
+    return std::nullopt;
+  };
   std::vector<std::string> names = configured ? config->destination_names(name) : std::vector<std::string>{};
   for (const auto& [destination, counts] : events) {
     if (std::find(names.begin(), names.end(), destination) == names.end()) names.push_back(destination);
   }
-  const auto all_destinations = config != nullptr ? config->destinations() : std::map<std::string, pipeline::DestinationConfig>{};
-  const auto kind_of = [&](const std::string& destination) -> boost::json::value {
-    if (const auto found = all_destinations.find(destination); found != all_destinations.end()) {
-      return boost::json::string(to_string(found->second.kind));
-    }
-    if (registered_views.count(destination) != 0) return boost::json::string(to_string(pipeline::DestinationKind::kView));
-    return nullptr;  // not in the config, not a view: most likely an http destination, but unknown
-  };
   std::vector<std::string> views;
   for (const auto& destination : names) {
-    const auto kind = kind_of(destination);
-    if (kind.is_string() && kind.as_string() == to_string(pipeline::DestinationKind::kView)) views.push_back(destination);
+    if (kind_of(destination) == pipeline::DestinationKind::kView) views.push_back(destination);
   }
   const auto health = pipeline::views::view_health(connection, views);
 
   boost::json::array destinations;
   for (const auto& destination : names) {
+    const auto kind = kind_of(destination);
     const EventCounts counts = events.count(destination) != 0 ? events.at(destination) : EventCounts{};
-    boost::json::object entry{{"name", destination}, {"kind", kind_of(destination)},
-                              {"pending", counts.pending}, {"dead", counts.dead}};
+    boost::json::object entry{{"name", destination},
+                              {"kind", kind ? boost::json::value(to_string(*kind)) : nullptr},
+                              {"pending", counts.pending},
+                              {"dead", counts.dead},
+                              {"view", nullptr}};
     if (const auto found = health.find(destination); found != health.end()) {
       // Whole milliseconds, as every duration of the document: integers read the same in
       // every JSON library (Boost.JSON would print a double as 1.5E0).
       entry["view"] = {{"lag_ms", std::llround(found->second.lag_seconds * 1000)}, {"dead", found->second.dead}};
-    } else {
-      entry["view"] = nullptr;
     }
     destinations.push_back(std::move(entry));
   }
