@@ -63,5 +63,6 @@ void register_relay_commands(CLI::App& root, int& exit_code);       // relay, ou
 void register_serve_command(CLI::App& root, int& exit_code);        // serve
 void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
 void register_check_command(CLI::App& root, int& exit_code);        // check
+void register_status_command(CLI::App& root, int& exit_code);       // status
 
 }  // namespace tidemark::app

@@ -21,6 +21,8 @@ std::vector<RouteHandler> route_table(ApiContext& context) {
       {RouteKind::kTrigger, bind(trigger_run), /*answers_oversized_body=*/true},
       {RouteKind::kRun, bind(run_status)},
       {RouteKind::kPipelines, bind(list_pipelines)},
+      {RouteKind::kRuns, bind(list_runs)},
+      {RouteKind::kPipeline, bind(show_pipeline)},
       {RouteKind::kQuarantineList, bind(list_quarantine)},
       {RouteKind::kQuarantineEntry, bind(show_quarantine_entry)},
       {RouteKind::kRelease, bind(release_quarantine_entry)},

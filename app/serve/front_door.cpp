@@ -68,6 +68,8 @@ Route route_of(std::string_view target) {
       {RouteKind::kTrigger, "POST", {"v1", "pipelines", nullptr, "runs"}},
       {RouteKind::kRun, "GET", {"v1", "runs", nullptr}},
       {RouteKind::kPipelines, "GET", {"v1", "pipelines"}},
+      {RouteKind::kRuns, "GET", {"v1", "runs"}},
+      {RouteKind::kPipeline, "GET", {"v1", "pipelines", nullptr}},
       {RouteKind::kQuarantineList, "GET", {"v1", "quarantine"}},
       {RouteKind::kQuarantineEntry, "GET", {"v1", "quarantine", nullptr}},
       {RouteKind::kRelease, "POST", {"v1", "quarantine", nullptr, "release"}},

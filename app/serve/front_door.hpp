@@ -35,6 +35,8 @@ enum class RouteKind {
   kTrigger,          // POST /v1/pipelines/{name}/runs
   kRun,              // GET /v1/runs/{id}
   kPipelines,        // GET /v1/pipelines
+  kRuns,             // GET /v1/runs
+  kPipeline,         // GET /v1/pipelines/{name}
   kQuarantineList,   // GET /v1/quarantine
   kQuarantineEntry,  // GET /v1/quarantine/{id}
   kRelease,          // POST /v1/quarantine/{id}/release

@@ -46,6 +46,10 @@ HttpResponse stored_document(ApiContext& context, const std::string& id, std::st
 HttpResponse trigger_run(ApiContext& context, const HttpRequest& request, const Route& route);
 HttpResponse run_status(ApiContext& context, const HttpRequest& request, const Route& route);
 HttpResponse list_pipelines(ApiContext& context, const HttpRequest& request, const Route& route);
+// GET /v1/runs?pipeline=&status=&limit=&before=: newest first, a page at a time.
+HttpResponse list_runs(ApiContext& context, const HttpRequest& request, const Route& route);
+// GET /v1/pipelines/{name}: what `tidemark status --json` says of it (app/status).
+HttpResponse show_pipeline(ApiContext& context, const HttpRequest& request, const Route& route);
 // tidemark_webhook_requests_total: every result's series from the start; one more `result`.
 void add_webhook_series(metrics::Metrics& metrics);
 void count_webhook(metrics::Metrics& metrics, const std::string& result);

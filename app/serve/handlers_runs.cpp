@@ -1,11 +1,16 @@
-// Run triggers (POST /v1/pipelines/{name}/runs), GET /v1/runs/{id}, GET /v1/pipelines.
+// Run triggers (POST /v1/pipelines/{name}/runs), GET /v1/runs/{id}, GET /v1/runs,
+// GET /v1/pipelines, GET /v1/pipelines/{name}.
 #include <ctime>
 
 #include <boost/json.hpp>
+#include <boost/url/encode.hpp>
+#include <boost/url/parse.hpp>
+#include <boost/url/rfc/unreserved_chars.hpp>
 
 #include "app/serve/api.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/serve/schedule.hpp"
+#include "app/status/status.hpp"
 #include "connectors/http/signature.hpp"
 #include "sql/statements.hpp"
 
@@ -147,6 +152,64 @@ HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route
     }
   });
   return json_response(200, list);
+}
+
+HttpResponse list_runs(ApiContext& context, const HttpRequest& request, const Route&) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  status::RunFilter filter;
+  for (const auto& param : url->params()) {
+    if (param.key == "pipeline") {
+      filter.pipeline = param.value;
+    } else if (param.key == "status") {
+      if (!status::is_run_status(param.value)) {
+        return error_response(400, "status must be one of queued, running, succeeded, stopped, failed");
+      }
+      filter.status = param.value;
+    } else if (param.key == "limit") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed || *parsed > status::kMaxRunLimit) {
+        return error_response(400, "limit must be an integer from 1 to " + std::to_string(status::kMaxRunLimit));
+      }
+      filter.limit = *parsed;
+    } else if (param.key == "before") {
+      const auto parsed = positive_integer(param.value);
+      if (!parsed) return error_response(400, "before must be a positive integer (a run id, from `next`)");
+      filter.before = *parsed;
+    } else {
+      return error_response(400, "unknown query parameter \"" + param.key +
+                                     "\" (expected pipeline, status, limit, before)");
+    }
+  }
+  boost::json::array runs;
+  bool more = false;
+  context.pool.with_connection("reading runs", [&](pqxx::connection& connection) {
+    // One run more than the limit tells whether another page follows.
+    status::RunFilter probe = filter;
+    ++probe.limit;
+    runs = status::list_runs(connection, probe);
+    more = runs.size() > static_cast<std::size_t>(filter.limit);
+    if (more) runs.pop_back();
+  });
+  boost::json::value next = nullptr;
+  if (more) {
+    std::string link = "/v1/runs?limit=" + std::to_string(filter.limit) +
+                       "&before=" + std::to_string(runs.back().as_object().at("run_id").to_number<std::int64_t>());
+    for (const auto& [key, value] : {std::pair{"pipeline", filter.pipeline}, std::pair{"status", filter.status}}) {
+      if (!value.empty()) link += std::string("&") + key + "=" + boost::urls::encode(value, boost::urls::unreserved_chars);
+    }
+    next = link;
+  }
+  return json_response(200, boost::json::object{{"runs", std::move(runs)}, {"next", next}});
+}
+
+HttpResponse show_pipeline(ApiContext& context, const HttpRequest&, const Route& route) {
+  const std::string& name = route.segments[2];
+  std::optional<boost::json::object> found;
+  context.pool.with_connection("reading a pipeline's status", [&](pqxx::connection& connection) {
+    found = status::pipeline_status(connection, &context.config, name);
+  });
+  if (!found) return error_response(404, "no pipeline named \"" + name + "\" in the config or the database");
+  return json_response(200, *found);
 }
 
 }  // namespace tidemark::app::serve

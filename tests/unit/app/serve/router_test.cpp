@@ -15,6 +15,7 @@ namespace {
 
 constexpr RouteKind kAllRoutes[] = {RouteKind::kHealth,         RouteKind::kReady,          RouteKind::kMetrics,
                                     RouteKind::kTrigger,        RouteKind::kRun,            RouteKind::kPipelines,
+                                    RouteKind::kRuns,           RouteKind::kPipeline,
                                     RouteKind::kQuarantineList, RouteKind::kQuarantineEntry, RouteKind::kRelease,
                                     RouteKind::kAccountView};
 

@@ -1,0 +1,121 @@
+#include "app/status/status.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <boost/json.hpp>
+
+#include "pipeline/views/admin.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::app::status {
+
+namespace {
+
+boost::json::array runs_in(pqxx::transaction_base& txn, const RunFilter& filter) {
+  boost::json::array runs;
+  for (const auto& row : txn.exec_params(std::string(sql::kStatusRuns), filter.pipeline, filter.status, filter.before,
+                                         filter.limit)) {
+    runs.push_back(boost::json::parse(row[0].c_str()));
+  }
+  return runs;
+}
+
+struct EventCounts {
+  std::int64_t pending = 0;
+  std::int64_t dead = 0;
+};
+
+}  // namespace
+
+bool is_run_status(std::string_view status) {
+  return std::find(std::begin(kRunStatuses), std::end(kRunStatuses), status) != std::end(kRunStatuses);
+}
+
+boost::json::array list_runs(pqxx::connection& connection, const RunFilter& filter) {
+  pqxx::nontransaction txn(connection);
+  return runs_in(txn, filter);
+}
+
+std::vector<std::string> known_pipelines(pqxx::connection& connection, const pipeline::Config* config) {
+  std::set<std::string> names;
+  if (config != nullptr) {
+    for (const auto& [name, pipeline] : config->pipelines) names.insert(name);
+  }
+  pqxx::nontransaction txn(connection);
+  for (const auto& row : txn.exec(std::string(sql::kStatusKnownPipelines))) names.insert(row[0].as<std::string>());
+  return {names.begin(), names.end()};
+}
+
+std::optional<boost::json::object> pipeline_status(pqxx::connection& connection, const pipeline::Config* config,
+                                                   const std::string& name) {
+  const bool configured = config != nullptr && config->pipelines.count(name) != 0;
+  if (!configured) {
+    pqxx::nontransaction txn(connection);
+    if (!txn.exec_params1(std::string(sql::kStatusPipelineKnown), name)[0].as<bool>()) return std::nullopt;
+  }
+
+  // configured: null without a config, which cannot tell.
+  boost::json::object status{{"pipeline", name},
+                             {"configured", config != nullptr ? boost::json::value(configured) : nullptr}};
+  std::map<std::string, EventCounts> events;
+  std::set<std::string> registered_views;
+  {
+    pqxx::nontransaction txn(connection);
+    const auto last = runs_in(txn, RunFilter{name, "", 0, 1});
+    status["last_run"] = last.empty() ? boost::json::value(nullptr) : last.front();
+    const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kStatusPipeline), name)[0].c_str());
+    for (const auto& [key, value] : stored.as_object()) status[key] = value;
+    for (const auto& row : txn.exec_params(std::string(sql::kStatusDestinationEvents), name)) {
+      events[row[0].as<std::string>()] = EventCounts{row[1].as<std::int64_t>(), row[2].as<std::int64_t>()};
+    }
+    for (const auto& row : txn.exec(std::string(sql::kStatusRegisteredViews))) {
+      registered_views.insert(row[0].as<std::string>());
+    }
+  }
+
+  // The configured destinations in the order listed, then any other that still holds
+  // undelivered events of the pipeline (removed from the config since). The kind is the
+  // config's; else a registered view is a view; else unknown (most likely http).
+  const auto configured_destinations =
+      config != nullptr ? config->destinations() : std::map<std::string, pipeline::DestinationConfig>{};
+  const auto kind_of = [&](const std::string& destination) -> std::optional<pipeline::DestinationKind> {
+    if (const auto found = configured_destinations.find(destination); found != configured_destinations.end()) {
+      return found->second.kind;
+    }
+    if (registered_views.count(destination) != 0) return pipeline::DestinationKind::kView;
+    return std::nullopt;
+  };
+  std::vector<std::string> names = configured ? config->destination_names(name) : std::vector<std::string>{};
+  for (const auto& [destination, counts] : events) {
+    if (std::find(names.begin(), names.end(), destination) == names.end()) names.push_back(destination);
+  }
+  std::vector<std::string> views;
+  for (const auto& destination : names) {
+    if (kind_of(destination) == pipeline::DestinationKind::kView) views.push_back(destination);
+  }
+  const auto health = pipeline::views::view_health(connection, views);
+
+  boost::json::array destinations;
+  for (const auto& destination : names) {
+    const auto kind = kind_of(destination);
+    const EventCounts counts = events.count(destination) != 0 ? events.at(destination) : EventCounts{};
+    boost::json::object entry{{"name", destination},
+                              {"kind", kind ? boost::json::value(to_string(*kind)) : nullptr},
+                              {"pending", counts.pending},
+                              {"dead", counts.dead},
+                              {"view", nullptr}};
+    if (const auto found = health.find(destination); found != health.end()) {
+      // Whole milliseconds, as every duration of the document: integers read the same in
+      // every JSON library (Boost.JSON would print a double as 1.5E0).
+      entry["view"] = {{"lag_ms", std::llround(found->second.lag_seconds * 1000)}, {"dead", found->second.dead}};
+    }
+    destinations.push_back(std::move(entry));
+  }
+  status["destinations"] = std::move(destinations);
+  return status;
+}
+
+}  // namespace tidemark::app::status
