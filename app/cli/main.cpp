@@ -2,23 +2,22 @@
 #include <algorithm>
 #include <iostream>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/logging.hpp"
 #include "app/config/config.hpp"
 
 int main(int argc, char** argv) {
-  // Logs go to stderr; stdout carries only results (tables, the --json summary).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tidemark"));
-  // UTC with its Z, as the API and cron are (INTERFACE "CLI"), whatever the machine's zone.
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  tidemark::app::start_logging();
 
   CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
                "number of times, kill the process at any instant, and the state, the side effects and the\n"
                "checkpoint still end where one clean run would have left them. See README.md and docs/."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tidemark 0.1.0");
+  app.set_version_flag("-V,--version", "tidemark " TIDEMARK_VERSION);
+  // Before the commands: they inherit the fall-through to these options.
+  tidemark::app::add_log_options(app);
 
   int exit_code = tidemark::app::kExitOk;
   // Every command, in one list.
