@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/exit_status.hpp"
 #include "app/cli/logging.hpp"
 #include "app/config/config.hpp"
 
@@ -48,15 +49,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     app.exit(error);
     return tidemark::app::kExitUsage;
-  } catch (const tidemark::app::UsageError& error) {
-    spdlog::error("{}", error.what());
-    return tidemark::app::kExitUsage;
-  } catch (const tidemark::pipeline::ConfigError& error) {
-    spdlog::error("{}", error.what());
-    return tidemark::app::kExitUsage;
   } catch (const std::exception& error) {
     spdlog::error("{}", error.what());
-    return tidemark::app::kExitFailed;
+    return tidemark::app::exit_code_for(error);  // 2 for usage and config errors, else 1
   }
   return exit_code;
 }
