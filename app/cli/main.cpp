@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
                "number of times, kill the process at any instant, and the state, the side effects and the\n"
                "checkpoint still end where one clean run would have left them. See README.md and docs/."};
+  app.name("tidemark");  // in the usage line and the man page, whatever path started it
   app.require_subcommand(1);
   app.set_version_flag("-V,--version", "tidemark " TIDEMARK_VERSION);
   // Before the commands: they inherit the fall-through to these options.
