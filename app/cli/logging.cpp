@@ -95,6 +95,8 @@ void add_log_options(CLI::App& root) {
   // Sub-commands created from now on inherit it: an option they do not know is looked up
   // here, so `tidemark run ... --log-level debug` works as `tidemark --log-level debug run ...`.
   root.fallthrough();
+  // Sub-commands copy the footer too: their --help names the options they accept from here.
+  root.footer("Every command also takes --log-level LEVEL and --log-format text|json, before or after its name.");
   root.parse_complete_callback([] { apply(flags()); });
 }
 

@@ -4,10 +4,6 @@
 
 namespace tidemark::app::serve {
 
-namespace {
-
-// A duration in the largest unit the config accepts that states it exactly (`20s`, `5m`,
-// `1500ms`): as the config writes it, not as milliseconds.
 std::string duration_text(pipeline::Duration duration) {
   struct Unit {
     const char* suffix;
@@ -15,13 +11,12 @@ std::string duration_text(pipeline::Duration duration) {
   };
   static constexpr Unit kUnits[] = {{"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}};
   const auto count = duration.count();
+  if (count == 0) return "0s";
   for (const auto& unit : kUnits) {
     if (count % unit.milliseconds == 0) return std::to_string(count / unit.milliseconds) + unit.suffix;
   }
   return std::to_string(count) + "ms";
 }
-
-}  // namespace
 
 Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) : every_(config.every) {
   if (config.cron) {

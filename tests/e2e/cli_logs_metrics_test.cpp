@@ -114,6 +114,17 @@ TEST(CliLogs, AnUnknownLogLevelIsAUsageErrorNamingTheChoices) {
   EXPECT_THAT(result.err, HasSubstr("trace,debug,info,warn,error"));
 }
 
+TEST(CliLogs, EveryCommandsHelpNamesTheLogOptions) {
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"run"}, {"quarantine", "list"}, {"serve"}, {"db", "status"}}) {
+    std::vector<std::string> args = command;
+    args.push_back("--help");
+    const ProcessResult help = run_tidemark(args);
+    EXPECT_EQ(help.exit_code, 0);
+    EXPECT_THAT(help.out, HasSubstr("--log-level LEVEL and --log-format text|json")) << command[0];
+  }
+}
+
 TEST(CliVersion, DashCapitalVPrintsTheVersionAsVersionDoes) {
   const ProcessResult short_flag = run_tidemark({"-V"});
   const ProcessResult long_flag = run_tidemark({"--version"});

@@ -53,6 +53,8 @@ TEST(ScheduleTest, DescribeStatesEveryInTheLargestExactUnit) {
   EXPECT_EQ(every(2h), "every 2h");
   EXPECT_EQ(every(90s), "every 90s");
   EXPECT_EQ(every(1500ms), "every 1500ms");
+  EXPECT_EQ(duration_text(0ms), "0s");
+  EXPECT_EQ(duration_text(61s), "61s");
   pipeline::ScheduleConfig cron;
   cron.cron = "*/5 * * * *";
   EXPECT_EQ(Schedule("transactions", cron).describe(), "cron \"*/5 * * * *\" (UTC)");
