@@ -181,7 +181,6 @@ void write_run_metrics(const RunOptions& options, const Committed& committed, in
   write_file_atomically(path, metrics_text(metrics));
 }
 
-
 }  // namespace
 
 void register_run_command(CLI::App& root, int& exit_code) {
