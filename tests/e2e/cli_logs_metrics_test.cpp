@@ -181,6 +181,18 @@ TEST(CliMetricsFile, ARunWritesItsCountsForTheTextfileCollectorAndAFailedRunKeep
   EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
+TEST(CliMetricsFile, AConfigurationErrorIsReportedWithExitCodeTwo) {
+  TempDir folder;
+  const auto config = folder.write("tidemark.yaml", "pipelines:\n  p:\n    no_such_key: 1\n");
+  const auto metrics = folder.path() / "tidemark.prom";
+  const ProcessResult result =
+      run_tidemark({"run", "--pipeline", "p", "--config", config.string(), "--metrics-file", metrics.string()});
+  ASSERT_EQ(result.exit_code, 2) << result.err;
+  const std::string text = read_text(metrics);
+  EXPECT_THAT(text, HasSubstr("tidemark_run_exit_code{pipeline=\"p\"} 2\n"));
+  EXPECT_THAT(text, Not(HasSubstr("tidemark_run_last_success_timestamp_seconds{")));  // never succeeded
+}
+
 // docker/textfile/: the Prometheus config and alert rules for cron runs are valid, and the
 // rules' own test (the staleness alert fires after an hour without success, not before) passes.
 TEST(CliMetricsFile, PromtoolAcceptsTheTextfileExampleAndItsAlertFiresOnAStaleLastSuccess) {
