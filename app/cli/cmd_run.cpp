@@ -1,4 +1,5 @@
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <iostream>
 
@@ -6,6 +7,9 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/exit_status.hpp"
+#include "app/cli/metrics_file.hpp"
+#include "app/cli/progress.hpp"
 #include "app/cli/signals.hpp"
 #include "app/wiring/run_request.hpp"
 #include "connectors/file/format.hpp"
@@ -24,11 +28,18 @@ struct RunOptions {
   std::string max_rejected;
   bool replay = false;
   bool json = false;
+  std::string metrics_file;
+};
+
+// The run as this process sees it: the request and the source it reads.
+struct PlannedRun {
+  pipeline::RunRequest request;
+  pipeline::SourceConfig source;
 };
 
 // The pipeline as this run sees it: the config's, when given, with --source, --format and
 // --batch-size overriding it; without a config, the options alone.
-pipeline::RunRequest build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
+PlannedRun build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
   pipeline::PipelineConfig pipeline;
   pipeline.name = options.pipeline;
   if (config) {
@@ -71,7 +82,7 @@ pipeline::RunRequest build_request(const RunOptions& options, const std::optiona
   }
   pipeline::RunRequest request = request_from_config(pipeline);
   request.replay = options.replay;
-  return request;
+  return {std::move(request), pipeline.source};
 }
 
 std::string summary_json(const pipeline::RunSummary& summary) {
@@ -86,6 +97,88 @@ std::string summary_json(const pipeline::RunSummary& summary) {
   json["checkpoint"] = summary.checkpoint;
   json["pending_tail_bytes"] = summary.pending_tail_bytes;
   return boost::json::serialize(json);
+}
+
+// "1 batch", "2 batches".
+std::string count_of(std::uint64_t count, const std::string& one, const std::string& many) {
+  return std::to_string(count) + " " + (count == 1 ? one : many);
+}
+
+void print_summary(const pipeline::RunSummary& summary) {
+  std::cout << "pipeline " << summary.pipeline << ", run " << summary.run_id << ": "
+            << count_of(summary.batches, "batch", "batches") << ", "
+            << count_of(summary.counts.input(), "record", "records") << "\n";
+  for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
+    std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
+  }
+  std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+  if (summary.stopped_early) {
+    std::cout << "stopped by a signal before the source's end; the next run goes on from the checkpoint" << std::endl;
+  }
+  if (summary.pending_tail_bytes > 0) {
+    std::cout << "pending: " << count_of(summary.pending_tail_bytes, "byte", "bytes")
+              << " of a last line without a newline, left for the next run" << std::endl;
+  }
+}
+
+// What the committed batches added up to, also when the run then fails.
+struct Committed {
+  pipeline::OutcomeCounts counts;
+  std::uint64_t batches = 0;
+};
+
+// Runs the pipeline as the options say; returns the exit code.
+int run_command(const RunOptions& options, Committed& committed) {
+  const auto config = options.database.load_config();
+  PlannedRun planned = build_request(options, config);
+  pipeline::RunRequest& request = planned.request;
+  request.database_url = options.database.connect_url(config);
+  request.on_batch = [&committed](const pipeline::BatchReport& batch) {
+    committed.counts += batch.counts;
+    ++committed.batches;
+  };
+  // A bar on a terminal; the per-batch log lines otherwise. Created before the run's threads.
+  const std::unique_ptr<ProgressBar> bar = ProgressBar::for_terminal();
+  if (bar) {
+    request.open_source = [open = request.open_source, source = planned.source, bar = bar.get()] {
+      return with_progress(open(), std::make_shared<const SourceBytes>(source.path, source.format), *bar);
+    };
+  }
+  // SIGINT/SIGTERM: the batch in hand commits, the run ends `stopped` and the next run
+  // goes on from its checkpoint; a second signal exits at once (the open batch rolls back).
+  std::atomic<bool> stop{false};
+  int stop_signal = 0;
+  request.stop_requested = &stop;
+  block_stop_signals();
+  pipeline::RunSummary summary;
+  run_until_stopped([&] { summary = pipeline::run_pipeline(request); },
+                    [&](int signal) {
+                      stop_signal = signal;
+                      stop = true;
+                    },
+                    SecondSignal::kExitAtOnce);
+  if (options.json) {
+    std::cout << summary_json(summary) << std::endl;
+  } else {
+    print_summary(summary);
+  }
+  // Stopped by a signal before the source's end: as a shell reports a signal, so that a
+  // script or cron wrapper sees the run did not finish.
+  return summary.stopped_early && stop_signal != 0 ? 128 + stop_signal : kExitOk;
+}
+
+void write_run_metrics(const RunOptions& options, const Committed& committed, int exit_code, double seconds) {
+  const std::filesystem::path path = options.metrics_file;
+  RunMetrics metrics;
+  metrics.pipeline = options.pipeline;
+  metrics.counts = committed.counts;
+  metrics.batches = committed.batches;
+  metrics.duration_seconds = seconds;
+  metrics.exit_code = exit_code;
+  metrics.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  // A failed run keeps the last success time: the staleness alert measures from it.
+  metrics.last_success_at = exit_code == kExitOk ? metrics.finished_at : previous_last_success(path, options.pipeline);
+  write_file_atomically(path, metrics_text(metrics));
 }
 
 }  // namespace
@@ -114,44 +207,30 @@ void register_run_command(CLI::App& root, int& exit_code) {
                 "Read the source from its beginning, ignoring the checkpoint (safe: no duplicate state or effects; "
                 "the checkpoint never moves back)");
   run->add_flag("--json", options->json, "Print the run summary as one JSON object on the last line of stdout");
+  run->add_option("--metrics-file", options->metrics_file,
+                  "After the run, success or failure, write its counts, duration and exit status to PATH in the "
+                  "Prometheus text format, atomically (for node_exporter's textfile collector: PATH ends in .prom)")
+      ->option_text("PATH");
   run->callback([&, options] {
-    const auto config = options->database.load_config();
-    pipeline::RunRequest request = build_request(*options, config);
-    request.database_url = options->database.connect_url(config);
-    // SIGINT/SIGTERM: the batch in hand commits, the run ends `stopped` and the next run
-    // goes on from its checkpoint; a second signal exits at once (the open batch rolls back).
-    std::atomic<bool> stop{false};
-    int stop_signal = 0;
-    request.stop_requested = &stop;
-    block_stop_signals();
-    pipeline::RunSummary summary;
-    run_until_stopped([&] { summary = pipeline::run_pipeline(request); },
-                      [&](int signal) {
-                        stop_signal = signal;
-                        stop = true;
-                      },
-                      SecondSignal::kExitAtOnce);
-    if (options->json) {
-      std::cout << summary_json(summary) << std::endl;
-    } else {
-      std::cout << "pipeline " << summary.pipeline << ", run " << summary.run_id << ": " << summary.batches
-                << " batches, " << summary.counts.input() << " records\n";
-      for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
-        std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
+    const auto started = std::chrono::steady_clock::now();
+    const auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+    Committed committed;
+    try {
+      exit_code = run_command(*options, committed);
+    } catch (const std::exception& error) {
+      if (!options->metrics_file.empty()) {
+        try {
+          write_run_metrics(*options, committed, exit_code_for(error), seconds());
+        } catch (const std::exception& also) {
+          spdlog::error("{}", also.what());  // the run's own error follows, and decides the exit code
+        }
       }
-      std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
-      if (summary.stopped_early) {
-        std::cout << "stopped by a signal before the source's end; the next run goes on from the checkpoint"
-                  << std::endl;
-      }
-      if (summary.pending_tail_bytes > 0) {
-        std::cout << "pending: " << summary.pending_tail_bytes
-                  << " bytes of a last line without a newline, left for the next run" << std::endl;
-      }
+      throw;
     }
-    // Stopped by a signal before the source's end: as a shell reports a signal, so that a
-    // script or cron wrapper sees the run did not finish.
-    exit_code = summary.stopped_early && stop_signal != 0 ? 128 + stop_signal : kExitOk;
+    // A run that went well but could not report it fails: cron's monitoring would go blind.
+    if (!options->metrics_file.empty()) write_run_metrics(*options, committed, exit_code, seconds());
   });
 }
 

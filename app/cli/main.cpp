@@ -2,23 +2,24 @@
 #include <algorithm>
 #include <iostream>
 
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/exit_status.hpp"
+#include "app/cli/logging.hpp"
 #include "app/config/config.hpp"
 
 int main(int argc, char** argv) {
-  // Logs go to stderr; stdout carries only results (tables, the --json summary).
-  spdlog::set_default_logger(spdlog::stderr_color_mt("tidemark"));
-  // UTC with its Z, as the API and cron are (INTERFACE "CLI"), whatever the machine's zone.
-  spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v", spdlog::pattern_time_type::utc);
+  tidemark::app::start_logging();
 
   CLI::App app{"Tidemark loads batches of records into PostgreSQL exactly once in effect: replay a batch any\n"
                "number of times, kill the process at any instant, and the state, the side effects and the\n"
                "checkpoint still end where one clean run would have left them. See README.md and docs/."};
+  app.name("tidemark");  // in the usage line and the man page, whatever path started it
   app.require_subcommand(1);
-  app.set_version_flag("--version", "tidemark 0.1.0");
+  app.set_version_flag("-V,--version", "tidemark " TIDEMARK_VERSION);
+  // Before the commands: they inherit the fall-through to these options.
+  tidemark::app::add_log_options(app);
 
   int exit_code = tidemark::app::kExitOk;
   // Every command, in one list.
@@ -51,15 +52,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& error) {
     app.exit(error);
     return tidemark::app::kExitUsage;
-  } catch (const tidemark::app::UsageError& error) {
-    spdlog::error("{}", error.what());
-    return tidemark::app::kExitUsage;
-  } catch (const tidemark::pipeline::ConfigError& error) {
-    spdlog::error("{}", error.what());
-    return tidemark::app::kExitUsage;
   } catch (const std::exception& error) {
     spdlog::error("{}", error.what());
-    return tidemark::app::kExitFailed;
+    return tidemark::app::exit_code_for(error);  // 2 for usage and config errors, else 1
   }
   return exit_code;
 }

@@ -4,6 +4,20 @@
 
 namespace tidemark::app::serve {
 
+std::string duration_text(pipeline::Duration duration) {
+  struct Unit {
+    const char* suffix;
+    pipeline::Duration::rep milliseconds;
+  };
+  static constexpr Unit kUnits[] = {{"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}};
+  const auto count = duration.count();
+  if (count == 0) return "0s";
+  for (const auto& unit : kUnits) {
+    if (count % unit.milliseconds == 0) return std::to_string(count / unit.milliseconds) + unit.suffix;
+  }
+  return std::to_string(count) + "ms";
+}
+
 Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) : every_(config.every) {
   if (config.cron) {
     std::string error;
@@ -17,7 +31,7 @@ Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& 
     }
     text_ = "cron \"" + *config.cron + "\" (UTC)";
   } else if (every_ && every_->count() > 0) {
-    text_ = "every " + std::to_string(every_->count()) + "ms";
+    text_ = "every " + duration_text(*every_);
   } else {
     throw pipeline::ConfigError("pipelines." + pipeline + ".schedule.every must be longer than 0ms");
   }

@@ -193,9 +193,9 @@ RunSummary run_pipeline(const RunRequest& request) {
     // On the committer's connection: the run went well, so it is healthy.
     finish_run(committer->open_connection(), request.database_url, run_id,
                summary.stopped_early ? "stopped" : "succeeded", "");
-    spdlog::info("pipeline {} run {} {}: {} batches, {}", request.pipeline, run_id,
+    spdlog::info("pipeline {} run {} {}: {} {}, {}", request.pipeline, run_id,
                  summary.stopped_early ? "stopped (its committed batches are kept)" : "done", summary.batches,
-                 describe(summary.counts));
+                 summary.batches == 1 ? "batch" : "batches", describe(summary.counts));
     return summary;
   } catch (const std::exception& error) {
     if (run_id != 0) {

@@ -29,17 +29,6 @@ using namespace std::chrono_literals;
 
 constexpr char kWebhookSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";
 
-// The full path of `name` on PATH; empty when it is not installed.
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::istringstream folders(path != nullptr ? path : "/usr/bin:/bin");
-  for (std::string folder; std::getline(folders, folder, ':');) {
-    const auto candidate = std::filesystem::path(folder) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
-  }
-  return "";
-}
-
 std::string percent_encode(const std::string& text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string encoded;

@@ -155,6 +155,16 @@ ProcessResult run_process(const std::string& program, const std::vector<std::str
   return process.wait();
 }
 
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::istringstream folders(path != nullptr ? path : "/usr/bin:/bin");
+  for (std::string folder; std::getline(folders, folder, ':');) {
+    const auto candidate = std::filesystem::path(folder) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
 ProcessResult run_tidemark(const std::vector<std::string>& args, const ProcessOptions& options) {
   return run_process(TIDEMARK_BINARY, args, for_tidemark(options));
 }

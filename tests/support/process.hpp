@@ -63,6 +63,10 @@ class Process {
 ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
                           const ProcessOptions& options = {});
 
+// The full path of `name` on PATH; empty when it is not installed (tests that need a tool
+// such as promtool or script skip then).
+std::string find_program(const std::string& name);
+
 // The tidemark binary under test (TIDEMARK_BINARY). TIDEMARK_DATABASE_URL and
 // TIDEMARK_FAILPOINTS are removed from the inherited environment unless `options` set them,
 // so that a developer's shell cannot change what a test runs against.

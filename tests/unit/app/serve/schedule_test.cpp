@@ -40,5 +40,25 @@ TEST(ScheduleTest, CronMissedTicksCoalesceIntoTheNextMatchAfterNow) {
   EXPECT_EQ(schedule.next(tick, tick + 12min), at(2024, 5, 1, 10, 15));
 }
 
+// The schedule as logged and listed (GET /v1/pipelines): `every 20s` as the config writes
+// it, not `every 20000ms`.
+TEST(ScheduleTest, DescribeStatesEveryInTheLargestExactUnit) {
+  const auto every = [](pipeline::Duration interval) {
+    pipeline::ScheduleConfig config;
+    config.every = interval;
+    return Schedule("transactions", config).describe();
+  };
+  EXPECT_EQ(every(20s), "every 20s");
+  EXPECT_EQ(every(5min), "every 5m");
+  EXPECT_EQ(every(2h), "every 2h");
+  EXPECT_EQ(every(90s), "every 90s");
+  EXPECT_EQ(every(1500ms), "every 1500ms");
+  EXPECT_EQ(duration_text(0ms), "0s");
+  EXPECT_EQ(duration_text(61s), "61s");
+  pipeline::ScheduleConfig cron;
+  cron.cron = "*/5 * * * *";
+  EXPECT_EQ(Schedule("transactions", cron).describe(), "cron \"*/5 * * * *\" (UTC)");
+}
+
 }  // namespace
 }  // namespace tidemark::app::serve
