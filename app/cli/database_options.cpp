@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/logging.hpp"
 #include "pipeline/store/cluster.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -43,7 +44,9 @@ void DatabaseOptions::add_to(CLI::App& command) {
 
 std::optional<pipeline::Config> DatabaseOptions::load_config() const {
   if (config_file.empty()) return std::nullopt;
-  return pipeline::load_config(config_file);
+  auto config = pipeline::load_config(config_file);
+  apply_log_config(config.log.level, config.log.format, config_file);
+  return config;
 }
 
 void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
