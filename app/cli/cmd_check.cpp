@@ -5,6 +5,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/wiring/sinks.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "pipeline/views/registry.hpp"
 
 namespace tidemark::app {
@@ -19,6 +20,7 @@ struct CheckOptions {
 struct Findings {
   std::vector<std::string> errors;
   std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // what a run or serve will do, not a fault
 };
 
 std::string at_line(const std::string& file, const pipeline::DestinationConfig& destination) {
@@ -84,6 +86,30 @@ void check_snapshot_views(const pipeline::Config& config, const std::string& fil
   }
 }
 
+// Each declared entity against its table as the database has it, read-only: the comparison
+// that `tidemark migrate --config` makes before it creates or extends the table.
+void check_entity_tables(pqxx::connection& connection, const pipeline::Config& config, const std::string& file,
+                         Findings& findings) {
+  for (const auto& [name, entity] : config.entities) {
+    const std::string prefix = file + ": entity " + name + ": ";
+    try {
+      const auto table = pipeline::db::check_entity_table(connection, entity);
+      for (const auto& problem : table.problems) findings.errors.push_back(prefix + problem);
+      if (!table.exists) {
+        findings.notes.push_back(prefix + "table " + entity.table +
+                                 " does not exist yet; `tidemark migrate --config` creates it");
+      } else if (table.problems.empty() && !table.added_columns.empty()) {
+        std::string columns;
+        for (const auto& column : table.added_columns) columns += (columns.empty() ? "" : ", ") + column;
+        findings.notes.push_back(prefix + "table " + entity.table + " lacks column(s) " + columns +
+                                 "; `tidemark migrate --config` adds them");
+      }
+    } catch (const std::exception& error) {
+      findings.errors.push_back(prefix + "cannot read table " + entity.table + ": " + error.what());
+    }
+  }
+}
+
 }  // namespace
 
 void register_check_command(CLI::App& root, int& exit_code) {
@@ -92,8 +118,9 @@ void register_check_command(CLI::App& root, int& exit_code) {
       "check",
       "Check a configuration and report every error at once, each with its file and line: the file itself\n"
       "(keys, values, ${VAR} interpolation, cron expressions), every *_env variable set, the view\n"
-      "destinations, and that the database is reachable (unless --offline). Creates, starts and migrates\n"
-      "nothing. Exit 0 when there is no error (warnings are printed), 2 with every error on stderr.");
+      "destinations, and that the database is reachable and each declared entity's table matches its\n"
+      "declaration (unless --offline). Creates, starts, migrates and alters nothing. Exit 0 when there is\n"
+      "no error (warnings and notes are printed), 2 with every error on stderr.");
   options->database.add_to(*check);
   check->get_option("--config")->required();
   check->add_flag("--offline", options->offline, "Do not connect to the database");
@@ -107,12 +134,18 @@ void register_check_command(CLI::App& root, int& exit_code) {
     std::string database = "not checked (--offline)";
     if (!options->offline) {
       try {
-        database = "reachable (" + options->database.probe(parsed.config) + ")";
+        database = "reachable (" +
+                   options->database.probe(parsed.config,
+                                           [&](pqxx::connection& connection) {
+                                             check_entity_tables(connection, parsed.config, file, findings);
+                                           }) +
+                   ")";
       } catch (const UsageError& error) {
         findings.errors.push_back(error.what());
         database = "unreachable";
       }
     }
+    for (const auto& note : findings.notes) std::cerr << "note: " << note << "\n";
     for (const auto& warning : findings.warnings) std::cerr << "warning: " << warning << "\n";
     for (const auto& error : findings.errors) std::cerr << "error: " << error << "\n";
     std::cout << file << ": " << findings.errors.size() << " error(s), " << findings.warnings.size()

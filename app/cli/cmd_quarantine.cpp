@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/number_check.hpp"
 #include "app/wiring/run_request.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
@@ -37,7 +38,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   auto* list = quarantine->add_subcommand("list", "List quarantined records, oldest first (unreleased only by default)");
   options->database.add_to(*list);
   list->add_option("--pipeline", options->pipeline, "Only this pipeline's records");
-  list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(CLI::PositiveNumber);
+  list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(whole_number());
   list->add_flag("--all", options->all, "Include released records");
   list->callback([&, options] {
     auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));

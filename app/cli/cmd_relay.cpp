@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/number_check.hpp"
 #include "app/cli/signals.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
@@ -84,7 +85,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
   list->add_option("--status", options->status, "Only events with this status")
       ->check(CLI::IsMember({"pending", "delivered", "dead"}));
   list->add_option("--destination", options->destination, "Only events for this destination");
-  list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(CLI::PositiveNumber);
+  list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(whole_number());
   list->callback([&, options] {
     auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
     pipeline::relay::OutboxFilter filter;

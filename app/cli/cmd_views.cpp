@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/number_check.hpp"
 #include "app/wiring/options.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/views/admin.hpp"
@@ -42,7 +43,7 @@ void add_name_and_version(CLI::App& command, ViewsCommandOptions& options) {
       ->check(CLI::IsMember(pipeline::views::view_names()));
   command.add_option("--version", options.version, "The version (its table is NAME_v<N>)")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number());
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 #pragma once
 // The tidemark command line: each command group lives in its own app/cmd_*.cpp and is
 // registered explicitly in main.cpp, so one list shows every command.
+#include <functional>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
+#include <pqxx/connection>
 
 #include "app/config/config.hpp"
 #include "pipeline/store/cluster.hpp"
@@ -37,8 +39,10 @@ struct DatabaseOptions {
   // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
   std::string existing_url(const std::optional<pipeline::Config>& config) const;
   // For `check`: connects once to the database the others would use, creating, starting and
-  // migrating nothing. Returns where the URL came from; UsageError when it cannot be reached.
-  std::string probe(const std::optional<pipeline::Config>& config) const;
+  // migrating nothing, and hands that connection to `inspect` when given (read-only checks).
+  // Returns where the URL came from; UsageError when it cannot be reached.
+  std::string probe(const std::optional<pipeline::Config>& config,
+                    const std::function<void(pqxx::connection&)>& inspect = {}) const;
 
  private:
   enum class Embedded { kCreate, kExisting, kAsItIs };  // the embedded cluster: create, start or leave it

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
+#include "app/cli/logging.hpp"
 #include "pipeline/store/cluster.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -43,7 +44,9 @@ void DatabaseOptions::add_to(CLI::App& command) {
 
 std::optional<pipeline::Config> DatabaseOptions::load_config() const {
   if (config_file.empty()) return std::nullopt;
-  return pipeline::load_config(config_file);
+  auto config = pipeline::load_config(config_file);
+  apply_log_config(config.log.level, config.log.format, config_file);
+  return config;
 }
 
 void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
@@ -114,10 +117,12 @@ std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>&
   return resolve(config, /*create_embedded=*/false);
 }
 
-std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config) const {
+std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config,
+                                   const std::function<void(pqxx::connection&)>& inspect) const {
   const auto [url, source] = locate(config, Embedded::kAsItIs);
+  std::unique_ptr<pqxx::connection> connection;
   try {
-    pipeline::db::connect(url);  // once: a check reports the state it finds, it does not wait for a better one
+    connection = pipeline::db::connect(url);  // once: a check reports the state it finds, it does not wait for a better one
   } catch (const pipeline::db::InvalidDatabaseUrl& error) {
     throw malformed_url(source, error);
   } catch (const std::exception& error) {
@@ -131,6 +136,7 @@ std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config
     while (message.ends_with(' ')) message.pop_back();
     throw UsageError("cannot connect to the database from " + source + ": " + message);
   }
+  if (inspect) inspect(*connection);
   return source;
 }
 

@@ -151,10 +151,11 @@ class Parser {
     interpolate_values(root, "");
     attempt([&] {
       const auto top =
-          fields({YAML::Node(), root, ""}, {"database", "http", "entities", "pipelines", "relay", "retention"});
+          fields({YAML::Node(), root, ""}, {"database", "log", "http", "entities", "pipelines", "relay", "retention"});
       if (const auto* database = find(top, "database")) {
         attempt([&] { config.database = non_empty_string(*database); });
       }
+      if (const auto* log = find(top, "log")) attempt([&] { config.log = parse_log(*log); });
       if (const auto* http = find(top, "http")) attempt([&] { config.http = parse_http(*http); });
       // Before the pipelines, wherever the file has them: a pipeline names its entity.
       if (const auto* entities = find(top, "entities")) attempt([&] { parse_entities(*entities, config); });
@@ -377,6 +378,23 @@ class Parser {
       attempt([&] { http.allow_unauthenticated = boolean_value(*entry); });
     }
     return http;
+  }
+
+  // The names the --log-level and --log-format options take (app/cli/logging.cpp): checked
+  // here so that a bad value is a config error at its line, like any other.
+  LogConfig parse_log(const Entry& map) {
+    LogConfig log;
+    const auto keys = fields(map, {"level", "format"});
+    const auto one_of = [&](const Entry& entry, std::initializer_list<std::string_view> names) {
+      const auto text = string_value(entry);
+      if (std::find(names.begin(), names.end(), text) == names.end()) fail_value(entry, "one of " + join(names));
+      return text;
+    };
+    if (const auto* entry = find(keys, "level")) {
+      attempt([&] { log.level = one_of(*entry, {"trace", "debug", "info", "warn", "error"}); });
+    }
+    if (const auto* entry = find(keys, "format")) attempt([&] { log.format = one_of(*entry, {"text", "json"}); });
+    return log;
   }
 
   RetentionConfig parse_retention(const Entry& map) {

@@ -110,8 +110,16 @@ struct RetentionConfig {
   Duration inbox = std::chrono::hours(24 * 7);
 };
 
+// How the process logs (`log:`); a field left out keeps the default, and a command-line
+// --log-level or --log-format wins over it (app/cli/logging.hpp apply_log_config).
+struct LogConfig {
+  std::optional<std::string> level;   // trace, debug, info, warn or error
+  std::optional<std::string> format;  // text or json
+};
+
 struct Config {
   std::optional<std::string> database;
+  LogConfig log;
   HttpConfig http;
   // The entities the file declares (`entities:`), checked; never the built-in `transaction`.
   std::map<std::string, EntityDeclaration> entities;

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 namespace tidemark::app::serve {
 
 namespace {
@@ -43,6 +45,8 @@ Api::Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::Connectio
 void Api::on_timeout(const HttpRequest& request) {
   if (request.method == "POST" && route_of(request.target).kind == RouteKind::kTrigger) {
     count_webhook(context_.metrics, "timeout");
+    // No answer goes back (the connection is closed), so the log is where the reason shows.
+    spdlog::warn("run trigger rejected: timeout: the client stalled after its header, the connection is closed");
   }
 }
 

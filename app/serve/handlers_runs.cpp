@@ -6,12 +6,14 @@
 #include <boost/url/encode.hpp>
 #include <boost/url/parse.hpp>
 #include <boost/url/rfc/unreserved_chars.hpp>
+#include <spdlog/spdlog.h>
 
 #include "app/serve/api.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/serve/schedule.hpp"
 #include "app/status/status.hpp"
 #include "connectors/http/signature.hpp"
+#include "pipeline/core/json_value.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -31,8 +33,13 @@ std::string verification_result(connectors::http::Verification verification) {
   }
 }
 
+// Logged at warn as well as counted: the operator sees why a sender's triggers fail. The
+// message is what the client is answered, never a secret or a signature; it may quote what
+// the client sent (a JSON key, a pipeline name), so it is logged as a JSON string: a newline
+// in it cannot start a forged line of the text log.
 HttpResponse reject_webhook(ApiContext& context, const std::string& result, int status, const std::string& message) {
   count_webhook(context.metrics, result);
+  spdlog::warn("run trigger rejected: {} {}: {}", status, result, pipeline::json_quoted(message));
   return error_response(status, message);
 }
 

@@ -114,7 +114,7 @@ struct Service::Impl {
   void relay_ended(std::chrono::steady_clock::time_point started, const std::string& failure) {
     if (failure.empty()) return;  // stopped
     if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_delay = kFirstRestartDelay;
-    spdlog::error("the outbox relay failed: {}; restarting it in {} ms", failure, relay_delay.count());
+    spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, duration_text(relay_delay));
     {
       std::lock_guard lock(relay_mutex);
       relay_failure = pipeline::relay::bounded_error_text(failure);
@@ -187,10 +187,10 @@ struct Service::Impl {
     asio::co_spawn(io, periodic(std::chrono::hours(1), std::chrono::hours(1), timers.back(), [this] {
       try {
         pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
-          const auto deleted = pipeline::views::cleanup_inbox(connection, pipeline::views::kDefaultInboxRetention,
+          const auto deleted = pipeline::views::cleanup_inbox(connection, options.config.retention.inbox,
                                                               redelivery(options.config.relay));
-          spdlog::info("inbox cleanup: {} records older than {}h deleted", deleted,
-                       pipeline::views::kDefaultInboxRetention.count());
+          spdlog::info("inbox cleanup: {} records older than retention.inbox {} deleted", deleted,
+                       pipeline::format_duration(options.config.retention.inbox));
         });
       } catch (const std::exception& failure) {
         spdlog::error("inbox cleanup: {}", failure.what());
@@ -218,8 +218,8 @@ struct Service::Impl {
   asio::awaitable<void> finish_stop() {
     const bool runs_stopped = co_await runs.wait_idle(options.shutdown_timeout);
     if (!runs_stopped) {
-      spdlog::error("runs did not stop within {} ms; exiting (the batch in hand rolls back)",
-                    options.shutdown_timeout.count());
+      spdlog::error("runs did not stop within {}; exiting (the batch in hand rolls back)",
+                    duration_text(options.shutdown_timeout));
       spdlog::default_logger()->flush();
       std::_Exit(1);
     }

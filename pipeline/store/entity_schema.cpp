@@ -38,30 +38,105 @@ const CatalogColumn* find_column(const std::vector<CatalogColumn>& columns, std:
   return found == columns.end() ? nullptr : &*found;
 }
 
-[[noreturn]] void mismatch(const EntityDeclaration& entity, std::string_view column, const std::string& is,
-                           const std::string& says) {
-  throw EntitySchemaError("table " + entity.table + ", column " + std::string(column) + ": is " + is +
-                          ", the config says " + says);
-}
+// What a table is against a declaration: the one comparison ensure_entity_table acts on and
+// check_entity_table reports (each problem an EntitySchemaError's message).
+struct Comparison {
+  bool exists = false;
+  bool recorded = false;  // tidemark_entities has the table for this entity
+  std::vector<std::string> problems;
+  std::vector<std::pair<std::string, std::string>> additions;  // column, type: what ALTER TABLE adds
+  std::vector<std::string> unused_columns;
+};
 
-// The key: the table's one primary key column, text.
-void check_key(const EntityDeclaration& entity, const std::vector<CatalogColumn>& columns) {
-  const std::string says = "the key, text primary key";
-  const auto* key = find_column(columns, entity.key);
-  if (key == nullptr) mismatch(entity, entity.key, "missing", says);
-  if (key->type != "text") mismatch(entity, entity.key, key->type, says);
-  if (!key->in_primary_key || key->primary_key_columns != 1) {
-    mismatch(entity, entity.key, "text but not the table's primary key", says);
+class Comparer {
+ public:
+  Comparer(const EntityDeclaration& entity, Comparison& out) : entity_(entity), out_(out) {}
+
+  void mismatch(std::string_view column, const std::string& is, const std::string& says) {
+    out_.problems.push_back("table " + entity_.table + ", column " + std::string(column) + ": is " + is +
+                            ", the config says " + says);
   }
-}
 
-// The revision: bigint NOT NULL, which the revision filter compares with every version.
-void check_revision(const EntityDeclaration& entity, const std::vector<CatalogColumn>& columns) {
-  const std::string says = "the revision, bigint NOT NULL";
-  const auto* revision = find_column(columns, entity.revision);
-  if (revision == nullptr) mismatch(entity, entity.revision, "missing", says);
-  if (revision->type != "bigint") mismatch(entity, entity.revision, revision->type, says);
-  if (!revision->not_null) mismatch(entity, entity.revision, "bigint, nullable", says);
+  // The key: the table's one primary key column, text.
+  void check_key(const std::vector<CatalogColumn>& columns) {
+    const std::string says = "the key, text primary key";
+    const auto* key = find_column(columns, entity_.key);
+    if (key == nullptr) return mismatch(entity_.key, "missing", says);
+    if (key->type != "text") return mismatch(entity_.key, key->type, says);
+    if (!key->in_primary_key || key->primary_key_columns != 1) {
+      mismatch(entity_.key, "text but not the table's primary key", says);
+    }
+  }
+
+  // The revision: bigint NOT NULL, which the revision filter compares with every version.
+  void check_revision(const std::vector<CatalogColumn>& columns) {
+    const std::string says = "the revision, bigint NOT NULL";
+    const auto* revision = find_column(columns, entity_.revision);
+    if (revision == nullptr) return mismatch(entity_.revision, "missing", says);
+    if (revision->type != "bigint") return mismatch(entity_.revision, revision->type, says);
+    if (!revision->not_null) mismatch(entity_.revision, "bigint, nullable", says);
+  }
+
+  void compare(const std::vector<CatalogColumn>& columns) {
+    check_key(columns);
+    check_revision(columns);
+    std::vector<std::string> declared = {entity_.key, entity_.revision};
+    for (const auto& column : value_columns(entity_)) {
+      declared.push_back(column.name);
+      const auto* found = find_column(columns, column.name);
+      if (found == nullptr) {
+        // A new field of a table Tidemark manages adds a nullable column; a foreign table
+        // is adopted only as it is, "every declared column" present with its exact type.
+        if (!out_.recorded) mismatch(column.name, "missing", column.config_type);
+        else out_.additions.emplace_back(column.name, column.type);
+      } else if (found->type != column.type) {
+        mismatch(column.name, found->type, column.config_type);
+      }
+    }
+    for (const auto& [name, type] : {std::pair{kPipelineColumn, std::string("text")},
+                                     std::pair{kUpdatedAtColumn, std::string("timestamp with time zone")}}) {
+      declared.emplace_back(name);
+      const auto* found = find_column(columns, name);
+      if (found == nullptr) {
+        out_.additions.emplace_back(std::string(name), type);
+      } else if (found->type != type) {
+        out_.problems.push_back("table " + entity_.table + ", column " + std::string(name) + ": is " + found->type +
+                                ", Tidemark's bookkeeping column is " + type);
+      }
+    }
+    for (const auto& column : columns) {
+      if (std::find(declared.begin(), declared.end(), column.name) != declared.end()) continue;
+      // Every insert names only declared columns: any other must take NULL or its default.
+      if (column.not_null && !column.has_default) {
+        mismatch(column.name, column.type + " NOT NULL without a default", "nothing about it");
+      }
+      out_.unused_columns.push_back(column.name);
+    }
+  }
+
+ private:
+  const EntityDeclaration& entity_;
+  Comparison& out_;
+};
+
+// Reads the catalog only. `entities_recorded`: tidemark_entities exists (a database that has
+// not been migrated yet has recorded no entity).
+Comparison compare_table(pqxx::transaction_base& txn, const EntityDeclaration& entity, bool entities_recorded) {
+  Comparison comparison;
+  if (entities_recorded) {
+    const auto owner = txn.exec_params(std::string(sql::kEntityTableOwner), entity.table);
+    comparison.recorded = !owner.empty();
+    if (comparison.recorded && owner[0][0].as<std::string>() != entity.name) {
+      comparison.problems.push_back("table " + entity.table + " belongs to entity " + owner[0][0].as<std::string>() +
+                                    "; entity " + entity.name + " cannot use it");
+      comparison.recorded = false;
+      return comparison;
+    }
+  }
+  const auto columns = read_columns(txn, entity.table);
+  comparison.exists = !columns.empty();
+  if (comparison.exists) Comparer(entity, comparison).compare(columns);
+  return comparison;
 }
 
 }  // namespace
@@ -73,63 +148,35 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
   // reads the catalog as the first left it.
   txn.exec_params(std::string(sql::kMigrateLock), kMigrationLockId);
 
-  const auto owner = txn.exec_params(std::string(sql::kEntityTableOwner), entity.table);
-  const bool recorded = !owner.empty();
-  if (recorded && owner[0][0].as<std::string>() != entity.name) {
-    throw EntitySchemaError("table " + entity.table + " belongs to entity " + owner[0][0].as<std::string>() +
-                            "; entity " + entity.name + " cannot use it");
-  }
-
-  const auto columns = read_columns(txn, entity.table);
-  if (columns.empty()) {
+  const Comparison comparison = compare_table(txn, entity, /*entities_recorded=*/true);
+  if (!comparison.problems.empty()) throw EntitySchemaError(comparison.problems.front());
+  if (!comparison.exists) {
     txn.exec(build_entity_sql(entity).create_table);
     changes.created = true;
   } else {
-    check_key(entity, columns);
-    check_revision(entity, columns);
     std::string additions;  // ADD COLUMN clauses of one ALTER TABLE
-    const auto add = [&](const std::string& name, const std::string& type) {
+    for (const auto& [name, type] : comparison.additions) {
       additions += (additions.empty() ? " ADD COLUMN " : ", ADD COLUMN ") + quote_identifier(name) + " " + type;
       changes.added_columns.push_back(name);
-    };
-    std::vector<std::string> declared = {entity.key, entity.revision};
-    for (const auto& column : value_columns(entity)) {
-      declared.push_back(column.name);
-      const auto* found = find_column(columns, column.name);
-      if (found == nullptr) {
-        // A new field of a table Tidemark manages adds a nullable column; a foreign table
-        // is adopted only as it is, "every declared column" present with its exact type.
-        if (!recorded) mismatch(entity, column.name, "missing", column.config_type);
-        add(column.name, column.type);
-      } else if (found->type != column.type) {
-        mismatch(entity, column.name, found->type, column.config_type);
-      }
     }
-    for (const auto& [name, type] : {std::pair{kPipelineColumn, std::string("text")},
-                                     std::pair{kUpdatedAtColumn, std::string("timestamp with time zone")}}) {
-      declared.emplace_back(name);
-      const auto* found = find_column(columns, name);
-      if (found == nullptr) {
-        add(std::string(name), type);
-      } else if (found->type != type) {
-        throw EntitySchemaError("table " + entity.table + ", column " + std::string(name) + ": is " + found->type +
-                                ", Tidemark's bookkeeping column is " + type);
-      }
-    }
-    for (const auto& column : columns) {
-      if (std::find(declared.begin(), declared.end(), column.name) != declared.end()) continue;
-      // Every insert names only declared columns: any other must take NULL or its default.
-      if (column.not_null && !column.has_default) {
-        mismatch(entity, column.name, column.type + " NOT NULL without a default", "nothing about it");
-      }
-      changes.unused_columns.push_back(column.name);
-    }
+    changes.unused_columns = comparison.unused_columns;
     if (!additions.empty()) txn.exec("ALTER TABLE " + quote_identifier(entity.table) + additions);
-    changes.adopted = !recorded;
+    changes.adopted = !comparison.recorded;
   }
   txn.exec_params(std::string(sql::kEntityRecord), entity.name, entity.table, definition_json(entity));
   txn.commit();
   return changes;
+}
+
+EntityTableCheck check_entity_table(pqxx::connection& connection, const EntityDeclaration& entity) {
+  pqxx::read_transaction txn(connection);
+  const bool entities_recorded = txn.exec(std::string(sql::kEntityRegistryExists))[0][0].as<bool>();
+  Comparison comparison = compare_table(txn, entity, entities_recorded);
+  EntityTableCheck check;
+  check.exists = comparison.exists;
+  check.problems = std::move(comparison.problems);
+  for (auto& [name, type] : comparison.additions) check.added_columns.push_back(std::move(name));
+  return check;
 }
 
 }  // namespace tidemark::pipeline::db

@@ -36,4 +36,13 @@ struct EntityTableChanges {
 // table cannot hold it; then nothing is changed.
 EntityTableChanges ensure_entity_table(pqxx::connection& connection, const EntityDeclaration& entity);
 
+// What ensure_entity_table would find, read-only (`tidemark check`): the same comparison,
+// with every problem rather than the first, and nothing created, altered or recorded.
+struct EntityTableCheck {
+  bool exists = false;  // false: ensure_entity_table will create the table
+  std::vector<std::string> problems;  // each as EntitySchemaError would say it
+  std::vector<std::string> added_columns;  // the columns ensure_entity_table will add
+};
+EntityTableCheck check_entity_table(pqxx::connection& connection, const EntityDeclaration& entity);
+
 }  // namespace tidemark::pipeline::db

@@ -269,5 +269,53 @@ TEST_F(CheckCli, ViewsCleanupTakesItsRetentionFromTheConfig) {
   EXPECT_THAT(without.out, HasSubstr("older than 168h deleted"));
 }
 
+// Entity orders with amount of `scale` (precision 14).
+std::string orders_config(int scale) {
+  return "entities:\n"
+         "  orders:\n"
+         "    key: order_id\n"
+         "    revision: version\n"
+         "    fields:\n"
+         "      amount: {type: decimal, precision: 14, scale: " +
+         std::to_string(scale) +
+         "}\n"
+         "pipelines:\n"
+         "  orders_daily:\n"
+         "    entity: orders\n"
+         "    source: {kind: file, path: data/orders, format: jsonl}\n";
+}
+
+// A declared entity is compared with its table as `migrate --config` would, read-only: a
+// missing table is a note (it will be created), a changed scale an error naming the table
+// and the column, and the table is left as it was.
+TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) {
+  const TestDatabase database;
+  const std::string amount_type =
+      "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'orders'::regclass AND attname = "
+      "'amount'";
+  std::string config = write_config(orders_config(4));
+  const ProcessResult before = check({"--config", config, "--database", database.url()});
+  EXPECT_EQ(before.exit_code, 0) << before.out << before.err;
+  EXPECT_THAT(before.err, HasSubstr("note: " + config +
+                                    ": entity orders: table orders does not exist yet; `tidemark migrate --config` "
+                                    "creates it"));
+  EXPECT_EQ(database.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'orders'"), "0");
+
+  const ProcessResult migrated = run_tidemark({"migrate", "--config", config, "--database", database.url()}, options_);
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
+  const ProcessResult same = check({"--config", config, "--database", database.url()});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_THAT(same.err, Not(HasSubstr("entity orders")));
+
+  config = write_config(orders_config(2));
+  const ProcessResult changed = check({"--config", config, "--database", database.url()});
+  EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
+  EXPECT_THAT(changed.err, HasSubstr("error: " + config +
+                                     ": entity orders: table orders, column amount: is numeric(14,4), the config "
+                                     "says decimal(14,2)"));
+  EXPECT_THAT(changed.out, HasSubstr("1 error(s)"));
+  EXPECT_EQ(database.scalar(amount_type), "numeric(14,4)");
+}
+
 }  // namespace
 }  // namespace tidemark

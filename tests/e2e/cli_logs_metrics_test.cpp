@@ -97,6 +97,29 @@ TEST_P(CliLogsTest, LogLevelWarnDropsTheInfoLines) {
 INSTANTIATE_TEST_SUITE_P(BeforeAndAfterTheCommandName, CliLogsTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "Before" : "After"; });
 
+// The config's `log:` section sets the format; --log-format on the command line wins over it.
+TEST(CliLogs, ConfigLogFormatJsonAppliesAndTheFlagWins) {
+  TestDatabase db;
+  TempDir folder;
+  const auto source = folder.write("in.csv", three_records());
+  const auto config = folder.write("tidemark.yaml", "log: {format: json}\npipelines:\n  p:\n    source: {path: " +
+                                                        source.string() + "}\n");
+  const std::vector<std::string> args = {"run", "--pipeline", "p", "--config", config.string(), "--database", db.url()};
+  const ProcessResult json = run_tidemark(args);
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const auto messages = json_messages(json.err);
+  ASSERT_FALSE(messages.empty());
+  EXPECT_THAT(messages.back(), HasSubstr("done: 1 batch"));
+
+  std::vector<std::string> text_args = args;
+  text_args.insert(text_args.end(), {"--log-format", "text"});
+  const ProcessResult text = run_tidemark(text_args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  ASSERT_FALSE(text.err.empty());
+  for (const std::string& line : lines_of(text.err)) EXPECT_NE(line.front(), '{') << line;
+  EXPECT_THAT(text.err, HasSubstr(" info "));
+}
+
 TEST(CliLogs, JsonErrorLinesOfANestedCommandParse) {
   ProcessOptions options;
   options.env["TIDEMARK_HOME"] = (std::filesystem::temp_directory_path() / "tidemark-no-such-home").string();

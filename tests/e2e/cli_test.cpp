@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -34,6 +35,7 @@ using testing::TestDatabase;
 using testing::run_tidemark;
 using testing::start_tidemark;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A private temporary folder per test, removed afterwards.
 class TempFolder {
@@ -140,6 +142,25 @@ TEST(CliUsage, BatchSizeZeroExitsTwoNamingTheOption) {
   const ProcessResult result = run_tidemark({"run", "--pipeline", "p", "--source", "x.csv", "--batch-size", "0"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.out + result.err, HasSubstr("--batch-size"));
+}
+
+// A count option's bad value is named with the rule in plain words, before any database is
+// looked for, not with CLI11's floating-point range ("Value 0 not in range 0.000000 to 1.79…").
+TEST(CliUsage, BadCountsExitTwoWithAPlainMessage) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"quarantine", "list", "--limit", "0"}, "--limit: expected a whole number from 1 to 2147483647, got \"0\""},
+      {{"quarantine", "list", "--limit", "-5"}, "--limit: expected a whole number from 1 to 2147483647, got \"-5\""},
+      {{"quarantine", "list", "--limit", "ten"}, "--limit: expected a whole number from 1 to 2147483647, got \"ten\""},
+      {{"outbox", "list", "--limit", "1.5"}, "--limit: expected a whole number from 1 to 2147483647, got \"1.5\""},
+      {{"views", "drop", "account_balance", "--version", "0"},
+       "--version: expected a whole number from 1 to 2147483647, got \"0\""},
+  };
+  for (const auto& [args, message] : cases) {
+    const ProcessResult result = run_tidemark(args);
+    EXPECT_EQ(result.exit_code, 2) << args[0];
+    EXPECT_THAT(result.err, HasSubstr(message)) << result.err;
+    EXPECT_THAT(result.err, Not(HasSubstr("not in range"))) << result.err;
+  }
 }
 
 TEST(CliUsage, ConfigWithUnknownKeyExitsTwoNamingFileLineAndKey) {

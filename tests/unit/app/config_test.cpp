@@ -216,7 +216,7 @@ TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
   EXPECT_EQ(config_error("database: postgresql:///x\npipeline: {}\n"),
             "config.yaml:2: unknown key 'pipeline' at the top level "
-            "(expected one of: database, http, entities, pipelines, relay, retention)");
+            "(expected one of: database, log, http, entities, pipelines, relay, retention)");
 }
 
 TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
@@ -468,7 +468,7 @@ TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: {name: x}\n"),
             "config.yaml:4: pipelines.transactions.destinations: expected a list of destinations, got a map");
   EXPECT_EQ(config_error("- a\n- b\n"),
-            "config.yaml:1: expected a map with keys database, http, entities, pipelines, relay, retention, got a "
+            "config.yaml:1: expected a map with keys database, log, http, entities, pipelines, relay, retention, got a "
             "list");
 }
 
@@ -1046,6 +1046,28 @@ TEST(ParseConfig, RetentionOfTheInbox) {
               StartsWith("config.yaml:2: retention.inbox: expected a positive duration"));
   EXPECT_EQ(config_error("retention: {outbox_rows: 1h}\n"),
             "config.yaml:1: unknown key 'outbox_rows' in retention (expected one of: requests, inbox)");
+}
+
+TEST(ParseConfig, LogSectionIsReadAndChecked) {
+  const auto defaults = parse_config(kPipelineHead, "config.yaml");
+  EXPECT_FALSE(defaults.log.level);
+  EXPECT_FALSE(defaults.log.format);
+  const auto config = parse_config("log: {level: debug, format: json}\n", "config.yaml");
+  EXPECT_EQ(config.log.level, "debug");
+  EXPECT_EQ(config.log.format, "json");
+  EXPECT_EQ(parse_config("log: {format: text}\n", "config.yaml").log.level, std::nullopt);
+  EXPECT_EQ(config_error("log:\n  level: warning\n"),
+            "config.yaml:2: log.level: expected one of trace, debug, info, warn, error, got \"warning\"");
+  EXPECT_EQ(config_error("log: {format: yaml}\n"),
+            "config.yaml:1: log.format: expected one of text, json, got \"yaml\"");
+  EXPECT_EQ(config_error("log: {colour: true}\n"),
+            "config.yaml:1: unknown key 'colour' in log (expected one of: level, format)");
+  // Collected with the file's other errors, as `tidemark check` reports them.
+  const auto check = check_config("log: {level: loud, format: xml}\nrelay: {max_attempts: 0}\n", "config.yaml");
+  ASSERT_EQ(check.errors.size(), 3u);
+  EXPECT_THAT(check.errors[0], StartsWith("config.yaml:1: log.level:"));
+  EXPECT_THAT(check.errors[1], StartsWith("config.yaml:1: log.format:"));
+  EXPECT_THAT(check.errors[2], StartsWith("config.yaml:2: relay.max_attempts:"));
 }
 
 TEST(IsValidName, TheRuleOfPipelineAndDestinationNames) {

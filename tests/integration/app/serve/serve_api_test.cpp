@@ -2,12 +2,14 @@
 // 127.0.0.1 (issue 4): signed run triggers and every way to get them wrong, idempotency by
 // webhook-id, coalescing of triggers during a run, the read endpoints, the quarantine and
 // the metrics, which must agree with the ledger.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <ctime>
@@ -23,6 +25,8 @@
 #include <thread>
 
 #include <boost/json.hpp>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "app/serve/service.hpp"
 #include "connectors/http/signature.hpp"
@@ -59,6 +63,42 @@ std::map<std::string, std::string> signed_headers(const std::string& id, const s
 }
 
 boost::json::object parse_object(const std::string& text) { return boost::json::parse(text).as_object(); }
+
+// What the process logs at warn and above while it lives, one message a line as the text
+// format writes them (a sink added to spdlog's default logger, removed again at the end).
+class WarnLog {
+ public:
+  WarnLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    sink_->set_pattern("%l %v");
+    sink_->set_level(spdlog::level::warn);
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~WarnLog() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  WarnLog(const WarnLog&) = delete;
+  WarnLog& operator=(const WarnLog&) = delete;
+
+  // The lines logged so far that contain `text`.
+  std::vector<std::string> lines_with(const std::string& text) {
+    sink_->flush();
+    std::vector<std::string> lines;
+    std::istringstream in(text_.str());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(text) != std::string::npos) lines.push_back(line);
+    }
+    return lines;
+  }
+  std::string all() {
+    sink_->flush();
+    return text_.str();
+  }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
 
 class ServeApiTest : public ::testing::Test {
  protected:
@@ -384,8 +424,37 @@ TEST_F(ServeApiTest, ExposedRecordCountsEqualTheLedgerAfterSeveralRuns) {
             std::stod(db_.scalar("SELECT count(*) FROM batch_ledger")));
 }
 
+// Each rejected trigger is one warn line with its status, result and reason, and nothing
+// secret; a newline in a quoted key stays inside its line (escaped), not a forged line.
+TEST_F(ServeApiTest, RejectedTriggersAreLoggedAtWarnOneLineEachWithoutSecrets) {
+  start(10);
+  WarnLog log;
+  const std::string body = R"({"mode":"resume"})";
+  const std::string target = std::string("/v1/pipelines/") + kPipeline + "/runs";
+  auto headers = signed_headers("msg-bad-signature", body);
+  headers["webhook-signature"] = connectors::http::sign("another key", "msg-bad-signature", std::time(nullptr), body);
+  EXPECT_EQ(http_request(port_, "POST", target, headers, body).status, 401);
+  const std::string unknown_key = "{\"mode\":\"resume\",\"evil\\n2026-12-01T06:00:00.000Z info forged\":1}";
+  const auto good_headers = signed_headers("msg-unknown-key", unknown_key);
+  EXPECT_EQ(http_request(port_, "POST", target, good_headers, unknown_key).status, 400);
+
+  const auto rejected = log.lines_with("run trigger rejected");
+  ASSERT_EQ(rejected.size(), 2u) << log.all();
+  EXPECT_EQ(rejected[0], "warning run trigger rejected: 401 bad_signature: \"no webhook-signature matches\"") << log.all();
+  EXPECT_EQ(rejected[1],
+            "warning run trigger rejected: 400 bad_request: \"unknown field \\\"evil\\n2026-12-01T06:00:00.000Z info "
+            "forged\\\" (expected mode, reason)\"");
+  const auto forged = log.lines_with("forged");  // inside the reject line, not a line of its own
+  ASSERT_EQ(forged.size(), 1u) << log.all();
+  EXPECT_THAT(forged[0], ::testing::StartsWith("warning run trigger rejected: ")) << log.all();
+  for (const std::string& secret : {std::string(kSecret), headers["webhook-signature"], good_headers.at("webhook-signature")}) {
+    EXPECT_EQ(log.all().find(secret), std::string::npos) << secret;
+  }
+}
+
 TEST_F(ServeApiTest, AClientThatStallsAfterItsHeaderIsCutOffAndCounted) {
   start(10, 1000, std::nullopt, "", 300ms);
+  WarnLog log;
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -402,6 +471,7 @@ TEST_F(ServeApiTest, AClientThatStallsAfterItsHeaderIsCutOffAndCounted) {
   ::close(fd);
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"timeout\"}"), 1);
   EXPECT_EQ(runs(), "0");
+  EXPECT_EQ(log.lines_with("run trigger rejected: timeout").size(), 1u) << log.all();
 }
 
 TEST_F(ServeApiTest, ShortEveryScheduleRunsRepeatedlyWithoutOverlap) {
