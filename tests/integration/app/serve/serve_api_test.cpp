@@ -360,7 +360,7 @@ TEST_F(ServeApiTest, QuarantineListsRejectedRecordsAndReleaseRedrivesOneOnce) {
   EXPECT_EQ(db_.scalar("SELECT amount FROM transaction_state WHERE transaction_id = 'tx-0'"), "999.99");
   EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/" + std::to_string(id) + "/release").status, 409);
   EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/123456/release").status, 404);
-  EXPECT_EQ(metric(std::string("tidemark_records_total{outcome=\"inserted\",pipeline=\"") + kPipeline + "\"}"),
+  EXPECT_EQ(metric(std::string("tidemark_records_total{entity=\"transaction\",outcome=\"inserted\",pipeline=\"") + kPipeline + "\"}"),
             std::stod(db_.scalar("SELECT sum(inserted) FROM batch_ledger")));
 }
 
@@ -372,11 +372,11 @@ TEST_F(ServeApiTest, ExposedRecordCountsEqualTheLedgerAfterSeveralRuns) {
   for (const char* outcome : {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid",
                               "conflict"}) {
     const std::string series =
-        std::string("tidemark_records_total{outcome=\"") + outcome + "\",pipeline=\"" + kPipeline + "\"}";
+        std::string("tidemark_records_total{entity=\"transaction\",outcome=\"") + outcome + "\",pipeline=\"" + kPipeline + "\"}";
     EXPECT_EQ(metric(series), std::stod(db_.scalar(std::string("SELECT sum(") + outcome + ") FROM batch_ledger")))
         << outcome;
   }
-  EXPECT_GT(metric(std::string("tidemark_records_total{outcome=\"unchanged\",pipeline=\"") + kPipeline + "\"}"), 0);
+  EXPECT_GT(metric(std::string("tidemark_records_total{entity=\"transaction\",outcome=\"unchanged\",pipeline=\"") + kPipeline + "\"}"), 0);
   EXPECT_EQ(metric(std::string("tidemark_runs_total{pipeline=\"") + kPipeline +
                    "\",status=\"succeeded\",trigger=\"webhook\"}"),
             3);

@@ -253,5 +253,27 @@ TEST(RecordStream, OverlongRecordBecomesAnErrorAndReadingResumesAtTheNextLine) {
   EXPECT_EQ(got[1].position.line, 3u);
 }
 
+TEST(CsvDecoder, ADeclaredLayoutMapsItsColumnsAndKeepsOtherColumnsWhenAsked) {
+  auto layout = std::make_shared<pipeline::RecordLayout>();
+  layout->names = {"order_id", "version", "amount", "note"};
+  layout->required = {true, true, true, false};
+  layout->undeclared = true;
+  const auto records = decode_text(Format::kCsv, "channel,version,note,order_id,amount,x\nweb,2,,o1,,\n", "o.csv", layout);
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_FALSE(records[0].decode_error) << *records[0].decode_error;
+  EXPECT_EQ(records[0].field(0)->text, "o1");
+  EXPECT_EQ(records[0].field(0)->kind, FieldKind::kUntyped);
+  EXPECT_EQ(records[0].field(1)->text, "2");
+  EXPECT_EQ(records[0].field(2)->text, "");  // required: kept, the validator says it is missing
+  EXPECT_FALSE(records[0].field(3));         // optional and empty: absent
+  ASSERT_EQ(records[0].undeclared.size(), 1u);  // x is empty: left out
+  EXPECT_EQ(records[0].undeclared[0].first, "channel");
+  EXPECT_EQ(records[0].undeclared[0].second.text, "web");
+
+  CsvDecoder missing(layout);
+  missing.read_header("order_id,note");
+  EXPECT_EQ(missing.header_problem(), "the header row lacks required column(s) version, amount");
+}
+
 }  // namespace
 }  // namespace tidemark::connectors::file

@@ -164,5 +164,34 @@ TEST(RecordStream, OverlongJsonLineBecomesAnErrorAndTheNextLineDecodes) {
   EXPECT_FALSE(stream.next(true));
 }
 
+// A declared entity's layout: its own field names, each JSON kind, objects and arrays as JSON
+// text rebuilt from the parse, and undeclared members when the layout asks for them.
+TEST(JsonlDecoder, ADeclaredLayoutDeliversItsFieldsWithTheirKindsAndUndeclaredMembers) {
+  pipeline::RecordLayout layout;
+  layout.names = {"order_id", "version", "paid", "meta", "tags", "gone"};
+  layout.required = {true, true, false, false, false, false};
+  layout.undeclared = true;
+  const auto record = decode_jsonl_line(
+      R"({"order_id":"o\u00e91","version":3,"paid":true,"meta":{"a":[1.50,"x\"y",null,{}],"b":{"c":false}},)"
+      R"("tags":[],"gone":null,"note":"n","deep":{"k":[2]},"nil":null})",
+      {"in.jsonl", 1, 0, 0}, layout);
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  ASSERT_EQ(record.fields.size(), 6u);
+  EXPECT_EQ(record.field(0)->text, "o\xC3\xA9" "1");
+  EXPECT_EQ(record.field(1)->kind, FieldKind::kNumber);
+  EXPECT_EQ(record.field(2)->kind, FieldKind::kBoolean);
+  EXPECT_EQ(record.field(2)->text, "true");
+  EXPECT_EQ(record.field(3)->kind, FieldKind::kJson);
+  EXPECT_EQ(record.field(3)->text, R"({"a":[1.50,"x\"y",null,{}],"b":{"c":false}})");
+  EXPECT_EQ(record.field(4)->text, "[]");
+  EXPECT_FALSE(record.field(5));  // null is absent
+  ASSERT_EQ(record.undeclared.size(), 2u);  // the null one is left out
+  EXPECT_EQ(record.undeclared[0].first, "note");
+  EXPECT_EQ(record.undeclared[0].second.text, "n");
+  EXPECT_EQ(record.undeclared[1].first, "deep");
+  EXPECT_EQ(record.undeclared[1].second.text, R"({"k":[2]})");
+  EXPECT_EQ(record.undeclared[1].second.kind, FieldKind::kJson);
+}
+
 }  // namespace
 }  // namespace tidemark::connectors::file
