@@ -171,6 +171,8 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
                  "payload->'fields'->>'amount', payload->'fields'->>'paid' FROM outbox "
                  "WHERE idempotency_key = 'ledger:orders:o1:2'"),
             (Rows{{"1", "1.5000", "9.9900", "<null>"}}));
+  EXPECT_EQ(rows("SELECT partition_key, sequence FROM outbox WHERE idempotency_key = 'ledger:orders:o1:2'"),
+            (Rows{{"c1", "3"}}));
   EXPECT_EQ(rows("SELECT transaction_id, source_revision FROM quarantine WHERE reason = 'conflict' AND entity = "
                  "'orders' ORDER BY id DESC LIMIT 1"),
             (Rows{{"o2", "2"}}));
@@ -225,7 +227,7 @@ TEST_F(EntityRun, JsonLinesDeliverEachJsonTypeAndAWrongTypeIsQuarantinedNamingTh
             (Rows{{"42", "1.50"}}));
 }
 
-TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalid) {
+TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalidAndAReleaseRevalidatesByTheCurrentDeclaration) {
   const auto input = dir_.write("orders.csv",
                                 "order_id,version,customer_id,amount,channel\n"
                                 "r1,1,c1,1,\n"
@@ -236,6 +238,18 @@ TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalid) {
   EXPECT_EQ(count_in(result.out, "inserted"), "1") << result.out;
   EXPECT_EQ(rows("SELECT transaction_id, field, detail FROM quarantine"),
             (Rows{{"r2", "channel", "channel: not a declared field (extra_fields: reject)"}}));
+
+  // Declared with extra_fields: keep now, the released record is accepted into the entity's
+  // table, its channel kept, and its outbox row written.
+  const std::string id = rows("SELECT id FROM quarantine")[0][0];
+  const auto release = tidemark(orders_config(input, "csv"), {"quarantine", "release", id});
+  ASSERT_EQ(release.exit_code, 0) << both(release);
+  EXPECT_NE(release.out.find("inserted"), std::string::npos) << release.out;
+  EXPECT_EQ(rows("SELECT order_id, extra::text FROM orders ORDER BY 1"),
+            (Rows{{"r1", "<null>"}, {"r2", R"({"channel": "web"})"}}));
+  EXPECT_EQ(rows("SELECT released_at IS NOT NULL FROM quarantine"), (Rows{{"t"}}));
+  EXPECT_EQ(rows("SELECT idempotency_key FROM outbox ORDER BY id"),
+            (Rows{{"ledger:orders:r1:1"}, {"ledger:orders:r2:1"}}));
 }
 
 TEST_F(EntityRun, ANewFieldAddsAColumnOnTheNextRunAndAChangedTypeExits2) {
