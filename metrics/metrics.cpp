@@ -8,7 +8,7 @@ Metrics::Metrics()
     : registry(std::make_shared<prometheus::Registry>()),
       records_total(prometheus::BuildCounter()
                         .Name("tidemark_records_total")
-                        .Help("Input records by outcome (the eight outcomes of a batch)")
+                        .Help("Input records by pipeline, entity and outcome (the eight outcomes of a batch)")
                         .Register(*registry)),
       batches_total(prometheus::BuildCounter()
                         .Name("tidemark_batches_total")

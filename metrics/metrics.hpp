@@ -20,7 +20,7 @@ struct Metrics {
   std::shared_ptr<prometheus::Registry> registry;
 
   // Batch pipeline.
-  prometheus::Family<prometheus::Counter>& records_total;                 // {pipeline, outcome}
+  prometheus::Family<prometheus::Counter>& records_total;                 // {pipeline, entity, outcome}
   prometheus::Family<prometheus::Counter>& batches_total;                 // {pipeline, status}
   prometheus::Family<prometheus::Histogram>& batch_duration_seconds;      // {pipeline}
   prometheus::Family<prometheus::Counter>& runs_total;                    // {pipeline, trigger, status}

@@ -8,6 +8,7 @@
 #include "app/wiring/run_request.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app {
@@ -84,19 +85,27 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     const auto config = options->database.load_config();
     const std::string url = options->database.connect_url(config);
     std::vector<std::string> destinations;
+    // The entity of the entry's pipeline, validated by its current declaration; without the
+    // config, or for a pipeline it no longer has, the built-in one.
+    const pipeline::EntityDeclaration* entity = &pipeline::built_in_transaction_entity();
     if (config) {
       auto connection = pipeline::db::connect(url);
       pqxx::nontransaction txn(*connection);
       const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
       if (!rows.empty()) {
-        destinations = config->destination_names(rows[0][0].c_str());
+        const std::string pipeline_name = rows[0][0].c_str();
+        destinations = config->destination_names(pipeline_name);
+        if (config->pipelines.contains(pipeline_name)) entity = &config->entity_of(pipeline_name);
       }
     }
     try {
-      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user(), quarantine_decoder());
+      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user(),
+                                                        quarantine_decoder(), {}, *entity);
       std::cout << "quarantine entry " << options->id << " released in run " << result.run_id << ": "
                 << pipeline::to_string(result.outcome) << "\n";
     } catch (const std::invalid_argument& error) {
+      throw UsageError(error.what());
+    } catch (const pipeline::db::EntitySchemaError& error) {
       throw UsageError(error.what());
     }
     exit_code = kExitOk;

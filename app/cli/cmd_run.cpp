@@ -8,6 +8,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/exit_status.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "app/cli/metrics_file.hpp"
 #include "app/cli/progress.hpp"
 #include "app/cli/signals.hpp"
@@ -80,7 +81,8 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
                        ": expected a count (e.g. 100) or a percentage of the run's input (e.g. 5%)");
     }
   }
-  pipeline::RunRequest request = request_from_config(pipeline);
+  pipeline::RunRequest request = request_from_config(
+      pipeline, config ? config->entity(pipeline.entity) : pipeline::built_in_transaction_entity());
   request.replay = options.replay;
   return {std::move(request), pipeline.source};
 }
@@ -151,7 +153,14 @@ int run_command(const RunOptions& options, Committed& committed) {
   request.stop_requested = &stop;
   block_stop_signals();
   pipeline::RunSummary summary;
-  run_until_stopped([&] { summary = pipeline::run_pipeline(request); },
+  run_until_stopped(
+      [&] {
+        try {
+          summary = pipeline::run_pipeline(request);
+        } catch (const pipeline::db::EntitySchemaError& error) {
+          throw UsageError(error.what());  // the table cannot hold the declaration: a config error
+        }
+      },
                     [&](int signal) {
                       stop_signal = signal;
                       stop = true;

@@ -11,8 +11,10 @@ namespace tidemark::app::serve {
 PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics)
     : metrics_(metrics) {
   for (const auto& [name, pipeline] : config.pipelines) {
+    entities_[name] = pipeline.entity;
     for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
-      metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}});
+      metrics_.records_total.Add(
+          {{"pipeline", name}, {"entity", pipeline.entity}, {"outcome", std::string(pipeline::to_string(outcome))}});
     }
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
     for (const auto trigger : {pipeline::Trigger::kSchedule, pipeline::Trigger::kWebhook}) {
@@ -37,12 +39,19 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::C
   }
 }
 
+const std::string& PipelineMetrics::entity_of(const std::string& name) const {
+  static const std::string kBuiltIn(pipeline::kBuiltInEntityName);
+  const auto found = entities_.find(name);
+  return found == entities_.end() ? kBuiltIn : found->second;
+}
+
 void PipelineMetrics::batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts) {
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     // A configured pipeline's series exist from the start; a count of 0 creates none for
     // a pipeline gone from the config (a late quarantine release).
     if (counts[outcome] == 0) continue;
-    metrics_.records_total.Add({{"pipeline", name}, {"outcome", std::string(pipeline::to_string(outcome))}})
+    metrics_.records_total
+        .Add({{"pipeline", name}, {"entity", entity_of(name)}, {"outcome", std::string(pipeline::to_string(outcome))}})
         .Increment(static_cast<double>(counts[outcome]));
   }
   metrics_.batches_total.Add({{"pipeline", name}, {"status", "committed"}}).Increment();

@@ -3,6 +3,7 @@
 // _runs_total, _batch_duration_seconds, _checkpoint_timestamp_seconds): the run queue for
 // the runs it drives, the quarantine handler for the one-record batch of a release.
 // Thread-safe (the prometheus-cpp families are).
+#include <map>
 #include <string>
 
 #include "app/config/config.hpp"
@@ -28,7 +29,12 @@ class PipelineMetrics {
   void run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status);
 
  private:
+  // The entity pipeline `name` loads (the `entity` label); the built-in one for a pipeline
+  // gone from the config (a late quarantine release).
+  const std::string& entity_of(const std::string& name) const;
+
   metrics::Metrics& metrics_;
+  std::map<std::string, std::string> entities_;  // pipeline -> entity name
 };
 
 }  // namespace tidemark::app::serve

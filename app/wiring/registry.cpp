@@ -4,6 +4,7 @@
 
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
+#include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
 
 namespace tidemark::app {
@@ -13,8 +14,10 @@ namespace {
 const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factories() {
   static const std::vector<std::pair<pipeline::SourceKind, SourceFactory>> factories = {
       {pipeline::SourceKind::kFile,
-       [](const pipeline::SourceConfig& source) {
-         return connectors::file::open_file_source(source.path, source.format, source.settle);
+       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+         return connectors::file::open_file_source(
+             source.path, source.format, source.settle,
+             std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
        }},
   };
   return factories;

@@ -13,8 +13,10 @@
 
 namespace tidemark::app {
 
-// Opens the source a pipeline reads (once the run holds the pipeline lock).
-using SourceFactory = std::function<std::unique_ptr<pipeline::Source>(const pipeline::SourceConfig&)>;
+// Opens the source a pipeline reads (once the run holds the pipeline lock), decoding the fields
+// of the entity it loads.
+using SourceFactory = std::function<std::unique_ptr<pipeline::Source>(const pipeline::SourceConfig&,
+                                                                      const pipeline::EntityDeclaration&)>;
 
 // What a sink factory may need: the whole config (its destinations of the kind, the relay
 // settings) and the database the in-process sinks write to.

@@ -6,9 +6,11 @@
 
 namespace tidemark::app {
 
-// The run request of a pipeline: its source (opened by the factory of its kind), format,
-// batch size and destinations.
-pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config);
+// The run request of a pipeline: its entity (`entity`, the declaration config names), its
+// source (opened by the factory of its kind, decoding the entity's fields), format, batch size
+// and destinations.
+pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
+                                         const pipeline::EntityDeclaration& entity);
 
 // The decoder a quarantine release decodes stored records with (the file connector's: every
 // quarantined record was read by a file source).

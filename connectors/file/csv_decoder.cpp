@@ -98,9 +98,13 @@ void CsvDecoder::read_header(std::string_view raw) {
     return;
   }
   column_count_ = names.size();
+  columns_.assign(layout_->names.size(), std::nullopt);
   for (std::size_t column = 0; column < names.size(); ++column) {
-    const auto field = record_field_index(names[column]);
-    if (!field) continue;
+    const auto field = layout_->index(names[column]);
+    if (!field) {
+      if (layout_->undeclared) undeclared_.emplace_back(column, std::move(names[column]));
+      continue;
+    }
     if (columns_[*field]) {
       header_error_ = "column \"" + names[column] + "\" appears more than once";
       return;
@@ -118,9 +122,9 @@ std::optional<std::string> CsvDecoder::header_problem() const {
   if (!has_header_) return std::nullopt;
   if (header_error_) return "unusable header row: " + *header_error_;
   std::string missing;
-  for (std::size_t i = 0; i < kRecordFields.size(); ++i) {
-    if (columns_[i] || kRecordFields[i].optional) continue;
-    missing += (missing.empty() ? "" : ", ") + std::string(kRecordFields[i].name);
+  for (std::size_t i = 0; i < layout_->names.size(); ++i) {
+    if (columns_[i] || !layout_->required[i]) continue;
+    missing += (missing.empty() ? "" : ", ") + layout_->names[i];
   }
   if (missing.empty()) return std::nullopt;
   return "the header row lacks required column(s) " + missing;
@@ -146,11 +150,17 @@ pipeline::DecodedRecord CsvDecoder::decode(std::string_view raw, pipeline::Sourc
         "csv: " + std::to_string(values.size()) + " fields, header has " + std::to_string(column_count_);
     return record;
   }
-  for (std::size_t i = 0; i < kRecordFields.size(); ++i) {
+  record.fields.resize(columns_.size());
+  for (std::size_t i = 0; i < columns_.size(); ++i) {
     if (!columns_[i]) continue;
     std::string& value = values[*columns_[i]];
-    if (value.empty() && kRecordFields[i].optional) continue;
-    record.*kRecordFields[i].member = pipeline::Field{std::move(value), pipeline::FieldKind::kString};
+    // An empty optional field is absent; an empty required one stays, for its own message.
+    if (value.empty() && !layout_->required[i]) continue;
+    record.fields[i] = pipeline::Field{std::move(value), pipeline::FieldKind::kUntyped};
+  }
+  for (const auto& [column, name] : undeclared_) {
+    if (values[column].empty()) continue;
+    record.undeclared.emplace_back(name, pipeline::Field{std::move(values[column]), pipeline::FieldKind::kUntyped});
   }
   return record;
 }

@@ -1,13 +1,13 @@
 #pragma once
 // RFC 4180 CSV: record boundaries and field decoding over byte strings, no I/O.
-#include <array>
+#include <utility>
 #include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "connectors/file/record_fields.hpp"
+#include "connectors/file/record_layout.hpp"
 #include "pipeline/core/record.hpp"
 
 namespace tidemark::connectors::file {
@@ -26,9 +26,12 @@ struct CsvScan {
 // the lines after it. Appends the unescaped fields to `fields` when given.
 CsvScan scan_csv_record(std::string_view data, bool at_eof, std::vector<std::string>* fields = nullptr);
 
-// Decodes records against the header row of their file.
+// Decodes records against the header row of their file: the columns the layout names as its
+// fields (text of no type: kUntyped; an empty field is absent), the other columns as
+// undeclared fields when the layout asks for them.
 class CsvDecoder {
  public:
+  explicit CsvDecoder(LayoutPtr layout = built_in_layout()) : layout_(std::move(layout)) {}
   bool has_header() const { return has_header_; }
   // Takes the first row of a file as its header. Columns are matched by exact name; a
   // broken header makes every record of the file a decode error that says why.
@@ -43,7 +46,9 @@ class CsvDecoder {
   bool has_header_ = false;
   std::optional<std::string> header_error_;
   std::size_t column_count_ = 0;
-  std::array<std::optional<std::size_t>, kRecordFields.size()> columns_{};  // by kRecordFields index
+  LayoutPtr layout_;
+  std::vector<std::optional<std::size_t>> columns_;  // by layout index: the column holding it
+  std::vector<std::pair<std::size_t, std::string>> undeclared_;  // other columns, when asked for
 };
 
 }  // namespace tidemark::connectors::file

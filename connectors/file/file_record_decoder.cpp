@@ -8,7 +8,8 @@
 namespace tidemark::connectors::file {
 
 pipeline::DecodedRecord FileRecordDecoder::decode(std::string_view format, std::string_view decode_context,
-                                                  std::string_view raw, const std::string& origin) const {
+                                                  std::string_view raw, const std::string& origin,
+                                                  const pipeline::RecordLayout& layout) const {
   const auto invalid = [&](std::string reason) {
     pipeline::DecodedRecord single;
     single.raw = std::string(raw);
@@ -25,7 +26,7 @@ pipeline::DecodedRecord FileRecordDecoder::decode(std::string_view format, std::
     text.append(decode_context).append("\n");
   }
   text.append(raw);
-  std::vector<pipeline::DecodedRecord> decoded = decode_text(*parsed, text, origin);
+  std::vector<pipeline::DecodedRecord> decoded = decode_text(*parsed, text, origin, std::make_shared<const pipeline::RecordLayout>(layout));
   if (decoded.size() != 1) {
     return invalid("quarantined record decodes to " + std::to_string(decoded.size()) + " records, expected 1");
   }

@@ -8,7 +8,7 @@ namespace tidemark::connectors::file {
 class FileRecordDecoder final : public pipeline::RecordDecoder {
  public:
   pipeline::DecodedRecord decode(std::string_view format, std::string_view decode_context, std::string_view raw,
-                                 const std::string& origin) const override;
+                                 const std::string& origin, const pipeline::RecordLayout& layout) const override;
 };
 
 }  // namespace tidemark::connectors::file

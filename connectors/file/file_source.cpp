@@ -27,8 +27,8 @@ FilePosition parse_position(const pipeline::Position& position) {
 }  // namespace
 
 FileSource::FileSource(const std::filesystem::path& path, Format format, std::size_t chunk_bytes,
-                       std::chrono::milliseconds settle)
-    : format_(format), settle_(settle), chunk_(chunk_bytes, '\0'), stream_(format) {
+                       std::chrono::milliseconds settle, LayoutPtr layout)
+    : format_(format), settle_(settle), chunk_(chunk_bytes, '\0'), stream_(format, std::move(layout)) {
   std::error_code ec;
   const std::filesystem::path canonical = std::filesystem::canonical(path, ec);
   if (ec) throw SourceError("file source " + quoted(path) + ": " + ec.message());
@@ -234,8 +234,8 @@ void FileSource::fill() {
 }
 
 std::unique_ptr<pipeline::Source> open_file_source(const std::filesystem::path& path, Format format,
-                                                   std::chrono::milliseconds settle) {
-  return std::make_unique<FileSource>(path, format, FileSource::kDefaultChunkBytes, settle);
+                                                   std::chrono::milliseconds settle, LayoutPtr layout) {
+  return std::make_unique<FileSource>(path, format, FileSource::kDefaultChunkBytes, settle, std::move(layout));
 }
 
 }  // namespace tidemark::connectors::file

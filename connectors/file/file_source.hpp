@@ -40,8 +40,9 @@ class FileSource final : public pipeline::Source {
   // A folder yields its direct child regular files whose extension matches `format`; a
   // single file is read whatever its extension. Throws pipeline::SourceError when `path`
   // does not exist or the folder cannot be listed.
+  // `layout` names the fields its records deliver (the entity's, record_layout).
   FileSource(const std::filesystem::path& path, Format format, std::size_t chunk_bytes = kDefaultChunkBytes,
-             std::chrono::milliseconds settle = kDefaultSettle);
+             std::chrono::milliseconds settle = kDefaultSettle, LayoutPtr layout = built_in_layout());
 
   const std::string& identity() const override { return identity_; }
   void seek(const pipeline::Position& from) override;
@@ -97,6 +98,7 @@ class FileSource final : public pipeline::Source {
 
 // A FileSource behind the Source interface, as the run controller uses it.
 std::unique_ptr<pipeline::Source> open_file_source(const std::filesystem::path& path, Format format,
-                                                   std::chrono::milliseconds settle = kDefaultSettle);
+                                                   std::chrono::milliseconds settle = kDefaultSettle,
+                                                   LayoutPtr layout = built_in_layout());
 
 }  // namespace tidemark::connectors::file

@@ -1,12 +1,12 @@
 #include "connectors/file/jsonl_decoder.hpp"
 
-#include <array>
 #include <boost/json/basic_parser_impl.hpp>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "connectors/file/record_fields.hpp"
+#include "pipeline/core/json_value.hpp"
 
 namespace tidemark::connectors::file {
 
@@ -16,7 +16,9 @@ using boost::json::error_code;
 using boost::json::string_view;
 
 // Fills a DecodedRecord from the SAX events of one line. Depth 1 is the line's object; only
-// its direct members can be contract fields, anything deeper is skipped without copying.
+// its direct members can be fields. An object or array member is written back as JSON text
+// (strings re-escaped, numbers as their source text) when it is one the record keeps, and
+// skipped without copying otherwise.
 class LineHandler {
  public:
   static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
@@ -24,7 +26,10 @@ class LineHandler {
   static constexpr std::size_t max_key_size = static_cast<std::size_t>(-1);
   static constexpr std::size_t max_string_size = static_cast<std::size_t>(-1);
 
-  explicit LineHandler(pipeline::DecodedRecord& record) : record_(record) {}
+  LineHandler(pipeline::DecodedRecord& record, const pipeline::RecordLayout& layout)
+      : record_(record), layout_(layout), seen_(layout.names.size(), false) {
+    record_.fields.resize(layout.names.size());
+  }
 
   // Set when the line is valid JSON but not what a record may be.
   const std::optional<std::string>& error() const { return error_; }
@@ -32,36 +37,35 @@ class LineHandler {
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
 
-  bool on_object_begin(error_code& ec) {
-    if (depth_ > 0 && !value("object", ec)) return false;
-    ++depth_;
-    return true;
-  }
-  bool on_object_end(std::size_t, error_code&) {
-    --depth_;
-    return true;
-  }
-  bool on_array_begin(error_code& ec) {
-    if (!value("array", ec)) return false;
-    ++depth_;
-    return true;
-  }
-  bool on_array_end(std::size_t, error_code&) {
-    --depth_;
-    return true;
-  }
+  bool on_object_begin(error_code& ec) { return open('{', "object", ec); }
+  bool on_object_end(std::size_t, error_code&) { return close('}'); }
+  bool on_array_begin(error_code& ec) { return open('[', "array", ec); }
+  bool on_array_end(std::size_t, error_code&) { return close(']'); }
 
   bool on_key_part(string_view s, std::size_t, error_code&) {
-    if (depth_ == 1) key_.append(s.data(), s.size());
+    if (depth_ == 1 || capturing()) key_.append(s.data(), s.size());
     return true;
   }
   bool on_key(string_view s, std::size_t, error_code& ec) {
+    if (capturing()) {
+      key_.append(s.data(), s.size());
+      separate();
+      text_ += pipeline::json_quoted(key_);
+      text_ += ':';
+      key_.clear();
+      return true;
+    }
     if (depth_ != 1) return true;
     key_.append(s.data(), s.size());
-    current_ = record_field_index(key_);
-    if (current_) {
-      if (seen_[*current_]) return fail("field \"" + key_ + "\" appears more than once", ec);
-      seen_[*current_] = true;
+    target_ = Target::kNone;
+    if (const auto index = layout_.index(key_)) {
+      if (seen_[*index]) return fail("field \"" + key_ + "\" appears more than once", ec);
+      seen_[*index] = true;
+      target_ = Target::kDeclared;
+      current_ = *index;
+    } else if (layout_.undeclared) {
+      target_ = Target::kUndeclared;
+      undeclared_name_ = key_;
     }
     key_.clear();
     return true;
@@ -69,31 +73,41 @@ class LineHandler {
 
   bool on_string_part(string_view s, std::size_t, error_code& ec) {
     if (depth_ == 0) return not_an_object("string", ec);
-    if (depth_ == 1 && current_) text_.append(s.data(), s.size());
+    if (capturing() || (depth_ == 1 && target_ != Target::kNone)) part_.append(s.data(), s.size());
     return true;
   }
   bool on_string(string_view s, std::size_t, error_code& ec) {
     if (depth_ == 0) return not_an_object("string", ec);
-    if (depth_ == 1 && current_) {
-      text_.append(s.data(), s.size());
+    part_.append(s.data(), s.size());
+    if (capturing()) {
+      separate();
+      text_ += pipeline::json_quoted(part_);
+    } else if (depth_ == 1 && target_ != Target::kNone) {
+      text_ = std::move(part_);
       assign(pipeline::FieldKind::kString);
     }
+    part_.clear();
     return true;
   }
 
   bool on_number_part(string_view s, error_code& ec) {
     if (depth_ == 0) return not_an_object("number", ec);
-    if (depth_ == 1 && current_) text_.append(s.data(), s.size());
+    if (capturing() || (depth_ == 1 && target_ != Target::kNone)) part_.append(s.data(), s.size());
     return true;
   }
   bool on_int64(std::int64_t, string_view s, error_code& ec) { return number(s, ec); }
   bool on_uint64(std::uint64_t, string_view s, error_code& ec) { return number(s, ec); }
   bool on_double(double, string_view s, error_code& ec) { return number(s, ec); }
 
-  bool on_bool(bool b, error_code& ec) { return value(b ? "true" : "false", ec); }
+  bool on_bool(bool b, error_code& ec) { return scalar(b ? "true" : "false", pipeline::FieldKind::kBoolean, ec); }
   bool on_null(error_code& ec) {
     if (depth_ == 0) return not_an_object("null", ec);
-    current_.reset();  // JSON null is an absent field
+    if (capturing()) {
+      separate();
+      text_ += "null";
+    } else if (depth_ == 1) {
+      target_ = Target::kNone;  // JSON null is an absent field
+    }
     return true;
   }
 
@@ -101,6 +115,10 @@ class LineHandler {
   bool on_comment(string_view, error_code&) { return true; }
 
  private:
+  enum class Target { kNone, kDeclared, kUndeclared };
+
+  bool capturing() const { return !containers_.empty(); }
+
   bool fail(std::string message, error_code& ec) {
     error_ = std::move(message);
     // The parser needs some error code to stop; error_ carries the real reason.
@@ -110,47 +128,104 @@ class LineHandler {
   bool not_an_object(std::string_view found, error_code& ec) {
     return fail("line is not a JSON object (found: " + std::string(found) + ")", ec);
   }
-  // A bool, object or array: a contract field holding one gets a kOther description.
-  bool value(std::string_view description, error_code& ec) {
-    if (depth_ == 0) return not_an_object(description, ec);
-    if (depth_ == 1 && current_) {
-      text_ = description;
-      assign(pipeline::FieldKind::kOther);
+  // Inside a written-back container: the comma before a value of an array or a key of an
+  // object (a value after its key needs none).
+  void separate() {
+    Container& container = containers_.back();
+    if (container.expects_key_or_array_value()) {
+      if (!container.first) text_ += ',';
+      container.first = false;
+    }
+    container.after_key = !container.after_key && !container.array;
+  }
+  bool open(char bracket, std::string_view description, error_code& ec) {
+    if (depth_ == 0 && bracket == '[') return not_an_object(description, ec);
+    if (capturing()) {
+      separate();
+      text_ += bracket;
+      containers_.push_back(Container{bracket == '['});
+    } else if (depth_ == 1 && target_ != Target::kNone) {
+      text_.assign(1, bracket);
+      containers_.push_back(Container{bracket == '['});
+    }
+    ++depth_;
+    return true;
+  }
+  bool close(char bracket) {
+    --depth_;
+    if (capturing()) {
+      text_ += bracket;
+      containers_.pop_back();
+      if (!capturing()) assign(pipeline::FieldKind::kJson);
+    }
+    return true;
+  }
+  bool scalar(std::string_view text, pipeline::FieldKind kind, error_code& ec) {
+    if (depth_ == 0) return not_an_object(text, ec);
+    if (capturing()) {
+      separate();
+      text_ += text;
+    } else if (depth_ == 1 && target_ != Target::kNone) {
+      text_ = text;
+      assign(kind);
     }
     return true;
   }
   bool number(string_view s, error_code& ec) {
     if (depth_ == 0) return not_an_object("number", ec);
-    if (depth_ == 1 && current_) {
-      text_.append(s.data(), s.size());
+    part_.append(s.data(), s.size());
+    if (capturing()) {
+      separate();
+      text_ += part_;
+    } else if (depth_ == 1 && target_ != Target::kNone) {
+      text_ = std::move(part_);
       assign(pipeline::FieldKind::kNumber);
     }
+    part_.clear();
     return true;
   }
   void assign(pipeline::FieldKind kind) {
-    record_.*kRecordFields[*current_].member = pipeline::Field{std::move(text_), kind};
+    if (target_ == Target::kDeclared) {
+      record_.fields[current_] = pipeline::Field{std::move(text_), kind};
+    } else {
+      record_.undeclared.emplace_back(std::move(undeclared_name_), pipeline::Field{std::move(text_), kind});
+    }
     text_.clear();
-    current_.reset();
+    target_ = Target::kNone;
   }
 
+  // An object or array being written back, and where in it the next event falls.
+  struct Container {
+    bool array = false;
+    bool first = true;
+    bool after_key = false;  // objects: a key was written, its value comes next
+    bool expects_key_or_array_value() const { return array || !after_key; }
+  };
+
   pipeline::DecodedRecord& record_;
+  const pipeline::RecordLayout& layout_;
   std::size_t depth_ = 0;
   std::string key_;
-  std::string text_;
-  std::optional<std::size_t> current_;  // the contract field the next depth-1 value belongs to
-  std::array<bool, kRecordFields.size()> seen_{};
+  std::string part_;  // a string's or number's parts so far
+  std::string text_;  // the value being delivered
+  Target target_ = Target::kNone;  // what the next depth-1 value is
+  std::size_t current_ = 0;        // kDeclared: its layout index
+  std::string undeclared_name_;    // kUndeclared: its name
+  std::vector<bool> seen_;
+  std::vector<Container> containers_;
   std::optional<std::string> error_;
 };
 
 }  // namespace
 
-pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position) {
+pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position,
+                                          const pipeline::RecordLayout& layout) {
   pipeline::DecodedRecord record;
   record.raw = std::string(line);
   record.position = std::move(position);
   boost::json::parse_options options;
   options.max_depth = kMaxJsonDepth;
-  boost::json::basic_parser<LineHandler> parser(options, record);
+  boost::json::basic_parser<LineHandler> parser(options, record, layout);
   error_code ec;
   const std::size_t parsed = parser.write_some(false, line.data(), line.size(), ec);
 

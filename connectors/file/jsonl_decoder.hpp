@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <string_view>
 
+#include "connectors/file/record_layout.hpp"
 #include "pipeline/core/record.hpp"
 
 namespace tidemark::connectors::file {
@@ -12,8 +13,11 @@ namespace tidemark::connectors::file {
 // growing the parser's stack without bound.
 inline constexpr std::size_t kMaxJsonDepth = 64;
 
-// Decodes one line (without its terminator). Anything but a single JSON object, or an object
-// that names one of the five contract fields twice, is a record with decode_error set.
-pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position);
+// Decodes one line (without its terminator): the members the layout names, each with its JSON
+// kind (a string, a number's exact text, a boolean, an object's or array's JSON text), and the
+// other members when the layout asks for them. Anything but a single JSON object, or an object
+// that names one of the layout's fields twice, is a record with decode_error set.
+pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position,
+                                          const pipeline::RecordLayout& layout = *built_in_layout());
 
 }  // namespace tidemark::connectors::file

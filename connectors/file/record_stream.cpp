@@ -8,12 +8,12 @@
 
 namespace tidemark::connectors::file {
 
-RecordStream::RecordStream(Format format, std::size_t max_record_bytes)
-    : format_(format), max_record_bytes_(max_record_bytes) {}
+RecordStream::RecordStream(Format format, LayoutPtr layout, std::size_t max_record_bytes)
+    : format_(format), layout_(std::move(layout)), max_record_bytes_(max_record_bytes), csv_(layout_) {}
 
 void RecordStream::start_file(std::string name) {
   file_ = std::move(name);
-  csv_ = CsvDecoder{};
+  csv_ = CsvDecoder{layout_};
   header_line_.reset();
   jump(0, 1);
   at_file_start_ = true;
@@ -135,14 +135,14 @@ std::optional<pipeline::DecodedRecord> RecordStream::next(bool at_eof) {
       record.decode_context = header_line_;
       return record;
     }
-    return decode_jsonl_line(frame->raw, std::move(frame->position));
+    return decode_jsonl_line(frame->raw, std::move(frame->position), *layout_);
   }
   return std::nullopt;
 }
 
-std::vector<pipeline::DecodedRecord> decode_text(Format format, std::string_view text,
-                                                 const std::string& file_name) {
-  RecordStream stream(format);
+std::vector<pipeline::DecodedRecord> decode_text(Format format, std::string_view text, const std::string& file_name,
+                                                 const LayoutPtr& layout) {
+  RecordStream stream(format, layout);
   stream.start_file(file_name);
   stream.append(text);
   std::vector<pipeline::DecodedRecord> records;

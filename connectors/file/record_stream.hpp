@@ -24,7 +24,8 @@ inline constexpr std::size_t kOversizedRawBytes = 1024;
 
 class RecordStream {
  public:
-  explicit RecordStream(Format format, std::size_t max_record_bytes = kMaxRecordBytes);
+  explicit RecordStream(Format format, LayoutPtr layout = built_in_layout(),
+                        std::size_t max_record_bytes = kMaxRecordBytes);
 
   // The next appended byte is the first byte of file `name` (forgets any CSV header).
   void start_file(std::string name);
@@ -64,6 +65,7 @@ class RecordStream {
   void consume(std::size_t bytes);
 
   Format format_;
+  LayoutPtr layout_;
   std::size_t max_record_bytes_;
   CsvDecoder csv_;
   std::shared_ptr<const std::string> header_line_;  // CSV: the current file's, once read
@@ -80,7 +82,7 @@ class RecordStream {
 };
 
 // Decodes a whole in-memory text as one file named `file_name`.
-std::vector<pipeline::DecodedRecord> decode_text(Format format, std::string_view text,
-                                                 const std::string& file_name);
+std::vector<pipeline::DecodedRecord> decode_text(Format format, std::string_view text, const std::string& file_name,
+                                                 const LayoutPtr& layout = built_in_layout());
 
 }  // namespace tidemark::connectors::file

@@ -11,7 +11,7 @@ namespace tidemark::pipeline {
 
 namespace {
 
-// All records of one (transaction_id, source_revision) in the batch.
+// All records of one (key, revision) in the batch.
 struct RevisionGroup {
   std::size_t first_index = 0;
   std::size_t key = 0;  // index into the per-key candidates
@@ -47,7 +47,7 @@ bool is_stored_comparison(Outcome outcome) {
 
 }  // namespace
 
-BatchPlan plan_batch(const std::vector<Validated>& records) {
+BatchPlan plan_batch(const std::vector<Checked>& records) {
   const std::size_t n = records.size();
   BatchPlan plan;
   plan.decided.assign(n, std::nullopt);
@@ -65,20 +65,20 @@ BatchPlan plan_batch(const std::vector<Validated>& records) {
   // Pass 1: group by key and revision; a group is a conflict as soon as one record's
   // payload differs from the group's first.
   for (std::size_t i = 0; i < n; ++i) {
-    const Record* record = std::get_if<Record>(&records[i]);
+    const EntityRecord* record = std::get_if<EntityRecord>(&records[i]);
     if (record == nullptr) {
       plan.decided[i] = Outcome::kInvalid;
       continue;
     }
-    const auto [key_it, new_key] = key_index.try_emplace(record->transaction_id, keys.size());
+    const auto [key_it, new_key] = key_index.try_emplace(record->key, keys.size());
     if (new_key) keys.emplace_back();
     const auto [group_it, new_group] =
-        group_index.try_emplace(RevisionGroupKey{key_it->second, record->source_revision}, groups.size());
+        group_index.try_emplace(RevisionGroupKey{key_it->second, record->revision}, groups.size());
     if (new_group) {
-      groups.push_back(RevisionGroup{i, key_it->second, record->source_revision, false, std::nullopt});
+      groups.push_back(RevisionGroup{i, key_it->second, record->revision, false, std::nullopt});
     } else {
       RevisionGroup& group = groups[group_it->second];
-      if (!group.conflict && !record->same_payload(std::get<Record>(records[group.first_index]))) {
+      if (!group.conflict && !record->same_payload(std::get<EntityRecord>(records[group.first_index]))) {
         group.conflict = true;
       }
     }

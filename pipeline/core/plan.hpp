@@ -11,7 +11,7 @@
 
 namespace tidemark::pipeline {
 
-// One distinct (transaction_id, source_revision, payload) of the batch that is not an
+// One distinct (key, revision, payload) of the batch that is not an
 // in-batch conflict. Every such version is staged so that a same-revision conflict with a
 // stored row is found for every record, not only for the one that would be upserted.
 struct Version {
@@ -30,11 +30,12 @@ struct BatchPlan {
   std::vector<std::optional<Outcome>> decided;
   // Per record: index into `versions`, or nullopt for invalid and in-batch conflicts.
   std::vector<std::optional<std::size_t>> version_of;
-  // In order of first appearance; one candidate per transaction_id that has a version.
+  // In order of first appearance; one candidate per key that has a version.
   std::vector<Version> versions;
 };
 
-BatchPlan plan_batch(const std::vector<Validated>& records);
+// Generic over the entity: keys, revisions and canonical payloads (EntityRecord) only.
+BatchPlan plan_batch(const std::vector<Checked>& records);
 
 // What the stored row says of one staged version (filled by the commit step):
 // kConflict, or for candidates kInserted / kUpdated / kUnchanged / kStale; nullopt for a

@@ -26,6 +26,23 @@ std::string Amount::to_string() const {
   return std::string(text, static_cast<std::size_t>(length));
 }
 
+std::optional<std::size_t> RecordLayout::index(std::string_view name) const {
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return i;
+  }
+  return std::nullopt;
+}
+
+const std::optional<Field>& DecodedRecord::field(std::size_t index) const {
+  static const std::optional<Field> kAbsent;
+  return index < fields.size() ? fields[index] : kAbsent;
+}
+
+std::optional<Field>& DecodedRecord::field(std::size_t index) {
+  if (index >= fields.size()) fields.resize(index + 1);
+  return fields[index];
+}
+
 std::string_view to_string(Outcome outcome) { return kOutcomeNames[static_cast<std::size_t>(outcome)]; }
 
 std::optional<Outcome> outcome_from_string(std::string_view text) {

@@ -6,7 +6,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
+#include <vector>
 
 namespace tidemark::pipeline {
 
@@ -43,6 +45,25 @@ struct SourcePosition {
   std::string describe() const;  // "file:line N (byte B)"
 };
 
+// Which fields a decoder delivers, decided once per decoder from the entity it loads
+// (pipeline/core/validate.hpp record_layout): by name, each at its index in
+// DecodedRecord::fields. Index 0 is the key, 1 the revision, then the declared fields in
+// declaration order.
+struct RecordLayout {
+  std::vector<std::string> names;
+  // Per name: whether a delimited source without that column is unusable (the key, the
+  // revision and required fields); the others may be left out, which is absent.
+  std::vector<bool> required;
+  // Whether the fields the layout does not name are delivered too (extra_fields keep or reject).
+  bool undeclared = false;
+
+  // The index of `name`, or nullopt for a field the layout does not name.
+  std::optional<std::size_t> index(std::string_view name) const;
+};
+
+inline constexpr std::size_t kKeyField = 0;
+inline constexpr std::size_t kRevisionField = 1;
+
 // One record as the decoder saw it. Absent fields are nullopt (JSON null counts as absent).
 struct DecodedRecord {
   std::string raw;  // the record's text as received, without the line terminator
@@ -52,11 +73,15 @@ struct DecodedRecord {
   // say); stored with a quarantined record so that a RecordDecoder can decode it again. Null
   // when nothing. Shared by the records it belongs to: a reference count, not a copy.
   std::shared_ptr<const std::string> decode_context;
-  std::optional<Field> transaction_id;
-  std::optional<Field> source_revision;
-  std::optional<Field> amount;
-  std::optional<Field> account_id;
-  std::optional<Field> occurred_at;
+  // By RecordLayout index; shorter than the layout when the last ones are absent.
+  std::vector<std::optional<Field>> fields;
+  // The fields the layout does not name, in source order, when it asks for them; absent
+  // ones (JSON null, an empty delimited field) are left out.
+  std::vector<std::pair<std::string, Field>> undeclared;
+
+  // The field at `index` of the layout: nullopt when absent.
+  const std::optional<Field>& field(std::size_t index) const;
+  std::optional<Field>& field(std::size_t index);  // grows `fields` to reach it
 };
 
 // An exact amount of numeric(12,2): hundredths as an integer, so 130.0 == 130.00.
@@ -87,6 +112,23 @@ struct Record {
 // Why a record is rejected; an expected data problem, so a value, never an exception.
 struct Rejection {
   std::string detail;  // names the field and the rule, e.g. "amount: more than 2 fraction digits"
+  std::optional<std::string> field = std::nullopt;  // the field at fault, when one is
+};
+
+// A record of any entity that satisfies its declaration, in canonical form: what the planner
+// compares and the commit stages. The built-in entity's Record converts to one
+// (to_entity_record in validate.hpp).
+struct EntityRecord {
+  std::string key;
+  std::int64_t revision = 0;
+  // Per declared field, in declaration order: its canonical form (field_value.hpp), nullopt
+  // when absent.
+  std::vector<std::optional<std::string>> values;
+  // extra_fields keep: the undeclared fields as a canonical jsonb object, nullopt when none.
+  std::optional<std::string> extra;
+
+  // The payload compared for same-revision conflicts: every declared field and `extra`.
+  bool same_payload(const EntityRecord& other) const { return values == other.values && extra == other.extra; }
 };
 
 enum class Outcome : std::uint8_t {

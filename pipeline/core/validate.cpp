@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <limits>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "pipeline/core/json_value.hpp"
 #include "pipeline/core/utf8.hpp"
 
 namespace tidemark::pipeline {
@@ -48,7 +50,7 @@ std::string quoted(std::string_view text) {
 }
 
 Rejection reject(std::string_view field, std::string_view rule) {
-  return Rejection{std::string(field) + ": " + std::string(rule)};
+  return Rejection{std::string(field) + ": " + std::string(rule), std::string(field)};
 }
 
 std::optional<std::string> identifier_problem(std::string_view text) {
@@ -64,8 +66,7 @@ std::variant<std::string, Rejection> validate_identifier(std::string_view name, 
 
 // JSON may carry the revision as a number or as a string; either way the text must be
 // decimal digits only, so "1.0", "1e3", "-1" and " 1" are refused whatever the kind.
-std::variant<std::int64_t, Rejection> validate_revision(const Field& field) {
-  constexpr std::string_view kName = "source_revision";
+std::variant<std::int64_t, Rejection> validate_revision(std::string_view kName, const Field& field) {
   if (field.kind != FieldKind::kNumber && !is_text_kind(field.kind)) return reject(kName, "must be an integer");
   auto revision = parse_integer(field.text, /*allow_minus=*/false);
   if (const auto* rejection = std::get_if<Rejection>(&revision)) return reject(kName, rejection->detail);
@@ -347,41 +348,162 @@ std::string format_timestamp(std::int64_t utc_micros) {
 Validated validate(const DecodedRecord& decoded) {
   if (decoded.decode_error) return Rejection{*decoded.decode_error};
   Record record;
+  const std::optional<Field>& transaction_id = decoded.field(built_in_field::kTransactionId);
+  const std::optional<Field>& source_revision = decoded.field(built_in_field::kSourceRevision);
+  const std::optional<Field>& amount = decoded.field(built_in_field::kAmount);
+  const std::optional<Field>& account_id = decoded.field(built_in_field::kAccountId);
+  const std::optional<Field>& occurred_at = decoded.field(built_in_field::kOccurredAt);
 
-  if (!decoded.transaction_id) return reject("transaction_id", "missing");
-  auto transaction_id = validate_identifier("transaction_id", *decoded.transaction_id);
-  if (auto* rejection = std::get_if<Rejection>(&transaction_id)) return std::move(*rejection);
-  record.transaction_id = std::move(std::get<std::string>(transaction_id));
+  if (!transaction_id) return reject("transaction_id", "missing");
+  auto identifier = validate_identifier("transaction_id", *transaction_id);
+  if (auto* rejection = std::get_if<Rejection>(&identifier)) return std::move(*rejection);
+  record.transaction_id = std::move(std::get<std::string>(identifier));
 
-  if (!decoded.source_revision) return reject("source_revision", "missing");
-  const auto revision = validate_revision(*decoded.source_revision);
+  if (!source_revision) return reject("source_revision", "missing");
+  const auto revision = validate_revision("source_revision", *source_revision);
   if (const auto* rejection = std::get_if<Rejection>(&revision)) return *rejection;
   record.source_revision = std::get<std::int64_t>(revision);
 
   // JSON may carry the amount as a number or a string; the same rules apply to its text.
-  if (!decoded.amount) return reject("amount", "missing");
-  if (decoded.amount->kind != FieldKind::kNumber && !is_text_kind(decoded.amount->kind)) {
+  if (!amount) return reject("amount", "missing");
+  if (amount->kind != FieldKind::kNumber && !is_text_kind(amount->kind)) {
     return reject("amount", "must be a number or a string");
   }
-  const auto amount = parse_amount(decoded.amount->text);
-  if (const auto* rejection = std::get_if<Rejection>(&amount)) return reject("amount", rejection->detail);
-  record.amount = std::get<Amount>(amount);
+  const auto cents = parse_amount(amount->text);
+  if (const auto* rejection = std::get_if<Rejection>(&cents)) return reject("amount", rejection->detail);
+  record.amount = std::get<Amount>(cents);
 
-  if (decoded.account_id && !(is_text_kind(decoded.account_id->kind) && decoded.account_id->text.empty())) {
-    auto account_id = validate_identifier("account_id", *decoded.account_id);
-    if (auto* rejection = std::get_if<Rejection>(&account_id)) return std::move(*rejection);
-    record.account_id = std::move(std::get<std::string>(account_id));
+  if (account_id && !(is_text_kind(account_id->kind) && account_id->text.empty())) {
+    auto account = validate_identifier("account_id", *account_id);
+    if (auto* rejection = std::get_if<Rejection>(&account)) return std::move(*rejection);
+    record.account_id = std::move(std::get<std::string>(account));
   }
 
-  if (decoded.occurred_at && !(is_text_kind(decoded.occurred_at->kind) && decoded.occurred_at->text.empty())) {
-    if (!is_text_kind(decoded.occurred_at->kind)) return reject("occurred_at", "must be a string");
-    const auto occurred_at = parse_timestamp(decoded.occurred_at->text);
-    if (const auto* rejection = std::get_if<Rejection>(&occurred_at)) {
-      return reject("occurred_at", rejection->detail);
-    }
-    record.occurred_at_us = std::get<std::int64_t>(occurred_at);
+  if (occurred_at && !(is_text_kind(occurred_at->kind) && occurred_at->text.empty())) {
+    if (!is_text_kind(occurred_at->kind)) return reject("occurred_at", "must be a string");
+    const auto micros = parse_timestamp(occurred_at->text);
+    if (const auto* rejection = std::get_if<Rejection>(&micros)) return reject("occurred_at", rejection->detail);
+    record.occurred_at_us = std::get<std::int64_t>(micros);
   }
   return record;
+}
+
+EntityRecord to_entity_record(const Record& record) {
+  EntityRecord entity{record.transaction_id, record.source_revision, {}, std::nullopt};
+  entity.values.reserve(3);
+  entity.values.emplace_back(record.amount.to_string());
+  entity.values.push_back(record.account_id);
+  entity.values.push_back(record.occurred_at_us ? std::optional<std::string>(format_timestamp(*record.occurred_at_us))
+                                                : std::nullopt);
+  return entity;
+}
+
+RecordLayout record_layout(const EntityDeclaration& entity) {
+  RecordLayout layout;
+  layout.names = {entity.key, entity.revision};
+  layout.required = {true, true};
+  for (const FieldSpec& field : entity.fields) {
+    layout.names.push_back(field.name);
+    layout.required.push_back(field.required);
+  }
+  layout.undeclared = entity.extra_fields != ExtraFields::kIgnore;
+  return layout;
+}
+
+RecordChecker::RecordChecker(const EntityDeclaration& entity)
+    : entity_(entity),
+      built_in_(entity.name == kBuiltInEntityName),
+      layout_(record_layout(entity)),
+      fields_(entity.fields),
+      extra_value_(FieldSpec{.name = std::string(kExtraColumn), .type = FieldType::kJson}) {}
+
+Checked RecordChecker::check(const DecodedRecord& decoded) const {
+  // The legacy envelope: the built-in entity keeps its own messages (amount: empty, ...).
+  if (built_in_) {
+    Validated validated = validate(decoded);
+    if (auto* rejection = std::get_if<Rejection>(&validated)) return std::move(*rejection);
+    return to_entity_record(std::get<Record>(validated));
+  }
+  if (decoded.decode_error) return Rejection{*decoded.decode_error};
+  EntityRecord record;
+  const std::optional<Field>& key = decoded.field(kKeyField);
+  if (!key || (key->kind == FieldKind::kUntyped && key->text.empty())) return reject(entity_.key, "missing");
+  auto identifier = validate_identifier(entity_.key, *key);
+  if (auto* rejection = std::get_if<Rejection>(&identifier)) return std::move(*rejection);
+  record.key = std::move(std::get<std::string>(identifier));
+
+  const std::optional<Field>& revision_field = decoded.field(kRevisionField);
+  if (!revision_field || (revision_field->kind == FieldKind::kUntyped && revision_field->text.empty())) {
+    return reject(entity_.revision, "missing");
+  }
+  const auto revision = validate_revision(entity_.revision, *revision_field);
+  if (const auto* rejection = std::get_if<Rejection>(&revision)) return *rejection;
+  record.revision = std::get<std::int64_t>(revision);
+
+  // The declared fields: decoders deliver the whole layout; a shorter record has its last
+  // fields absent.
+  const std::size_t declared = fields_.fields().size();
+  std::vector<std::optional<Field>> padded;
+  std::span<const std::optional<Field>> values;
+  if (decoded.fields.size() >= declared + 2) {
+    values = std::span<const std::optional<Field>>(decoded.fields).subspan(2, declared);
+  } else {
+    padded.resize(declared);
+    for (std::size_t i = 2; i < decoded.fields.size(); ++i) padded[i - 2] = decoded.fields[i];
+    values = padded;
+  }
+  auto checked = fields_.check(values);
+  if (auto* fault = std::get_if<FieldFault>(&checked)) {
+    fault->rejection.field = fields_.fields()[fault->field].spec().name;
+    return std::move(fault->rejection);
+  }
+  record.values = std::move(std::get<std::vector<CanonicalValue>>(checked));
+
+  auto extra = check_undeclared(decoded);
+  if (auto* rejection = std::get_if<Rejection>(&extra)) return std::move(*rejection);
+  record.extra = std::move(std::get<std::optional<std::string>>(extra));
+  return record;
+}
+
+std::variant<std::optional<std::string>, Rejection> RecordChecker::check_undeclared(
+    const DecodedRecord& decoded) const {
+  if (entity_.extra_fields == ExtraFields::kIgnore || decoded.undeclared.empty()) return std::nullopt;
+  if (entity_.extra_fields == ExtraFields::kReject) {
+    for (const auto& [name, value] : decoded.undeclared) {
+      if (is_text_kind(value.kind) && value.text.empty()) continue;  // empty is no value
+      bool replaced = false;
+      const std::string shown = storable_text(name, replaced);
+      return Rejection{shown + ": not a declared field (extra_fields: reject)", shown};
+    }
+    return std::nullopt;
+  }
+  // keep: each value as JSON (a delimited field's text is a string), then the object in
+  // jsonb's canonical form, which orders the keys and keeps the last of duplicates.
+  std::string object = "{";
+  for (const auto& [name, value] : decoded.undeclared) {
+    bool replaced = false;
+    const std::string shown = storable_text(name, replaced);
+    if (replaced || name.find('\0') != std::string::npos) {
+      return Rejection{"extra: undeclared field name " + quoted(name) + " is not valid text", std::string(kExtraColumn)};
+    }
+    const std::optional<Field> as_json =
+        value.kind == FieldKind::kUntyped ? Field{value.text, FieldKind::kString} : value;
+    auto canonical = extra_value_.check(as_json);
+    if (auto* rejection = std::get_if<Rejection>(&canonical)) {
+      return Rejection{"extra." + shown + rejection->detail.substr(kExtraColumn.size()), std::string(kExtraColumn)};
+    }
+    const CanonicalValue& text = std::get<CanonicalValue>(canonical);
+    if (!text) continue;  // a json null is absent
+    if (object.size() > 1) object += ", ";
+    object += json_quoted(name) + ": " + *text;
+  }
+  object += '}';
+  if (object == "{}") return std::nullopt;
+  auto canonical = canonical_json(object);
+  if (auto* rejection = std::get_if<Rejection>(&canonical)) {
+    return Rejection{"extra: " + rejection->detail, std::string(kExtraColumn)};
+  }
+  return std::optional<std::string>(std::move(std::get<std::string>(canonical)));
 }
 
 }  // namespace tidemark::pipeline

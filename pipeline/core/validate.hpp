@@ -7,15 +7,60 @@
 #include <string_view>
 #include <variant>
 
+#include "pipeline/core/entity.hpp"
+#include "pipeline/core/field_value.hpp"
 #include "pipeline/core/record.hpp"
 
 namespace tidemark::pipeline {
 
 using Validated = std::variant<Record, Rejection>;
 
-// Turns a decoded record into a canonical Record, or says which field breaks which rule.
-// A record with a decode_error is rejected with that error as its detail.
+// What the pipeline carries from validation to commit, for every entity.
+using Checked = std::variant<EntityRecord, Rejection>;
+
+// The built-in entity's fields by their index in its record_layout.
+namespace built_in_field {
+inline constexpr std::size_t kTransactionId = kKeyField;
+inline constexpr std::size_t kSourceRevision = kRevisionField;
+inline constexpr std::size_t kAmount = 2;
+inline constexpr std::size_t kAccountId = 3;
+inline constexpr std::size_t kOccurredAt = 4;
+}  // namespace built_in_field
+
+// Turns a decoded record of the built-in entity (fields by record_layout(
+// built_in_transaction_entity())) into a canonical Record, or says which field breaks which
+// rule. A record with a decode_error is rejected with that error as its detail.
 Validated validate(const DecodedRecord& decoded);
+
+// The built-in entity's record in the generic form: its declared fields amount, account_id
+// and occurred_at in canonical form.
+EntityRecord to_entity_record(const Record& record);
+
+// The fields a decoder delivers for `entity`: the key, the revision, then every declared
+// field; undeclared ones too unless extra_fields is ignore.
+RecordLayout record_layout(const EntityDeclaration& entity);
+
+// An entity's validation, compiled once from its declaration: decoded records (by
+// record_layout) to canonical EntityRecords, or the rule one breaks with the field at fault.
+// Generic over the declaration; the built-in entity keeps its legacy messages (validate()).
+class RecordChecker {
+ public:
+  explicit RecordChecker(const EntityDeclaration& entity);
+
+  const EntityDeclaration& entity() const { return entity_; }
+  const RecordLayout& layout() const { return layout_; }
+  Checked check(const DecodedRecord& decoded) const;
+
+ private:
+  // The undeclared fields under extra_fields keep or reject: the `extra` object, or the rejection.
+  std::variant<std::optional<std::string>, Rejection> check_undeclared(const DecodedRecord& decoded) const;
+
+  EntityDeclaration entity_;
+  bool built_in_ = false;
+  RecordLayout layout_;
+  FieldPlan fields_;
+  FieldValidator extra_value_;  // one undeclared value as JSON, for `extra`
+};
 
 // What is wrong with `text` as text a column stores, if anything: invalid UTF-8, a control
 // character (C0, DEL, C1) or more than `max_characters` code points. Empty is fine here.

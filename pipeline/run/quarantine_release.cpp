@@ -13,7 +13,8 @@ namespace tidemark::pipeline {
 
 ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
                                   const std::vector<std::string>& destinations, const std::string& released_by,
-                                  const RecordDecoder& decoder, const db::RetryPolicy& retry) {
+                                  const RecordDecoder& decoder, const db::RetryPolicy& retry,
+                                  const EntityDeclaration& entity) {
   std::string pipeline;
   std::string raw;
   std::string format;
@@ -37,11 +38,14 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     decode_context = unescape_bytes(rows[0][3].c_str());
   }
 
-  std::vector<DecodedRecord> decoded{decoder.decode(format, decode_context, raw, "quarantine-" + std::to_string(id))};
-  std::vector<Validated> validated{validate(decoded.front())};
+  const RecordChecker checker(entity);
+  std::vector<DecodedRecord> decoded{
+      decoder.decode(format, decode_context, raw, "quarantine-" + std::to_string(id), checker.layout())};
+  std::vector<Checked> validated{checker.check(decoded.front())};
   const BatchPlan plan = plan_batch(validated);
 
-  Committer committer(database_url, pipeline, "quarantine", destinations, retry);
+  Committer committer(database_url, pipeline, "quarantine", destinations, retry, nullptr, entity);
+  ensure_table(committer.connection(), entity);
   RunRequest request;
   request.pipeline = pipeline;
   request.reason = "quarantine release " + std::to_string(id);

@@ -9,6 +9,7 @@
 #include "pipeline/core/plan.hpp"
 #include "pipeline/run/stages.hpp"
 #include "pipeline/store/committer.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
@@ -23,7 +24,7 @@ using Clock = std::chrono::steady_clock;
 struct PreparedBatch {
   Clock::time_point started;
   std::vector<DecodedRecord> decoded;
-  std::vector<Validated> validated;
+  std::vector<Checked> validated;
   BatchPlan plan;
   Position end;
 };
@@ -79,6 +80,23 @@ void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t 
   finish_run(url, run_id, status, error);
 }
 
+// A declared entity's table, created or brought up to date (the built-in one's is a migration's).
+void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity) {
+  if (entity.name == kBuiltInEntityName) return;
+  const db::EntityTableChanges changes = db::ensure_entity_table(connection, entity);
+  if (changes.created) spdlog::info("entity {}: table {} created", entity.name, entity.table);
+  if (changes.adopted) spdlog::info("entity {}: table {} adopted", entity.name, entity.table);
+  for (const std::string& column : changes.added_columns) {
+    spdlog::info("entity {}: table {} gained column {}", entity.name, entity.table, column);
+  }
+  if (!changes.unused_columns.empty()) {
+    std::string columns;
+    for (const std::string& column : changes.unused_columns) columns += (columns.empty() ? "" : ", ") + column;
+    spdlog::warn("entity {}: table {} has columns the declaration does not name, left unused: {}", entity.name,
+                 entity.table, columns);
+  }
+}
+
 namespace {
 
 std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
@@ -111,8 +129,10 @@ RunSummary run_pipeline(const RunRequest& request) {
     // commit may ask while the reader thread reads ahead.
     committer = std::make_unique<Committer>(
         request.database_url, request.pipeline, source->identity(), request.destinations, request.retry,
-        [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); });
+        [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); },
+        request.entity);
     pqxx::connection& connection = committer->connection();
+    ensure_table(connection, request.entity);
     run_id = start_run(connection, request);
     summary.run_id = run_id;
     const std::string& source_name = source->identity();
@@ -126,6 +146,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     }
     summary.checkpoint = resume ? stored_position(*resume) : "";
     const QuarantineOrigin origin{std::string(source->format())};
+    const RecordChecker checker(request.entity);
 
     // Two stages on Asio (stages.hpp): one reads, decodes, validates and plans batch N+1 while
     // the other commits batch N. Commits stay strictly sequential; at most one prepared batch
@@ -138,7 +159,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) return std::nullopt;
       failpoint("after_decode");
       batch.validated.reserve(batch.decoded.size());
-      for (const auto& record : batch.decoded) batch.validated.push_back(validate(record));
+      for (const auto& record : batch.decoded) batch.validated.push_back(checker.check(record));
       batch.plan = plan_batch(batch.validated);
       batch.end = source->position();
       return batch;

@@ -13,6 +13,7 @@
 #include "pipeline/run/limits.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/committer.hpp"
+#include "pipeline/core/entity.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/source.hpp"
 
@@ -30,6 +31,10 @@ struct RunRequest {
   std::string pipeline;
   std::string database_url;
   std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
+  // The entity the pipeline loads; its source decodes its fields (record_layout). A declared
+  // entity's table is created or brought up to date before the run starts
+  // (db::ensure_entity_table; db::EntitySchemaError when it cannot hold the declaration).
+  EntityDeclaration entity = built_in_transaction_entity();
   std::size_t batch_size = 10000;
   std::size_t max_batch_bytes = kDefaultMaxBatchBytes;  // a batch closes before its raw bytes pass it
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
@@ -64,6 +69,10 @@ struct RejectionLimitExceeded : std::runtime_error {
 };
 
 RunSummary run_pipeline(const RunRequest& request);
+
+// Creates or brings a declared entity's table up to date and logs what changed; nothing for
+// the built-in entity. db::EntitySchemaError when the table cannot hold the declaration.
+void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity);
 
 // Records a run as running (inserting it, or updating request.run_id) and returns its id.
 // Called with the pipeline's lock held, it first marks runs left 'running' by a dead

@@ -5,10 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/store/pg/copy_writer.hpp"
+#include "pipeline/store/entity_sql.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
-#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -28,13 +28,27 @@ void append_nullable(std::string& line, const std::optional<std::string>& value)
 }  // namespace
 
 Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
-                     db::RetryPolicy retry, PositionOrder precedes)
+                     db::RetryPolicy retry, PositionOrder precedes, const EntityDeclaration& entity)
     : url_(std::move(url)),
       pipeline_(std::move(pipeline)),
       source_(std::move(source)),
       destinations_literal_(db::text_array_literal(destinations)),
       retry_(retry),
-      precedes_(std::move(precedes)) {}
+      precedes_(std::move(precedes)),
+      entity_(entity) {
+  if (entity_.name == kBuiltInEntityName) {
+    // The legacy envelope (INTERFACE "Entities"): transaction_state through apply_batch.sql.
+    stage_table_ = "tidemark_stage";
+    stage_columns_ = {"ord", "transaction_id", "source_revision", "amount", "account_id", "occurred_at", "candidate"};
+    apply_batch_ = std::string(sql::kCommitApplyBatch);
+  } else {
+    db::EntitySql generated = db::build_entity_sql(entity_);
+    stage_table_ = std::move(generated.stage_table);
+    stage_columns_ = std::move(generated.stage_columns);
+    create_stage_ = std::move(generated.create_stage);
+    apply_batch_ = std::move(generated.apply_batch);
+  }
+}
 
 pqxx::connection& Committer::connection() {
   if (!connection_ || !connection_->is_open()) {
@@ -47,6 +61,7 @@ pqxx::connection& Committer::connection() {
     }
     pqxx::nontransaction setup(*connection_);
     setup.exec(std::string(sql::kCommitCreateStage));
+    if (!create_stage_.empty()) setup.exec(create_stage_);
   }
   return *connection_;
 }
@@ -94,26 +109,28 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   const BatchPlan& plan = batch.plan;
   pqxx::work txn(connection());
 
-  // 1. Stage every version (not only candidates: a stored conflict is found for each).
+  // 1. Stage every version (not only candidates: a stored conflict is found for each), each
+  // value in its canonical form, which is also its column type's text form.
   if (!plan.versions.empty()) {
-    db::CopyWriter stage(txn, "tidemark_stage",
-                         {"ord", "transaction_id", "source_revision", "amount", "account_id", "occurred_at",
-                          "candidate"});
+    db::CopyWriter stage(txn, stage_table_, stage_columns_);
+    const bool keeps_extra = entity_.extra_fields == ExtraFields::kKeep;
     std::string line;
     for (std::size_t v = 0; v < plan.versions.size(); ++v) {
-      const Record& record = std::get<Record>(batch.validated[plan.versions[v].first_index]);
+      const EntityRecord& record = std::get<EntityRecord>(batch.validated[plan.versions[v].first_index]);
       line.clear();
       line += std::to_string(v);
       line += '\t';
-      append_copy_text(line, record.transaction_id);
+      append_copy_text(line, record.key);
       line += '\t';
-      line += std::to_string(record.source_revision);
-      line += '\t';
-      line += record.amount.to_string();
-      line += '\t';
-      append_nullable(line, record.account_id);
-      line += '\t';
-      line += record.occurred_at_us ? format_timestamp(*record.occurred_at_us) : std::string("\\N");
+      line += std::to_string(record.revision);
+      for (const std::optional<std::string>& value : record.values) {
+        line += '\t';
+        append_nullable(line, value);
+      }
+      if (keeps_extra) {
+        line += '\t';
+        append_nullable(line, record.extra);
+      }
       line += '\t';
       line += plan.versions[v].candidate ? 't' : 'f';
       stage.write_line(line);
@@ -125,7 +142,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   std::vector<StoredVerdict> verdicts(plan.versions.size());
   BatchResult result;
   if (!plan.versions.empty()) {
-    const auto rows = txn.exec_params(std::string(sql::kCommitApplyBatch), pipeline_, destinations_literal_);
+    const auto rows = txn.exec_params(apply_batch_, pipeline_, destinations_literal_);
     for (const auto& row : rows) {
       verdicts[row[0].as<std::size_t>()] = outcome_from_string(row[1].c_str());
       result.outbox_rows = row[2].as<std::uint64_t>();
@@ -139,19 +156,20 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
     db::CopyWriter quarantine(txn, "tidemark_quarantine_stage",
                               {"pipeline", "source", "reason", "detail", "transaction_id", "source_revision",
-                               "raw", "raw_bytes", "format", "decode_context", "position", "run_id"});
+                               "raw", "raw_bytes", "format", "decode_context", "position", "run_id", "entity",
+                               "field"});
     std::string line;
     for (std::size_t i = 0; i < result.outcomes.size(); ++i) {
       const Outcome outcome = result.outcomes[i];
       if (outcome != Outcome::kInvalid && outcome != Outcome::kConflict) continue;
       const DecodedRecord& decoded = batch.decoded[i];
-      const auto* record = std::get_if<Record>(&batch.validated[i]);
+      const auto* record = std::get_if<EntityRecord>(&batch.validated[i]);
+      const auto* rejection = std::get_if<Rejection>(&batch.validated[i]);
       std::string detail;
       if (record == nullptr) {
-        detail = std::get<Rejection>(batch.validated[i]).detail;
+        detail = rejection->detail;
       } else {
-        detail = "transaction_id " + record->transaction_id + " revision " +
-                 std::to_string(record->source_revision) +
+        detail = entity_.key + " " + record->key + " revision " + std::to_string(record->revision) +
                  " has a different payload than another record or the stored row of the same revision";
       }
       bool replaced = false;
@@ -167,12 +185,12 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       append_copy_text(line, storable_text(detail, ignored));
       line += '\t';
       if (record != nullptr) {
-        append_copy_text(line, record->transaction_id);
-        line += '\t' + std::to_string(record->source_revision);
+        append_copy_text(line, record->key);
+        line += '\t' + std::to_string(record->revision);
       } else {
         // An invalid record still shows the key it claimed, when it had one, for searching.
-        if (decoded.transaction_id && !decoded.transaction_id->text.empty()) {
-          append_copy_text(line, storable_text(decoded.transaction_id->text, ignored));
+        if (const auto& key = decoded.field(kKeyField); key && !key->text.empty()) {
+          append_copy_text(line, storable_text(key->text, ignored));
         } else {
           line += "\\N";
         }
@@ -196,6 +214,14 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       position.file = escape_bytes(position.file);
       append_copy_text(line, position.describe());
       line += '\t' + std::to_string(run_id);
+      line += '\t';
+      append_copy_text(line, entity_.name);
+      line += '\t';
+      if (rejection != nullptr && rejection->field) {
+        append_copy_text(line, storable_text(*rejection->field, ignored));
+      } else {
+        line += "\\N";
+      }
       quarantine.write_line(line);
     }
     quarantine.complete();

@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 
 #include "pipeline/store/pg/database.hpp"
+#include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/source.hpp"
@@ -23,7 +24,7 @@ namespace tidemark::pipeline {
 // made of it, and where it starts and ends in the source.
 struct BatchInput {
   const std::vector<DecodedRecord>& decoded;
-  const std::vector<Validated>& validated;
+  const std::vector<Checked>& validated;
   const BatchPlan& plan;
   int batch_no = 0;
   std::string start_position;
@@ -61,9 +62,12 @@ class Committer {
  public:
   // `source` is the source's identity (valid text); `precedes` orders its positions, so the
   // checkpoint a batch advances to never moves it backwards (required to commit a batch with
-  // an end position).
+  // an end position). `entity` is the entity the batches load: the built-in one through
+  // sql/commit/apply_batch.sql, a declared one through its generated statement
+  // (pipeline/store/entity_sql.hpp); its table must exist (ensure_entity_table).
   Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
-            db::RetryPolicy retry = {}, PositionOrder precedes = nullptr);
+            db::RetryPolicy retry = {}, PositionOrder precedes = nullptr,
+            const EntityDeclaration& entity = built_in_transaction_entity());
   ~Committer();  // releases the pipeline's lock
   Committer(const Committer&) = delete;
   Committer& operator=(const Committer&) = delete;
@@ -88,6 +92,12 @@ class Committer {
   std::string destinations_literal_;  // '{a,b}' for $2::text[]
   db::RetryPolicy retry_;
   PositionOrder precedes_;
+  EntityDeclaration entity_;
+  // The stage, its COPY columns, its DDL and the batch's one apply statement for entity_.
+  std::string stage_table_;
+  std::vector<std::string> stage_columns_;
+  std::string create_stage_;
+  std::string apply_batch_;
   std::unique_ptr<pqxx::connection> connection_;
 };
 

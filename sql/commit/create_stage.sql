@@ -19,5 +19,6 @@ CREATE TEMP TABLE IF NOT EXISTS tidemark_stage (
 CREATE TEMP TABLE IF NOT EXISTS tidemark_quarantine_stage (
   ord bigint GENERATED ALWAYS AS IDENTITY,  -- keeps the batch's order
   pipeline text, source text, reason text, detail text, transaction_id text, source_revision bigint,
-  raw text, raw_bytes bytea, format text, decode_context text, position text, run_id bigint
+  raw text, raw_bytes bytea, format text, decode_context text, position text, run_id bigint,
+  entity text, field text  -- the entity loaded and the field at fault (NULL: none, or a conflict)
 ) ON COMMIT DELETE ROWS;

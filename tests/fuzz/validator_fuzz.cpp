@@ -28,15 +28,10 @@ std::optional<Field> field(std::string_view text) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace tidemark::pipeline;
   std::string_view rest(reinterpret_cast<const char*>(data), size);
-  std::optional<Field>* targets[5];
   DecodedRecord decoded;
   decoded.raw = std::string(rest);
-  targets[0] = &decoded.transaction_id;
-  targets[1] = &decoded.source_revision;
-  targets[2] = &decoded.amount;
-  targets[3] = &decoded.account_id;
-  targets[4] = &decoded.occurred_at;
-  for (auto* target : targets) {
+  decoded.fields.resize(5);  // the built-in layout: transaction_id ... occurred_at
+  for (auto* target = decoded.fields.data(); target != decoded.fields.data() + 5; ++target) {
     const auto newline = rest.find('\n');
     *target = field(rest.substr(0, newline));
     rest = newline == std::string_view::npos ? std::string_view{} : rest.substr(newline + 1);

@@ -347,8 +347,9 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   // the ledger's counts as recovered, and apply nothing a second time.
   const std::string text = std::string(kHeader) + "tx-1,1,1.00,acct-1,\ntx-2,1,2.00,acct-1,\nbad,1,1e3,,\n";
   const auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "direct.csv");
-  std::vector<Validated> validated;
-  for (const auto& record : decoded) validated.push_back(validate(record));
+  const RecordChecker checker(built_in_transaction_entity());
+  std::vector<Checked> validated;
+  for (const auto& record : decoded) validated.push_back(checker.check(record));
   const BatchPlan plan = plan_batch(validated);
 
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the terminate below finds only ours
@@ -395,7 +396,7 @@ TEST_F(CommitTest, CheckpointMovesOnlyWhereTheSourcesOwnOrderSaysForward) {
   run.pipeline = "p";
   const std::int64_t run_id = start_run(committer.connection(), run);
   const std::vector<DecodedRecord> decoded;
-  const std::vector<Validated> validated;
+  const std::vector<Checked> validated;
   const BatchPlan plan = plan_batch(validated);
   int batch_no = 0;
   const auto commit_to = [&](const std::string& end) {

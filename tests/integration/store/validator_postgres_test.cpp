@@ -83,23 +83,24 @@ TEST(ValidatorAgainstPostgres, EveryAcceptedRecordIsStoredWithoutADataErrorAndRe
   TestDatabase db;
 
   std::vector<DecodedRecord> decoded;
-  std::vector<Validated> validated;
+  std::vector<Checked> validated;
   for (int i = 0; i < 20000; ++i) {
     DecodedRecord record;
     // Unique keys, so that every accepted record is a candidate and reaches the table.
     const std::string id = inputs.identifier();
-    record.transaction_id = Field{inputs.pick(0, 4) == 0 ? id : std::to_string(i) + "-" + id};
-    record.source_revision = Field{inputs.revision()};
-    record.amount = Field{inputs.amount(), inputs.pick(0, 1) ? FieldKind::kNumber : FieldKind::kString};
-    if (inputs.pick(0, 1)) record.account_id = Field{inputs.identifier()};
-    if (inputs.pick(0, 1)) record.occurred_at = Field{inputs.timestamp()};
+    record.field(built_in_field::kTransactionId) = Field{inputs.pick(0, 4) == 0 ? id : std::to_string(i) + "-" + id};
+    record.field(built_in_field::kSourceRevision) = Field{inputs.revision()};
+    record.field(built_in_field::kAmount) =
+        Field{inputs.amount(), inputs.pick(0, 1) ? FieldKind::kNumber : FieldKind::kString};
+    if (inputs.pick(0, 1)) record.field(built_in_field::kAccountId) = Field{inputs.identifier()};
+    if (inputs.pick(0, 1)) record.field(built_in_field::kOccurredAt) = Field{inputs.timestamp()};
     record.raw = "generated " + std::to_string(i);
     record.position.file = "generated";
     record.position.line = static_cast<std::uint64_t>(i) + 1;
     Validated result = validate(record);
     if (std::holds_alternative<Record>(result)) {
       decoded.push_back(std::move(record));
-      validated.push_back(std::move(result));
+      validated.emplace_back(to_entity_record(std::get<Record>(result)));
     }
   }
   ASSERT_GT(validated.size(), 2000u) << "the generators should produce many valid records";
@@ -124,13 +125,13 @@ TEST(ValidatorAgainstPostgres, EveryAcceptedRecordIsStoredWithoutADataErrorAndRe
   std::size_t compared = 0;
   for (std::size_t v = 0; v < plan.versions.size(); ++v) {
     if (!plan.versions[v].candidate) continue;
-    const Record& record = std::get<Record>(validated[plan.versions[v].first_index]);
-    const auto found = stored.find(record.transaction_id);
-    ASSERT_NE(found, stored.end()) << record.transaction_id;
+    // The built-in fields in canonical form: amount, account_id, occurred_at.
+    const EntityRecord& record = std::get<EntityRecord>(validated[plan.versions[v].first_index]);
+    const auto found = stored.find(record.key);
+    ASSERT_NE(found, stored.end()) << record.key;
     if (result.outcomes[plan.versions[v].first_index] != Outcome::kInserted) continue;
-    EXPECT_EQ(found->second.first, record.amount.to_string()) << record.transaction_id;
-    EXPECT_EQ(found->second.second, record.occurred_at_us ? format_timestamp(*record.occurred_at_us) : "")
-        << record.transaction_id;
+    EXPECT_EQ(found->second.first, record.values[0].value()) << record.key;
+    EXPECT_EQ(found->second.second, record.values[2].value_or("")) << record.key;
     ++compared;
   }
   EXPECT_GT(compared, 2000u);

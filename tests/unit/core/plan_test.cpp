@@ -22,6 +22,20 @@ Record make(std::string id, std::int64_t revision, std::int64_t cents,
 
 Validated invalid() { return Rejection{"amount: empty"}; }
 
+// The built-in records as the planner takes every entity's: keys, revisions, canonical payloads.
+std::vector<Checked> checked(const std::vector<Validated>& records) {
+  std::vector<Checked> out;
+  out.reserve(records.size());
+  for (const Validated& record : records) {
+    if (const auto* valid = std::get_if<Record>(&record)) {
+      out.emplace_back(to_entity_record(*valid));
+    } else {
+      out.emplace_back(std::get<Rejection>(record));
+    }
+  }
+  return out;
+}
+
 // What the commit step tells the planner about each staged version, written from the
 // verdict contract in plan.hpp and the stored-row comparison of INTERFACE "Outcomes".
 std::vector<StoredVerdict> compare_with_stored(const BatchPlan& plan, const std::vector<Validated>& records,
@@ -49,7 +63,7 @@ std::vector<StoredVerdict> compare_with_stored(const BatchPlan& plan, const std:
 }
 
 std::vector<Outcome> outcomes_of(const std::vector<Validated>& records, const Stored& stored = {}) {
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   return resolve_outcomes(plan, compare_with_stored(plan, records, stored));
 }
 
@@ -148,7 +162,7 @@ TEST(PlanBatch, EveryOutcomeInOneBatch) {
 
 TEST(PlanBatch, HighestOfSeveralRevisionsIsTheOnlyCandidate) {
   const std::vector<Validated> records = {make("k", 1, 1), make("k", 3, 3), make("k", 2, 2)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 3u);
   EXPECT_FALSE(plan.versions[0].candidate);
   EXPECT_TRUE(plan.versions[1].candidate);
@@ -161,7 +175,7 @@ TEST(PlanBatch, HighestOfSeveralRevisionsIsTheOnlyCandidate) {
 
 TEST(PlanBatch, ExactDuplicatesShareOneVersionAndOnlyTheFirstIsCompared) {
   const std::vector<Validated> records = {make("k", 1, 5, "a"), make("k", 1, 5, "a"), make("k", 1, 5, "a")};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 1u);
   EXPECT_EQ(plan.versions[0].first_index, 0u);
   EXPECT_TRUE(plan.versions[0].candidate);
@@ -182,7 +196,7 @@ TEST(PlanBatch, EachPayloadFieldDistinguishesAVersion) {
 TEST(PlanBatch, InBatchConflictCoversEveryRecordOfTheRevisionButNotAHigherOne) {
   const std::vector<Validated> records = {make("k", 1, 1),  make("k", 2, 20), make("k", 2, 20),
                                           make("k", 2, 21), make("k", 3, 30), make("k", 2, 20)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   EXPECT_EQ(plan.decided, (std::vector<std::optional<Outcome>>{O::kSuperseded, O::kConflict, O::kConflict,
                                                                O::kConflict, std::nullopt, O::kConflict}));
   // Conflicting records are not staged; the other revisions are.
@@ -199,7 +213,7 @@ TEST(PlanBatch, InBatchConflictCoversEveryRecordOfTheRevisionButNotAHigherOne) {
 TEST(PlanBatch, ConflictAtTheHighestRevisionMakesTheNextRevisionTheCandidate) {
   // INTERFACE's example, nothing stored: T2,1,10.00  T2,2,20.00  T2,2,21.00.
   const std::vector<Validated> records = {make("T2", 1, 1000), make("T2", 2, 2000), make("T2", 2, 2100)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 1u);
   EXPECT_TRUE(plan.versions[0].candidate);
   EXPECT_EQ(outcomes_of(records), (std::vector<Outcome>{O::kInserted, O::kConflict, O::kConflict}));
@@ -222,7 +236,7 @@ TEST(PlanBatch, StoredConflictOnTheCandidateAppliesToEveryCopyAndTheRevisionBelo
   // Stored T at revision 2 with payload A; the batch T,1 + T,2 (payload B): stale, conflict.
   const Stored stored = {{"k", make("k", 2, 999)}};
   const std::vector<Validated> records = {make("k", 1, 1), make("k", 2, 2), make("k", 2, 2), make("k", 1, 1)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 2u);
   EXPECT_TRUE(plan.versions[1].candidate);
   EXPECT_EQ(plan.versions[1].next, 0u);
@@ -238,7 +252,7 @@ TEST(PlanBatch, DuplicateWinsOverSuperseded) {
 TEST(PlanBatch, InvalidRecordsInterleavedKeepTheirPlaceAndGetNoVersion) {
   const std::vector<Validated> records = {invalid(), make("a", 1, 1), invalid(), make("a", 1, 1), invalid(),
                                           make("b", 1, 1)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   for (std::size_t i : {0, 2, 4}) {
     EXPECT_EQ(plan.decided[i], O::kInvalid);
     EXPECT_FALSE(plan.version_of[i]);
@@ -252,7 +266,7 @@ TEST(PlanBatch, InvalidRecordsInterleavedKeepTheirPlaceAndGetNoVersion) {
 
 TEST(PlanBatch, VersionsAppearInOrderOfFirstAppearance) {
   const std::vector<Validated> records = {make("b", 2, 1), make("a", 1, 1), make("b", 1, 1), make("a", 1, 1)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 3u);
   EXPECT_EQ(plan.versions[0].first_index, 0u);
   EXPECT_EQ(plan.versions[1].first_index, 1u);
@@ -262,7 +276,7 @@ TEST(PlanBatch, VersionsAppearInOrderOfFirstAppearance) {
 
 TEST(ResolveOutcomes, RefusesVerdictsThatBreakTheContract) {
   const std::vector<Validated> records = {make("k", 1, 1), make("k", 2, 2)};
-  const BatchPlan plan = plan_batch(records);
+  const BatchPlan plan = plan_batch(checked(records));
   // Wrong number of verdicts.
   EXPECT_THROW(resolve_outcomes(plan, {std::nullopt}), std::logic_error);
   // A candidate without a stored comparison.
@@ -307,7 +321,7 @@ TEST(PlanBatch, MatchesTheReferenceOnRandomBatches) {
         records.push_back(random_record(pick(6)));
       }
     }
-    const BatchPlan plan = plan_batch(records);
+    const BatchPlan plan = plan_batch(checked(records));
     // Structural promises of plan.hpp.
     std::map<std::string, int> candidates;
     for (const Version& version : plan.versions) {

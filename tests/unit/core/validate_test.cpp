@@ -16,9 +16,9 @@ Field other_field(std::string text) { return Field{std::move(text), FieldKind::k
 DecodedRecord good_record() {
   DecodedRecord decoded;
   decoded.raw = "t-1,3,130.00";
-  decoded.transaction_id = text_field("t-1");
-  decoded.source_revision = text_field("3");
-  decoded.amount = text_field("130.00");
+  decoded.field(pipeline::built_in_field::kTransactionId) = text_field("t-1");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("3");
+  decoded.field(pipeline::built_in_field::kAmount) = text_field("130.00");
   return decoded;
 }
 
@@ -79,44 +79,44 @@ TEST(Validate, DecodeErrorBecomesTheRejectionDetail) {
 
 TEST(Validate, MissingRequiredFieldsAreNamed) {
   DecodedRecord no_id = good_record();
-  no_id.transaction_id.reset();
+  no_id.field(pipeline::built_in_field::kTransactionId).reset();
   EXPECT_EQ(rejection_of(no_id), "transaction_id: missing");
   DecodedRecord no_revision = good_record();
-  no_revision.source_revision.reset();
+  no_revision.field(pipeline::built_in_field::kSourceRevision).reset();
   EXPECT_EQ(rejection_of(no_revision), "source_revision: missing");
   DecodedRecord no_amount = good_record();
-  no_amount.amount.reset();
+  no_amount.field(pipeline::built_in_field::kAmount).reset();
   EXPECT_EQ(rejection_of(no_amount), "amount: missing");
 }
 
 TEST(Validate, EmptyRequiredFieldsAreRejected) {
   DecodedRecord id = good_record();
-  id.transaction_id = text_field("");
+  id.field(pipeline::built_in_field::kTransactionId) = text_field("");
   EXPECT_EQ(rejection_of(id), "transaction_id: empty");
   DecodedRecord revision = good_record();
-  revision.source_revision = text_field("");
+  revision.field(pipeline::built_in_field::kSourceRevision) = text_field("");
   EXPECT_EQ(rejection_of(revision), "source_revision: empty");
   DecodedRecord amount = good_record();
-  amount.amount = text_field("");
+  amount.field(pipeline::built_in_field::kAmount) = text_field("");
   EXPECT_EQ(rejection_of(amount), "amount: empty");
 }
 
 TEST(Validate, TransactionIdMustBeAJsonString) {
   DecodedRecord number = good_record();
-  number.transaction_id = number_field("42");
+  number.field(pipeline::built_in_field::kTransactionId) = number_field("42");
   EXPECT_EQ(rejection_of(number), "transaction_id: must be a string");
   DecodedRecord other = good_record();
-  other.transaction_id = other_field("{}");
+  other.field(pipeline::built_in_field::kTransactionId) = other_field("{}");
   EXPECT_EQ(rejection_of(other), "transaction_id: must be a string");
 }
 
 TEST(Validate, TransactionIdLengthCountsCodePointsNotBytes) {
   DecodedRecord ok = good_record();
-  ok.transaction_id = text_field(std::string(128, 'a'));
+  ok.field(pipeline::built_in_field::kTransactionId) = text_field(std::string(128, 'a'));
   EXPECT_EQ(accepted(ok).transaction_id.size(), 128u);
 
   DecodedRecord too_long = good_record();
-  too_long.transaction_id = text_field(std::string(129, 'a'));
+  too_long.field(pipeline::built_in_field::kTransactionId) = text_field(std::string(129, 'a'));
   EXPECT_EQ(rejection_of(too_long), "transaction_id: more than 128 characters (129)");
 
   // 128 two-byte characters (256 bytes) and 128 four-byte characters are still 128 characters.
@@ -127,11 +127,11 @@ TEST(Validate, TransactionIdLengthCountsCodePointsNotBytes) {
     four_byte += "\xF0\x9F\x98\x80";  // U+1F600
   }
   DecodedRecord wide = good_record();
-  wide.transaction_id = text_field(two_byte);
+  wide.field(pipeline::built_in_field::kTransactionId) = text_field(two_byte);
   EXPECT_EQ(accepted(wide).transaction_id, two_byte);
-  wide.transaction_id = text_field(four_byte);
+  wide.field(pipeline::built_in_field::kTransactionId) = text_field(four_byte);
   EXPECT_EQ(accepted(wide).transaction_id, four_byte);
-  wide.transaction_id = text_field(four_byte + "\xC3\xA9");
+  wide.field(pipeline::built_in_field::kTransactionId) = text_field(four_byte + "\xC3\xA9");
   EXPECT_EQ(rejection_of(wide), "transaction_id: more than 128 characters (129)");
 }
 
@@ -140,7 +140,7 @@ TEST(Validate, TransactionIdAcceptsWellFormedUtf8Boundaries) {
                                "\xED\x9F\xBF", "\xEE\x80\x80", "\xEF\xBF\xBF", "\xF0\x90\x80\x80",
                                "\xF4\x8F\xBF\xBF"}) {
     DecodedRecord decoded = good_record();
-    decoded.transaction_id = text_field(id);
+    decoded.field(pipeline::built_in_field::kTransactionId) = text_field(id);
     EXPECT_EQ(rejection_of(decoded), "<accepted>") << "id bytes: " << id.size();
   }
 }
@@ -164,7 +164,7 @@ TEST(Validate, TransactionIdRejectsMalformedUtf8) {
   };
   for (const std::string& bad : cases) {
     DecodedRecord decoded = good_record();
-    decoded.transaction_id = text_field("ab" + bad);
+    decoded.field(pipeline::built_in_field::kTransactionId) = text_field("ab" + bad);
     EXPECT_EQ(rejection_of(decoded), "transaction_id: invalid UTF-8 at byte 2") << "case of " << bad.size() << " bytes";
   }
 }
@@ -174,25 +174,25 @@ TEST(Validate, TransactionIdRejectsC0DelAndC1ControlCharacters) {
                                     std::string("\x1F"), std::string("\x7F"), std::string("\xC2\x80"),
                                     std::string("\xC2\x9F")}) {
     DecodedRecord decoded = good_record();
-    decoded.transaction_id = text_field("abc" + control + "d");
+    decoded.field(pipeline::built_in_field::kTransactionId) = text_field("abc" + control + "d");
     EXPECT_EQ(rejection_of(decoded), "transaction_id: control character at byte 3");
   }
   DecodedRecord space = good_record();
-  space.transaction_id = text_field("a b");
+  space.field(pipeline::built_in_field::kTransactionId) = text_field("a b");
   EXPECT_EQ(rejection_of(space), "<accepted>");
 }
 
 TEST(Validate, RevisionBoundaries) {
   DecodedRecord decoded = good_record();
-  decoded.source_revision = text_field("0");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("0");
   EXPECT_EQ(accepted(decoded).source_revision, 0);
-  decoded.source_revision = text_field("9223372036854775807");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("9223372036854775807");
   EXPECT_EQ(accepted(decoded).source_revision, INT64_MAX);
-  decoded.source_revision = text_field("0009223372036854775807");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("0009223372036854775807");
   EXPECT_EQ(accepted(decoded).source_revision, INT64_MAX);
-  decoded.source_revision = text_field("9223372036854775808");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("9223372036854775808");
   EXPECT_EQ(rejection_of(decoded), "source_revision: greater than 9223372036854775807 in \"9223372036854775808\"");
-  decoded.source_revision = text_field("99999999999999999999999");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("99999999999999999999999");
   EXPECT_EQ(rejection_of(decoded),
             "source_revision: greater than 9223372036854775807 in \"99999999999999999999999\"");
 }
@@ -200,22 +200,22 @@ TEST(Validate, RevisionBoundaries) {
 TEST(Validate, RevisionIsDecimalDigitsOnly) {
   for (const std::string bad : {"-1", "+1", "1.0", "1e3", " 1", "1 ", "0x10", "one"}) {
     DecodedRecord decoded = good_record();
-    decoded.source_revision = text_field(bad);
+    decoded.field(pipeline::built_in_field::kSourceRevision) = text_field(bad);
     EXPECT_EQ(rejection_of(decoded), "source_revision: not an integer of decimal digits only in \"" + bad + "\"");
   }
 }
 
 TEST(Validate, RevisionMayBeAJsonNumberOrStringOfDigits) {
   DecodedRecord decoded = good_record();
-  decoded.source_revision = number_field("17");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = number_field("17");
   EXPECT_EQ(accepted(decoded).source_revision, 17);
-  decoded.source_revision = text_field("17");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("17");
   EXPECT_EQ(accepted(decoded).source_revision, 17);
-  decoded.source_revision = number_field("1.0");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = number_field("1.0");
   EXPECT_EQ(rejection_of(decoded), "source_revision: not an integer of decimal digits only in \"1.0\"");
-  decoded.source_revision = number_field("1e3");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = number_field("1e3");
   EXPECT_EQ(rejection_of(decoded), "source_revision: not an integer of decimal digits only in \"1e3\"");
-  decoded.source_revision = other_field("true");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = other_field("true");
   EXPECT_EQ(rejection_of(decoded), "source_revision: must be an integer");
 }
 
@@ -268,60 +268,60 @@ TEST(ParseAmount, DetailsNameTheRuleAndQuoteTheValue) {
 
 TEST(Validate, AmountDetailNamesTheField) {
   DecodedRecord decoded = good_record();
-  decoded.amount = text_field("130.001");
+  decoded.field(pipeline::built_in_field::kAmount) = text_field("130.001");
   EXPECT_EQ(rejection_of(decoded), "amount: more than 2 fraction digits in \"130.001\"");
 }
 
 TEST(Validate, AmountMayBeAJsonNumberOrStringWithTheSameRules) {
   DecodedRecord decoded = good_record();
-  decoded.amount = number_field("130.5");
+  decoded.field(pipeline::built_in_field::kAmount) = number_field("130.5");
   EXPECT_EQ(accepted(decoded).amount.cents, 13050);
-  decoded.amount = text_field("130.5");
+  decoded.field(pipeline::built_in_field::kAmount) = text_field("130.5");
   EXPECT_EQ(accepted(decoded).amount.cents, 13050);
-  decoded.amount = number_field("1e3");
+  decoded.field(pipeline::built_in_field::kAmount) = number_field("1e3");
   EXPECT_NE(rejection_of(decoded).find("amount: "), std::string::npos);
-  decoded.amount = number_field("130.001");
+  decoded.field(pipeline::built_in_field::kAmount) = number_field("130.001");
   EXPECT_EQ(rejection_of(decoded), "amount: more than 2 fraction digits in \"130.001\"");
-  decoded.amount = other_field("true");
+  decoded.field(pipeline::built_in_field::kAmount) = other_field("true");
   EXPECT_EQ(rejection_of(decoded), "amount: must be a number or a string");
 }
 
 TEST(Validate, AccountIdIsOptionalAndEmptyMeansAbsent) {
   DecodedRecord decoded = good_record();
-  decoded.account_id = text_field("");
+  decoded.field(pipeline::built_in_field::kAccountId) = text_field("");
   EXPECT_FALSE(accepted(decoded).account_id);
-  decoded.account_id = text_field("acc-\xC3\xA9");
+  decoded.field(pipeline::built_in_field::kAccountId) = text_field("acc-\xC3\xA9");
   EXPECT_EQ(accepted(decoded).account_id, "acc-\xC3\xA9");
 }
 
 TEST(Validate, AccountIdFollowsTheTransactionIdRules) {
   DecodedRecord decoded = good_record();
-  decoded.account_id = text_field("acc\x01");
+  decoded.field(pipeline::built_in_field::kAccountId) = text_field("acc\x01");
   EXPECT_EQ(rejection_of(decoded), "account_id: control character at byte 3");
-  decoded.account_id = text_field("acc\xC0\xAF");
+  decoded.field(pipeline::built_in_field::kAccountId) = text_field("acc\xC0\xAF");
   EXPECT_EQ(rejection_of(decoded), "account_id: invalid UTF-8 at byte 3");
-  decoded.account_id = text_field(std::string(129, 'x'));
+  decoded.field(pipeline::built_in_field::kAccountId) = text_field(std::string(129, 'x'));
   EXPECT_EQ(rejection_of(decoded), "account_id: more than 128 characters (129)");
-  decoded.account_id = number_field("12");
+  decoded.field(pipeline::built_in_field::kAccountId) = number_field("12");
   EXPECT_EQ(rejection_of(decoded), "account_id: must be a string");
 }
 
 TEST(Validate, OccurredAtIsOptionalAndEmptyMeansAbsent) {
   DecodedRecord decoded = good_record();
-  decoded.occurred_at = text_field("");
+  decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("");
   EXPECT_FALSE(accepted(decoded).occurred_at_us);
-  decoded.occurred_at = text_field("1970-01-01T00:00:01Z");
+  decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("1970-01-01T00:00:01Z");
   EXPECT_EQ(accepted(decoded).occurred_at_us, 1'000'000);
-  decoded.occurred_at = number_field("1700000000");
+  decoded.field(pipeline::built_in_field::kOccurredAt) = number_field("1700000000");
   EXPECT_EQ(rejection_of(decoded), "occurred_at: must be a string");
-  decoded.occurred_at = text_field("2024-02-30T00:00:00Z");
+  decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("2024-02-30T00:00:00Z");
   EXPECT_EQ(rejection_of(decoded), "occurred_at: day out of range in \"2024-02-30T00:00:00Z\"");
 }
 
 TEST(Validate, FieldsAreCheckedInOrderAndOtherFieldsIgnored) {
   DecodedRecord decoded = good_record();
-  decoded.source_revision = text_field("x");
-  decoded.amount = text_field("y");
+  decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("x");
+  decoded.field(pipeline::built_in_field::kAmount) = text_field("y");
   EXPECT_EQ(rejection_of(decoded).rfind("source_revision: ", 0), 0u);
 }
 
@@ -363,7 +363,7 @@ TEST(ParseTimestamp, TheOffsetMayNotCarryAnInstantPastYear1Or9999InUtc) {
             "outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in \"0001-01-01T01:00:00+02:00\"");
   EXPECT_TRUE(timestamp_rejected("9999-12-31T23:00:00-01:00"));
   DecodedRecord decoded = good_record();
-  decoded.occurred_at = text_field("0001-01-01T00:00:00.999999+00:01");
+  decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("0001-01-01T00:00:00.999999+00:01");
   EXPECT_EQ(rejection_of(decoded),
             "occurred_at: outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in "
             "\"0001-01-01T00:00:00.999999+00:01\"");

@@ -88,7 +88,7 @@ TEST_F(RelayInServeTest, EveryRelaySeriesIsExportedAtZeroFromTheStart) {
         << text;
   }
   EXPECT_NE(text.find(R"(tidemark_component_restarts_total{component="relay"} 0)"), std::string::npos) << text;
-  EXPECT_NE(text.find(R"(tidemark_records_total{outcome="superseded",pipeline="transactions"} 0)"), std::string::npos);
+  EXPECT_NE(text.find(R"(tidemark_records_total{entity="transaction",outcome="superseded",pipeline="transactions"} 0)"), std::string::npos);
 }
 
 // The relay's loop runs on serve's io_context: while a job holds that io_context's one thread,

@@ -221,6 +221,28 @@ TEST_F(ServeApiTest, ValidSignedTriggerAnswers202WithLocationAndTheRunCompletesT
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 1);
 }
 
+TEST_F(ServeApiTest, ARunOfAPipelineLoadingADeclaredEntityCreatesAndLoadsItsTableAndCountsByEntity) {
+  {
+    std::ofstream(directory_ / "orders.csv") << "order_id,version,amount\no1,1,1.5\no2,1,2\no3,1,x\n";
+  }
+  // A second pipeline under pipelines: (the fixture's block comes first), then the entity.
+  extra_yaml_ = "  orders_daily:\n    entity: orders\n    source: {path: " + (directory_ / "orders.csv").string() +
+                "}\nentities:\n  orders:\n    key: order_id\n    revision: version\n    fields:\n"
+                "      amount: {type: decimal, precision: 10, scale: 2, required: true}\n";
+  start(1);
+  const HttpAnswer answer = trigger("msg-orders-1", R"({"mode":"resume","reason":"test"})", "orders_daily");
+  ASSERT_EQ(answer.status, 202) << answer.body;
+  auto run = wait_for_run(parse_object(answer.body)["run_id"].as_int64());
+  EXPECT_EQ(run["status"], "succeeded") << boost::json::serialize(run);
+  EXPECT_EQ(run["inserted"].as_int64(), 2);
+  EXPECT_EQ(run["invalid"].as_int64(), 1);
+  EXPECT_EQ(db_.scalar("SELECT string_agg(order_id || '=' || amount::text, ',' ORDER BY order_id) FROM orders"),
+            "o1=1.50,o2=2.00");
+  EXPECT_EQ(db_.scalar("SELECT entity || ':' || field FROM quarantine"), "orders:amount");
+  EXPECT_EQ(metric(R"(tidemark_records_total{entity="orders",outcome="inserted",pipeline="orders_daily"})"), 2);
+  EXPECT_EQ(metric(R"(tidemark_records_total{entity="transaction",outcome="inserted",pipeline="transactions"})"), 0);
+}
+
 TEST_F(ServeApiTest, RejectedTriggersAnswerTheRightStatusAndStartNoRun) {
   start(10);
   const std::string body = R"({"mode":"resume"})";
@@ -400,7 +422,7 @@ TEST_F(ServeApiTest, QuarantineListsRejectedRecordsAndReleaseRedrivesOneOnce) {
   EXPECT_EQ(db_.scalar("SELECT amount FROM transaction_state WHERE transaction_id = 'tx-0'"), "999.99");
   EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/" + std::to_string(id) + "/release").status, 409);
   EXPECT_EQ(http_request(port_, "POST", "/v1/quarantine/123456/release").status, 404);
-  EXPECT_EQ(metric(std::string("tidemark_records_total{outcome=\"inserted\",pipeline=\"") + kPipeline + "\"}"),
+  EXPECT_EQ(metric(std::string("tidemark_records_total{entity=\"transaction\",outcome=\"inserted\",pipeline=\"") + kPipeline + "\"}"),
             std::stod(db_.scalar("SELECT sum(inserted) FROM batch_ledger")));
 }
 
@@ -412,11 +434,11 @@ TEST_F(ServeApiTest, ExposedRecordCountsEqualTheLedgerAfterSeveralRuns) {
   for (const char* outcome : {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid",
                               "conflict"}) {
     const std::string series =
-        std::string("tidemark_records_total{outcome=\"") + outcome + "\",pipeline=\"" + kPipeline + "\"}";
+        std::string("tidemark_records_total{entity=\"transaction\",outcome=\"") + outcome + "\",pipeline=\"" + kPipeline + "\"}";
     EXPECT_EQ(metric(series), std::stod(db_.scalar(std::string("SELECT sum(") + outcome + ") FROM batch_ledger")))
         << outcome;
   }
-  EXPECT_GT(metric(std::string("tidemark_records_total{outcome=\"unchanged\",pipeline=\"") + kPipeline + "\"}"), 0);
+  EXPECT_GT(metric(std::string("tidemark_records_total{entity=\"transaction\",outcome=\"unchanged\",pipeline=\"") + kPipeline + "\"}"), 0);
   EXPECT_EQ(metric(std::string("tidemark_runs_total{pipeline=\"") + kPipeline +
                    "\",status=\"succeeded\",trigger=\"webhook\"}"),
             3);

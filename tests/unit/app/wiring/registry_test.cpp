@@ -47,7 +47,7 @@ TEST(Registry, TheFileFactoryOpensTheConfiguredFile) {
   pipeline::SourceConfig config;
   config.path = path.string();
   config.format = pipeline::Format::kCsv;
-  const auto source = source_factory(SourceKind::kFile)(config);
+  const auto source = source_factory(SourceKind::kFile)(config, pipeline::built_in_transaction_entity());
   ASSERT_NE(source, nullptr);
   std::vector<pipeline::DecodedRecord> records;
   EXPECT_EQ(source->read(records, 10, 1 << 20), 1u);

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/core/validate.hpp"
 #include "connectors/file/csv_decoder.hpp"
 #include "connectors/file/record_stream.hpp"
 
@@ -22,36 +23,36 @@ std::string text_of(const std::optional<pipeline::Field>& field) {
   return field ? field->text : "";
 }
 
-TEST(CsvDecoder, DecodesPlainRecordsAsStrings) {
+TEST(CsvDecoder, DecodesPlainRecordsAsUntypedText) {
   const auto records = decode(std::string(kHeader) + "t1,1,10.50,acc,2024-05-01T10:00:00Z\nt2,2,-3,acc2,\n");
   ASSERT_EQ(records.size(), 2u);
   EXPECT_FALSE(records[0].decode_error);
-  EXPECT_EQ(text_of(records[0].transaction_id), "t1");
-  EXPECT_EQ(text_of(records[0].source_revision), "1");
-  EXPECT_EQ(text_of(records[0].amount), "10.50");
-  EXPECT_EQ(records[0].amount->kind, FieldKind::kString);
-  EXPECT_EQ(text_of(records[0].account_id), "acc");
-  EXPECT_EQ(text_of(records[0].occurred_at), "2024-05-01T10:00:00Z");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kSourceRevision)), "1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kAmount)), "10.50");
+  EXPECT_EQ(records[0].field(pipeline::built_in_field::kAmount)->kind, FieldKind::kUntyped);
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kAccountId)), "acc");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kOccurredAt)), "2024-05-01T10:00:00Z");
   EXPECT_EQ(records[0].raw, "t1,1,10.50,acc,2024-05-01T10:00:00Z");
-  EXPECT_EQ(text_of(records[1].transaction_id), "t2");
+  EXPECT_EQ(text_of(records[1].field(pipeline::built_in_field::kTransactionId)), "t2");
 }
 
 TEST(CsvDecoder, MapsColumnsByHeaderNameInAnyOrderAndIgnoresOthers) {
   const auto records = decode("note,amount,transaction_id,extra,source_revision\nhi,5,t1,x,3\n");
   ASSERT_EQ(records.size(), 1u);
   EXPECT_FALSE(records[0].decode_error);
-  EXPECT_EQ(text_of(records[0].transaction_id), "t1");
-  EXPECT_EQ(text_of(records[0].source_revision), "3");
-  EXPECT_EQ(text_of(records[0].amount), "5");
-  EXPECT_FALSE(records[0].account_id);  // no column: absent for every record
-  EXPECT_FALSE(records[0].occurred_at);
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kSourceRevision)), "3");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kAmount)), "5");
+  EXPECT_FALSE(records[0].field(pipeline::built_in_field::kAccountId));  // no column: absent for every record
+  EXPECT_FALSE(records[0].field(pipeline::built_in_field::kOccurredAt));
 }
 
 TEST(CsvDecoder, HeaderNamesMatchExactlyWithoutTrimming) {
   const auto records = decode(" transaction_id,source_revision,amount\nt1,1,2\n");
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_FALSE(records[0].transaction_id);
-  EXPECT_EQ(text_of(records[0].amount), "2");
+  EXPECT_FALSE(records[0].field(pipeline::built_in_field::kTransactionId));
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kAmount)), "2");
 }
 
 TEST(CsvDecoder, QuotedFieldsWithEscapedQuotesEmbeddedCommaAndNewlines) {
@@ -60,15 +61,15 @@ TEST(CsvDecoder, QuotedFieldsWithEscapedQuotesEmbeddedCommaAndNewlines) {
                               "\"x\r\ny\",2,3,\"cr\ronly\",\n");
   ASSERT_EQ(records.size(), 2u);
   EXPECT_FALSE(records[0].decode_error);
-  EXPECT_EQ(text_of(records[0].transaction_id), "t,1");
-  EXPECT_EQ(text_of(records[0].source_revision), "1");
-  EXPECT_EQ(text_of(records[0].account_id), "say \"hi\"");
-  EXPECT_EQ(text_of(records[0].occurred_at), "a\nb");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t,1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kSourceRevision)), "1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kAccountId)), "say \"hi\"");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kOccurredAt)), "a\nb");
   EXPECT_EQ(records[0].raw, "\"t,1\",\"1\",\"1.00\",\"say \"\"hi\"\"\",\"a\nb\"");
   EXPECT_EQ(records[0].position.line, 2u);
   EXPECT_FALSE(records[1].decode_error);
-  EXPECT_EQ(text_of(records[1].transaction_id), "x\r\ny");
-  EXPECT_EQ(text_of(records[1].account_id), "cr\ronly");
+  EXPECT_EQ(text_of(records[1].field(pipeline::built_in_field::kTransactionId)), "x\r\ny");
+  EXPECT_EQ(text_of(records[1].field(pipeline::built_in_field::kAccountId)), "cr\ronly");
   EXPECT_EQ(records[1].position.line, 4u);  // the quoted LF moved it down a line
 }
 
@@ -86,8 +87,8 @@ TEST(CsvDecoder, CrlfAndLfFilesDecodeTheSame) {
   for (std::size_t i = 0; i < 2; ++i) {
     EXPECT_FALSE(from_crlf[i].decode_error) << *from_crlf[i].decode_error;
     EXPECT_EQ(from_crlf[i].raw, from_lf[i].raw);
-    EXPECT_EQ(text_of(from_crlf[i].transaction_id), text_of(from_lf[i].transaction_id));
-    EXPECT_EQ(text_of(from_crlf[i].account_id), text_of(from_lf[i].account_id));
+    EXPECT_EQ(text_of(from_crlf[i].field(pipeline::built_in_field::kTransactionId)), text_of(from_lf[i].field(pipeline::built_in_field::kTransactionId)));
+    EXPECT_EQ(text_of(from_crlf[i].field(pipeline::built_in_field::kAccountId)), text_of(from_lf[i].field(pipeline::built_in_field::kAccountId)));
     EXPECT_EQ(from_crlf[i].position.line, from_lf[i].position.line);
   }
   EXPECT_EQ(from_crlf[1].position.end_offset, crlf.size());
@@ -98,7 +99,7 @@ TEST(CsvDecoder, SkipsUtf8BomButCountsItsBytes) {
   const auto records = decode(text);
   ASSERT_EQ(records.size(), 1u);
   EXPECT_FALSE(records[0].decode_error);
-  EXPECT_EQ(text_of(records[0].transaction_id), "t1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t1");
   EXPECT_EQ(records[0].position.offset, 3 + kHeader.size());
   EXPECT_EQ(records[0].position.line, 2u);
 }
@@ -108,7 +109,7 @@ TEST(CsvDecoder, LastRecordWithoutTrailingNewline) {
   const auto records = decode(text);
   ASSERT_EQ(records.size(), 2u);
   EXPECT_FALSE(records[1].decode_error);
-  EXPECT_EQ(text_of(records[1].transaction_id), "t2");
+  EXPECT_EQ(text_of(records[1].field(pipeline::built_in_field::kTransactionId)), "t2");
   EXPECT_EQ(records[1].raw, "t2,2,2,,");
   EXPECT_EQ(records[1].position.end_offset, text.size());
 }
@@ -118,18 +119,18 @@ TEST(CsvDecoder, EmptyOptionalFieldsAreAbsentAndEmptyRequiredFieldsAreEmptyText)
   ASSERT_EQ(records.size(), 2u);
   for (const auto& record : records) {
     EXPECT_FALSE(record.decode_error);
-    EXPECT_EQ(text_of(record.transaction_id), "");
-    EXPECT_EQ(text_of(record.source_revision), "");
-    EXPECT_EQ(text_of(record.amount), "");
-    EXPECT_FALSE(record.account_id);
-    EXPECT_FALSE(record.occurred_at);
+    EXPECT_EQ(text_of(record.field(pipeline::built_in_field::kTransactionId)), "");
+    EXPECT_EQ(text_of(record.field(pipeline::built_in_field::kSourceRevision)), "");
+    EXPECT_EQ(text_of(record.field(pipeline::built_in_field::kAmount)), "");
+    EXPECT_FALSE(record.field(pipeline::built_in_field::kAccountId));
+    EXPECT_FALSE(record.field(pipeline::built_in_field::kOccurredAt));
   }
 }
 
 TEST(CsvDecoder, SkipsCompletelyEmptyLines) {
   const auto records = decode("\n" + std::string(kHeader) + "\n\r\nt1,1,1,,\n\n");
   ASSERT_EQ(records.size(), 1u);
-  EXPECT_EQ(text_of(records[0].transaction_id), "t1");
+  EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t1");
   EXPECT_EQ(records[0].position.line, 5u);
 }
 
@@ -141,7 +142,7 @@ TEST(CsvDecoder, UnterminatedQuoteAtEndOfFileIsADecodeError) {
   EXPECT_EQ(*records[1].decode_error, "csv: unterminated quoted field 3");
   EXPECT_EQ(records[1].raw, "t2,2,\"3,,\nt3,3,3,,\n");  // the open quote runs to the end
   EXPECT_EQ(records[1].position.line, 3u);
-  EXPECT_FALSE(records[1].transaction_id);
+  EXPECT_FALSE(records[1].field(pipeline::built_in_field::kTransactionId));
 }
 
 TEST(CsvDecoder, QuoteInsideUnquotedFieldIsADecodeErrorAndReadingContinues) {
@@ -151,7 +152,7 @@ TEST(CsvDecoder, QuoteInsideUnquotedFieldIsADecodeErrorAndReadingContinues) {
   EXPECT_EQ(*records[0].decode_error, "csv: quote inside unquoted field 3");
   EXPECT_EQ(records[0].raw, "t1,1,ab\"c,,");
   EXPECT_FALSE(records[1].decode_error);
-  EXPECT_EQ(text_of(records[1].transaction_id), "t2");
+  EXPECT_EQ(text_of(records[1].field(pipeline::built_in_field::kTransactionId)), "t2");
 }
 
 TEST(CsvDecoder, TextAfterClosingQuoteIsADecodeError) {
@@ -232,7 +233,7 @@ TEST(RecordStream, CsvChunkBoundariesDoNotChangeRecords) {
 }
 
 TEST(RecordStream, OverlongRecordBecomesAnErrorAndReadingResumesAtTheNextLine) {
-  RecordStream stream(Format::kCsv, 64);
+  RecordStream stream(Format::kCsv, built_in_layout(), 64);
   stream.start_file("in.csv");
   const std::string text = std::string(kHeader) + "t1,\"" + std::string(100, 'x') + "\nt2,2,2,,\n";
   std::vector<DecodedRecord> got;
@@ -248,8 +249,30 @@ TEST(RecordStream, OverlongRecordBecomesAnErrorAndReadingResumesAtTheNextLine) {
   EXPECT_EQ(got[0].position.offset, kHeader.size());
   EXPECT_EQ(got[0].position.end_offset, kHeader.size() + 105);
   EXPECT_FALSE(got[1].decode_error);
-  EXPECT_EQ(text_of(got[1].transaction_id), "t2");
+  EXPECT_EQ(text_of(got[1].field(pipeline::built_in_field::kTransactionId)), "t2");
   EXPECT_EQ(got[1].position.line, 3u);
+}
+
+TEST(CsvDecoder, ADeclaredLayoutMapsItsColumnsAndKeepsOtherColumnsWhenAsked) {
+  auto layout = std::make_shared<pipeline::RecordLayout>();
+  layout->names = {"order_id", "version", "amount", "note"};
+  layout->required = {true, true, true, false};
+  layout->undeclared = true;
+  const auto records = decode_text(Format::kCsv, "channel,version,note,order_id,amount,x\nweb,2,,o1,,\n", "o.csv", layout);
+  ASSERT_EQ(records.size(), 1u);
+  ASSERT_FALSE(records[0].decode_error) << *records[0].decode_error;
+  EXPECT_EQ(records[0].field(0)->text, "o1");
+  EXPECT_EQ(records[0].field(0)->kind, FieldKind::kUntyped);
+  EXPECT_EQ(records[0].field(1)->text, "2");
+  EXPECT_EQ(records[0].field(2)->text, "");  // required: kept, the validator says it is missing
+  EXPECT_FALSE(records[0].field(3));         // optional and empty: absent
+  ASSERT_EQ(records[0].undeclared.size(), 1u);  // x is empty: left out
+  EXPECT_EQ(records[0].undeclared[0].first, "channel");
+  EXPECT_EQ(records[0].undeclared[0].second.text, "web");
+
+  CsvDecoder missing(layout);
+  missing.read_header("order_id,note");
+  EXPECT_EQ(missing.header_problem(), "the header row lacks required column(s) version, amount");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "connectors/file/file_record_decoder.hpp"
+#include "connectors/file/record_layout.hpp"
+#include "pipeline/core/validate.hpp"
 
 namespace tidemark::connectors::file {
 namespace {
@@ -13,11 +15,11 @@ using ::testing::HasSubstr;
 const FileRecordDecoder kDecoder;
 
 TEST(FileRecordDecoder, DecodesACsvRecordAgainstTheHeaderLineStoredAsItsContext) {
-  const auto record = kDecoder.decode("csv", "amount,transaction_id,source_revision", "1.50,tx-1,2", "quarantine-7");
+  const auto record = kDecoder.decode("csv", "amount,transaction_id,source_revision", "1.50,tx-1,2", "quarantine-7", *built_in_layout());
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.transaction_id->text, "tx-1");
-  EXPECT_EQ(record.source_revision->text, "2");
-  EXPECT_EQ(record.amount->text, "1.50");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->text, "tx-1");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kSourceRevision)->text, "2");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, "1.50");
   EXPECT_EQ(record.raw, "1.50,tx-1,2");
   EXPECT_EQ(record.position.file, "quarantine-7");
   EXPECT_EQ(record.position.line, 2u);  // after the header line, as in its file
@@ -27,14 +29,14 @@ TEST(FileRecordDecoder, DecodesACsvRecordAgainstTheHeaderLineStoredAsItsContext)
 
 TEST(FileRecordDecoder, DecodesAJsonLineWithoutContext) {
   const auto record = kDecoder.decode("jsonl", "", R"({"transaction_id":"j","source_revision":1,"amount":"2.00"})",
-                                      "quarantine-8");
+                                      "quarantine-8", *built_in_layout());
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.transaction_id->text, "j");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->text, "j");
   EXPECT_EQ(record.decode_context, nullptr);
 }
 
 TEST(FileRecordDecoder, TextThatIsNotExactlyOneRecordIsAnInvalidRecordNotAnError) {
-  const auto two = kDecoder.decode("jsonl", "", "{\"a\":1}\n{\"a\":2}", "quarantine-9");
+  const auto two = kDecoder.decode("jsonl", "", "{\"a\":1}\n{\"a\":2}", "quarantine-9", *built_in_layout());
   ASSERT_TRUE(two.decode_error);
   EXPECT_THAT(*two.decode_error, HasSubstr("decodes to 2 records, expected 1"));
   EXPECT_EQ(two.raw, "{\"a\":1}\n{\"a\":2}");
@@ -42,7 +44,7 @@ TEST(FileRecordDecoder, TextThatIsNotExactlyOneRecordIsAnInvalidRecordNotAnError
 }
 
 TEST(FileRecordDecoder, AFormatFilesAreNotReadInIsAnInvalidRecordNamingIt) {
-  const auto record = kDecoder.decode("avro", "", "anything", "quarantine-10");
+  const auto record = kDecoder.decode("avro", "", "anything", "quarantine-10", *built_in_layout());
   ASSERT_TRUE(record.decode_error);
   EXPECT_THAT(*record.decode_error, HasSubstr("'avro'"));
   EXPECT_EQ(record.raw, "anything");

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "pipeline/core/validate.hpp"
 #include "connectors/file/file_source.hpp"
 
 namespace tidemark::connectors::file {
@@ -72,7 +73,7 @@ std::vector<DecodedRecord> read_all(pipeline::Source& source, std::size_t batch 
 
 std::vector<std::string> ids_of(const std::vector<DecodedRecord>& records) {
   std::vector<std::string> ids;
-  for (const auto& r : records) ids.push_back(r.transaction_id ? r.transaction_id->text : "<" + r.raw + ">");
+  for (const auto& r : records) ids.push_back(r.field(pipeline::built_in_field::kTransactionId) ? r.field(pipeline::built_in_field::kTransactionId)->text : "<" + r.raw + ">");
   return ids;
 }
 
@@ -84,8 +85,8 @@ std::string describe_field(const std::optional<pipeline::Field>& field) {
 std::string describe(const DecodedRecord& r) {
   return r.position.file + "|" + std::to_string(r.position.line) + "|" + std::to_string(r.position.offset) + "|" +
          std::to_string(r.position.end_offset) + "|" + r.raw + "|" + r.decode_error.value_or("ok") + "|" +
-         describe_field(r.transaction_id) + "|" + describe_field(r.source_revision) + "|" +
-         describe_field(r.amount) + "|" + describe_field(r.account_id) + "|" + describe_field(r.occurred_at);
+         describe_field(r.field(pipeline::built_in_field::kTransactionId)) + "|" + describe_field(r.field(pipeline::built_in_field::kSourceRevision)) + "|" +
+         describe_field(r.field(pipeline::built_in_field::kAmount)) + "|" + describe_field(r.field(pipeline::built_in_field::kAccountId)) + "|" + describe_field(r.field(pipeline::built_in_field::kOccurredAt));
 }
 
 std::vector<std::string> describe_all(const std::vector<DecodedRecord>& records) {
@@ -257,7 +258,7 @@ TEST(FileSource, FilesLargerThanTheReadChunkStream) {
   FileSource source(dir.path() / "big.csv", Format::kCsv, 4096);
   const auto records = read_all(source, 777);
   ASSERT_EQ(records.size(), 5000u);
-  EXPECT_EQ(records[4999].transaction_id->text, "t4999");
+  EXPECT_EQ(records[4999].field(pipeline::built_in_field::kTransactionId)->text, "t4999");
   EXPECT_EQ(records[4999].position.line, 5001u);
   EXPECT_EQ(records[4999].position.end_offset, text.size());
 }
@@ -386,7 +387,7 @@ TEST(FileSource, UnterminatedLastLineIsReadOnceTheFileHasSettled) {
   FileSource source(file, Format::kCsv, FileSource::kDefaultChunkBytes, kLongSettle);
   const auto records = read_all(source);
   ASSERT_EQ(ids_of(records), (std::vector<std::string>{"W-1", "W-2"}));
-  EXPECT_EQ(records[1].amount->text, "12");
+  EXPECT_EQ(records[1].field(pipeline::built_in_field::kAmount)->text, "12");
   EXPECT_EQ(source.position().text, (FilePosition{"in.csv", kGrowing.size()}.to_position().text));
   EXPECT_EQ(source.pending_tail_bytes(), 0u);
 }
@@ -413,7 +414,7 @@ TEST(FileSource, PendingLastLineHoldsBackLaterFilesAndTheNextReadCompletesIt) {
   second.seek(checkpoint);
   const auto records = read_all(second);
   ASSERT_EQ(ids_of(records), (std::vector<std::string>{"W-2", "b1"}));
-  EXPECT_EQ(records[0].amount->text, "1234.50");
+  EXPECT_EQ(records[0].field(pipeline::built_in_field::kAmount)->text, "1234.50");
   EXPECT_EQ(second.pending_tail_bytes(), 0u);
 }
 
@@ -474,7 +475,7 @@ TEST(FileSource, BadRecordsBeforeTheHundredthGoodOneAreReturnedInOrder) {
   const auto records = read_all(source, 7);
   ASSERT_EQ(records.size(), kFormatProbeRecords);
   EXPECT_TRUE(records[0].decode_error.has_value());
-  EXPECT_EQ(records.back().transaction_id->text, "good");
+  EXPECT_EQ(records.back().field(pipeline::built_in_field::kTransactionId)->text, "good");
   EXPECT_EQ(source.position().text, (FilePosition{"in.jsonl", text.size()}.to_position().text));
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/core/validate.hpp"
 #include "connectors/file/jsonl_decoder.hpp"
 #include "connectors/file/record_stream.hpp"
 
@@ -24,57 +25,57 @@ TEST(JsonlDecoder, NumbersKeepTheirExactSourceText) {
   const auto record = decode_line(
       R"({"transaction_id":"t1","source_revision":9223372036854775807,"amount":1234567890.12,"account_id":"a"})");
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  ASSERT_TRUE(record.amount);
-  EXPECT_EQ(record.amount->text, "1234567890.12");
-  EXPECT_EQ(record.amount->kind, FieldKind::kNumber);
-  EXPECT_EQ(record.source_revision->text, "9223372036854775807");
-  EXPECT_EQ(record.source_revision->kind, FieldKind::kNumber);
+  ASSERT_TRUE(record.field(pipeline::built_in_field::kAmount));
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, "1234567890.12");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->kind, FieldKind::kNumber);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kSourceRevision)->text, "9223372036854775807");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kSourceRevision)->kind, FieldKind::kNumber);
 
   for (std::string_view number : {"1e3", "130.0", "-0.10", "0.1000000000000000055511151231257827",
                                   "184467440737095516160", "1E+2"}) {
     const auto r = decode_line(R"({"amount":)" + std::string(number) + "}");
     ASSERT_FALSE(r.decode_error) << *r.decode_error;
-    EXPECT_EQ(r.amount->text, number);
-    EXPECT_EQ(r.amount->kind, FieldKind::kNumber);
+    EXPECT_EQ(r.field(pipeline::built_in_field::kAmount)->text, number);
+    EXPECT_EQ(r.field(pipeline::built_in_field::kAmount)->kind, FieldKind::kNumber);
   }
 }
 
 TEST(JsonlDecoder, StringsAreUnescapedUtf8) {
   const auto record = decode_line(R"({"transaction_id":"t\"1\u00e9\n","amount":"10.50","occurred_at":"2024-05-01T10:00:00Z"})");
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.transaction_id->text, "t\"1\xC3\xA9\n");
-  EXPECT_EQ(record.transaction_id->kind, FieldKind::kString);
-  EXPECT_EQ(record.amount->text, "10.50");
-  EXPECT_EQ(record.amount->kind, FieldKind::kString);
-  EXPECT_EQ(record.occurred_at->text, "2024-05-01T10:00:00Z");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->text, "t\"1\xC3\xA9\n");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->kind, FieldKind::kString);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, "10.50");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->kind, FieldKind::kString);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kOccurredAt)->text, "2024-05-01T10:00:00Z");
 }
 
 TEST(JsonlDecoder, NullAndMissingFieldsAreAbsent) {
   const auto record = decode_line(R"({"transaction_id":"t1","account_id":null})");
   ASSERT_FALSE(record.decode_error);
-  EXPECT_FALSE(record.account_id);
-  EXPECT_FALSE(record.amount);
-  EXPECT_FALSE(record.occurred_at);
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kAccountId));
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kAmount));
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kOccurredAt));
 }
 
-TEST(JsonlDecoder, BoolsObjectsAndArraysInContractFieldsAreOther) {
+TEST(JsonlDecoder, BoolsObjectsAndArraysKeepTheirKindAndJsonText) {
   const auto record = decode_line(R"({"transaction_id":true,"source_revision":false,"amount":{"v":1},"account_id":[1,2]})");
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.transaction_id->kind, FieldKind::kOther);
-  EXPECT_EQ(record.transaction_id->text, "true");
-  EXPECT_EQ(record.source_revision->text, "false");
-  EXPECT_EQ(record.amount->kind, FieldKind::kOther);
-  EXPECT_EQ(record.amount->text, "object");
-  EXPECT_EQ(record.account_id->kind, FieldKind::kOther);
-  EXPECT_EQ(record.account_id->text, "array");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->kind, FieldKind::kBoolean);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kTransactionId)->text, "true");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kSourceRevision)->text, "false");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->kind, FieldKind::kJson);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, R"({"v":1})");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAccountId)->kind, FieldKind::kJson);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAccountId)->text, "[1,2]");
 }
 
 TEST(JsonlDecoder, OtherFieldsAreIgnoredAtAnyDepthIncludingNestedContractNames) {
   const auto record = decode_line(
       R"({"meta":{"amount":"nested","deep":[{"transaction_id":1},[[null]]]},"amount":5,"x":"y","tags":[true]})");
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.amount->text, "5");
-  EXPECT_FALSE(record.transaction_id);
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, "5");
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kTransactionId));
 }
 
 TEST(JsonlDecoder, DuplicatedContractFieldIsADecodeError) {
@@ -103,14 +104,14 @@ TEST(JsonlDecoder, TruncatedLineIsADecodeErrorWithItsRawTextAndNoFields) {
   const auto record = decode_line(R"({"transaction_id":"t1","amount":12)");
   EXPECT_EQ(error_of(record).rfind("jsonl: malformed JSON at column", 0), 0u);
   EXPECT_EQ(record.raw, R"({"transaction_id":"t1","amount":12)");
-  EXPECT_FALSE(record.transaction_id);  // an undecodable record carries no fields
-  EXPECT_FALSE(record.amount);
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kTransactionId));  // an undecodable record carries no fields
+  EXPECT_FALSE(record.field(pipeline::built_in_field::kAmount));
 }
 
 TEST(JsonlDecoder, WhitespaceAroundTheObjectIsAllowed) {
   const auto record = decode_line(" \t{ \"amount\" : 7 } \t");
   ASSERT_FALSE(record.decode_error) << *record.decode_error;
-  EXPECT_EQ(record.amount->text, "7");
+  EXPECT_EQ(record.field(pipeline::built_in_field::kAmount)->text, "7");
 }
 
 TEST(JsonlDecoder, DeepNestingIsBoundedAndADecodeError) {
@@ -126,17 +127,17 @@ TEST(JsonlDecoder, TextDecodingSkipsEmptyLinesAndHandlesCrlf) {
   const std::string text = "{\"amount\":1}\r\n\r\n\n{\"amount\":\"2\"}\r\nnot json\r\n{\"amount\":3}";
   const auto records = decode_text(Format::kJsonl, text, "in.jsonl");
   ASSERT_EQ(records.size(), 4u);
-  EXPECT_EQ(records[0].amount->text, "1");
+  EXPECT_EQ(records[0].field(pipeline::built_in_field::kAmount)->text, "1");
   EXPECT_EQ(records[0].raw, "{\"amount\":1}");
   EXPECT_EQ(records[0].position.line, 1u);
   EXPECT_EQ(records[0].position.end_offset, 14u);
-  EXPECT_EQ(records[1].amount->text, "2");
+  EXPECT_EQ(records[1].field(pipeline::built_in_field::kAmount)->text, "2");
   EXPECT_EQ(records[1].position.line, 4u);
   EXPECT_EQ(records[1].position.offset, 17u);
   EXPECT_TRUE(records[2].decode_error);
   EXPECT_EQ(records[2].raw, "not json");
   EXPECT_EQ(records[2].position.line, 5u);
-  EXPECT_EQ(records[3].amount->text, "3");
+  EXPECT_EQ(records[3].field(pipeline::built_in_field::kAmount)->text, "3");
   EXPECT_EQ(records[3].position.line, 6u);
   EXPECT_EQ(records[3].position.end_offset, text.size());
 }
@@ -149,7 +150,7 @@ TEST(JsonlDecoder, TextDecodingSkipsALeadingBom) {
 }
 
 TEST(RecordStream, OverlongJsonLineBecomesAnErrorAndTheNextLineDecodes) {
-  RecordStream stream(Format::kJsonl, 16);
+  RecordStream stream(Format::kJsonl, built_in_layout(), 16);
   stream.start_file("in.jsonl");
   stream.append(R"({"note":")" + std::string(40, 'x') + "\"}\n{\"amount\":1}\n");
   const auto first = stream.next(true);
@@ -161,6 +162,35 @@ TEST(RecordStream, OverlongJsonLineBecomesAnErrorAndTheNextLineDecodes) {
   EXPECT_FALSE(second->decode_error);
   EXPECT_EQ(second->position.line, 2u);
   EXPECT_FALSE(stream.next(true));
+}
+
+// A declared entity's layout: its own field names, each JSON kind, objects and arrays as JSON
+// text rebuilt from the parse, and undeclared members when the layout asks for them.
+TEST(JsonlDecoder, ADeclaredLayoutDeliversItsFieldsWithTheirKindsAndUndeclaredMembers) {
+  pipeline::RecordLayout layout;
+  layout.names = {"order_id", "version", "paid", "meta", "tags", "gone"};
+  layout.required = {true, true, false, false, false, false};
+  layout.undeclared = true;
+  const auto record = decode_jsonl_line(
+      R"({"order_id":"o\u00e91","version":3,"paid":true,"meta":{"a":[1.50,"x\"y",null,{}],"b":{"c":false}},)"
+      R"("tags":[],"gone":null,"note":"n","deep":{"k":[2]},"nil":null})",
+      {"in.jsonl", 1, 0, 0}, layout);
+  ASSERT_FALSE(record.decode_error) << *record.decode_error;
+  ASSERT_EQ(record.fields.size(), 6u);
+  EXPECT_EQ(record.field(0)->text, "o\xC3\xA9" "1");
+  EXPECT_EQ(record.field(1)->kind, FieldKind::kNumber);
+  EXPECT_EQ(record.field(2)->kind, FieldKind::kBoolean);
+  EXPECT_EQ(record.field(2)->text, "true");
+  EXPECT_EQ(record.field(3)->kind, FieldKind::kJson);
+  EXPECT_EQ(record.field(3)->text, R"({"a":[1.50,"x\"y",null,{}],"b":{"c":false}})");
+  EXPECT_EQ(record.field(4)->text, "[]");
+  EXPECT_FALSE(record.field(5));  // null is absent
+  ASSERT_EQ(record.undeclared.size(), 2u);  // the null one is left out
+  EXPECT_EQ(record.undeclared[0].first, "note");
+  EXPECT_EQ(record.undeclared[0].second.text, "n");
+  EXPECT_EQ(record.undeclared[1].first, "deep");
+  EXPECT_EQ(record.undeclared[1].second.text, R"({"k":[2]})");
+  EXPECT_EQ(record.undeclared[1].second.kind, FieldKind::kJson);
 }
 
 }  // namespace
