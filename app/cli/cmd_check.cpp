@@ -87,7 +87,7 @@ void check_snapshot_views(const pipeline::Config& config, const std::string& fil
 }
 
 // Each declared entity against its table as the database has it, read-only: the comparison
-// that `tidemark migrate --config` makes before it creates or extends the table.
+// that `run`, `serve` and `migrate --config` make before they create or extend the table.
 void check_entity_tables(pqxx::connection& connection, const pipeline::Config& config, const std::string& file,
                          Findings& findings) {
   for (const auto& [name, entity] : config.entities) {
@@ -97,12 +97,12 @@ void check_entity_tables(pqxx::connection& connection, const pipeline::Config& c
       for (const auto& problem : table.problems) findings.errors.push_back(prefix + problem);
       if (!table.exists) {
         findings.notes.push_back(prefix + "table " + entity.table +
-                                 " does not exist yet; `tidemark migrate --config` creates it");
+                                 " does not exist yet; the first run (or `tidemark migrate --config`) creates it");
       } else if (table.problems.empty() && !table.added_columns.empty()) {
         std::string columns;
         for (const auto& column : table.added_columns) columns += (columns.empty() ? "" : ", ") + column;
         findings.notes.push_back(prefix + "table " + entity.table + " lacks column(s) " + columns +
-                                 "; `tidemark migrate --config` adds them");
+                                 "; the next run (or `tidemark migrate --config`) adds them");
       }
     } catch (const std::exception& error) {
       findings.errors.push_back(prefix + "cannot read table " + entity.table + ": " + error.what());

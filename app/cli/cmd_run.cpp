@@ -10,6 +10,7 @@
 #include "app/cli/exit_status.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "app/cli/metrics_file.hpp"
+#include "app/cli/number_check.hpp"
 #include "app/cli/progress.hpp"
 #include "app/cli/signals.hpp"
 #include "app/wiring/run_request.hpp"
@@ -208,7 +209,7 @@ void register_run_command(CLI::App& root, int& exit_code) {
   run->add_option("--format", options->format, "csv or jsonl (default: from the file extension or the config)")
       ->check(CLI::IsMember({"csv", "jsonl"}));
   run->add_option("--batch-size", options->batch_size, "Records per batch and transaction (default 10000)")
-      ->check(CLI::Range(std::size_t{1}, std::size_t{1000000}));
+      ->check(whole_number(1, 1000000));
   run->add_option("--max-rejected", options->max_rejected,
                   "Fail the run when its rejected (invalid + conflict) records exceed N, or N% of its input; the "
                   "batch that crosses it rolls back (default: unlimited, or the config's max_rejected)");

@@ -12,6 +12,7 @@
 #include "app/wiring/run_request.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -105,11 +106,20 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
   if (!pipeline) return error_response(404, "no quarantine entry " + id);
   if (released) return error_response(409, "quarantine entry " + id + " was released already");
   const std::vector<std::string> destinations = context.config.destination_names(*pipeline);
+  // Validated again by the current declaration of its pipeline's entity (the built-in one for
+  // a pipeline the config no longer has), as `quarantine release` does.
+  const pipeline::EntityDeclaration& entity = context.config.pipelines.contains(*pipeline)
+                                                  ? context.config.entity_of(*pipeline)
+                                                  : pipeline::built_in_transaction_entity();
   pipeline::ReleaseResult result;
   try {
-    result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder());
+    result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(),
+                                           {}, entity);
   } catch (const std::invalid_argument& error) {
     return error_response(409, error.what());  // released by someone else meanwhile
+  } catch (const pipeline::db::EntitySchemaError& error) {
+    // The entity's table cannot hold its declaration: the config must change, not the request.
+    return error_response(409, error.what());
   }
   const std::string outcome(pipeline::to_string(result.outcome));
   // The release is a one-record batch in the ledger: the exposed counts follow it.

@@ -297,8 +297,8 @@ TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) 
   const ProcessResult before = check({"--config", config, "--database", database.url()});
   EXPECT_EQ(before.exit_code, 0) << before.out << before.err;
   EXPECT_THAT(before.err, HasSubstr("note: " + config +
-                                    ": entity orders: table orders does not exist yet; `tidemark migrate --config` "
-                                    "creates it"));
+                                    ": entity orders: table orders does not exist yet; the first run (or "
+                                    "`tidemark migrate --config`) creates it"));
   EXPECT_EQ(database.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'orders'"), "0");
 
   const ProcessResult migrated = run_tidemark({"migrate", "--config", config, "--database", database.url()}, options_);

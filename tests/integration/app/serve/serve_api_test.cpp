@@ -241,6 +241,14 @@ TEST_F(ServeApiTest, ARunOfAPipelineLoadingADeclaredEntityCreatesAndLoadsItsTabl
   EXPECT_EQ(db_.scalar("SELECT entity || ':' || field FROM quarantine"), "orders:amount");
   EXPECT_EQ(metric(R"(tidemark_records_total{entity="orders",outcome="inserted",pipeline="orders_daily"})"), 2);
   EXPECT_EQ(metric(R"(tidemark_records_total{entity="transaction",outcome="inserted",pipeline="transactions"})"), 0);
+
+  // Released through the API, the entry is validated again by the orders declaration (not as
+  // a transaction, which would fault its missing transaction_id): its amount is still wrong.
+  const std::string id = db_.scalar("SELECT id FROM quarantine");
+  const HttpAnswer released = http_request(port_, "POST", "/v1/quarantine/" + id + "/release");
+  ASSERT_EQ(released.status, 200) << released.body;
+  EXPECT_EQ(parse_object(released.body)["outcome"], "invalid");
+  EXPECT_EQ(db_.scalar("SELECT entity || ':' || field FROM quarantine WHERE released_at IS NULL"), "orders:amount");
 }
 
 TEST_F(ServeApiTest, RejectedTriggersAnswerTheRightStatusAndStartNoRun) {
