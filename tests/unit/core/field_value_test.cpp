@@ -46,10 +46,11 @@ struct Case {
   std::string expected;
 };
 
-// How a failure names a case's input: its kind (FieldKind's number) and text, or absent.
+// How a failure names a case's input: its kind and text, or absent.
 std::string describe(const std::optional<Field>& input) {
   if (!input) return "absent";
-  return "kind " + std::to_string(static_cast<int>(input->kind)) + " \"" + input->text + "\"";
+  constexpr const char* kKinds[] = {"string", "number", "other", "boolean", "json", "untyped"};  // FieldKind's order
+  return std::string(kKinds[static_cast<int>(input->kind)]) + " \"" + input->text + "\"";
 }
 
 // Each case checked against `field_spec`; a failure names the case's input.
