@@ -5,17 +5,15 @@
 // `views cleanup` taking its retention from the config.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <pqxx/pqxx>
 
 #include "tests/support/process.hpp"
+#include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark {
@@ -37,24 +35,13 @@ constexpr char kUnreachable[] = "postgresql://tidemark@127.0.0.1:1/tidemark";
 class CheckCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tidemark-check-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    folder_ = pattern;
     // An empty home: a check that created the embedded cluster would leave files in it.
     options_.env["TIDEMARK_HOME"] = (folder_ / "home").string();
     options_.env["CHECK_LEDGER_SECRET"] = kSecret;
     options_.working_directory = folder_;
   }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(folder_, ignored);
-  }
 
-  std::string write_config(const std::string& yaml) const {
-    const auto path = folder_ / "tidemark.yaml";
-    std::ofstream(path) << yaml;
-    return path.string();
-  }
+  std::string write_config(const std::string& yaml) const { return dir_.write("tidemark.yaml", yaml).string(); }
 
   ProcessResult check(const std::vector<std::string>& args) const {
     std::vector<std::string> all = {"check"};
@@ -62,9 +49,22 @@ class CheckCli : public ::testing::Test {
     return run_tidemark(all, options_);
   }
 
-  std::filesystem::path folder_;
+  // `check --offline` of `config`, expected to exit with `exit_code` (the output shown if not).
+  ProcessResult check_offline(const std::string& config, int exit_code) const {
+    ProcessResult result = check({"--config", config, "--offline"});
+    EXPECT_EQ(result.exit_code, exit_code) << result.out << result.err;
+    return result;
+  }
+
+  const testing::TempDir dir_;
+  const std::filesystem::path& folder_ = dir_.path();
   ProcessOptions options_;
 };
+
+// What check prints for a diagnostic of `config`: "<severity>: <config><where and what>".
+::testing::Matcher<std::string> says(const std::string& severity, const std::string& config, const std::string& rest) {
+  return HasSubstr(severity + ": " + config + rest);
+}
 
 // Every destination kind, each listed where it should be.
 constexpr char kCleanConfig[] =
@@ -100,13 +100,12 @@ TEST_F(CheckCli, EveryErrorIsReportedAtOnceWithItsLine) {
       "    sorce: {path: in/refunds.csv}\n"                // 9
       "relay: {max_attempts: 0}\n"                         // 10
       "retention: {inbox: forever}\n");                    // 11
-  const ProcessResult result = check({"--config", config, "--offline"});
-  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
+  const ProcessResult result = check_offline(config, 2);
   for (const auto& expected :
        {":4: pipelines.orders.batch_size: expected a positive integer", ":5: pipelines.orders.schedule.cron:",
         ":7: pipelines.orders.destinations[0].kind: expected http or view", ":9: unknown key 'sorce'",
         ":10: relay.max_attempts:", ":11: retention.inbox:"}) {
-    EXPECT_THAT(result.err, HasSubstr("error: " + config + expected)) << result.err;
+    EXPECT_THAT(result.err, says("error", config, expected)) << result.err;
   }
   EXPECT_THAT(result.err, HasSubstr("minute field '99'"));
   EXPECT_THAT(result.out, HasSubstr("6 error(s)"));
@@ -125,23 +124,20 @@ TEST_F(CheckCli, AnUnsetVariableIsAnErrorNamingItTheDestinationAndTheLine) {
       "    source: {path: \"${CHECK_SOURCE_DIR}/orders.csv\"}\n"                                  // 3
       "    destinations:\n"                                                                       // 4
       "      - {name: ledger, kind: http, url: http://127.0.0.1:9/e, secret_env: CHECK_LEDGER_SECRET}\n");  // 5
-  const ProcessResult result = check({"--config", config, "--offline"});
-  EXPECT_EQ(result.exit_code, 2) << result.out << result.err;
-  EXPECT_THAT(result.err, HasSubstr("error: " + config +
-                                    ":3: pipelines.orders.source.path: environment variable CHECK_SOURCE_DIR is not "
-                                    "set"));
-  EXPECT_THAT(result.err, HasSubstr("error: " + config +
-                                    ":5: destination 'ledger': environment variable CHECK_LEDGER_SECRET is not set"));
+  const ProcessResult result = check_offline(config, 2);
+  EXPECT_THAT(result.err, says("error", config,
+                               ":3: pipelines.orders.source.path: environment variable CHECK_SOURCE_DIR is not set"));
+  EXPECT_THAT(result.err,
+              says("error", config, ":5: destination 'ledger': environment variable CHECK_LEDGER_SECRET is not set"));
   // Set, but not a signing secret: the relay would refuse it too.
   options_.env["CHECK_LEDGER_SECRET"] = "hunter2";
   options_.env["CHECK_SOURCE_DIR"] = "in";
-  const ProcessResult malformed = check({"--config", config, "--offline"});
-  EXPECT_EQ(malformed.exit_code, 2);
+  const ProcessResult malformed = check_offline(config, 2);
   EXPECT_THAT(malformed.err, HasSubstr(":5: destination 'ledger': environment variable CHECK_LEDGER_SECRET does not "
                                        "hold a Standard Webhooks secret"));
   EXPECT_THAT(malformed.err, Not(HasSubstr("hunter2")));
   options_.env["CHECK_LEDGER_SECRET"] = kSecret;
-  EXPECT_EQ(check({"--config", config, "--offline"}).exit_code, 0);
+  check_offline(config, 0);
 }
 
 TEST_F(CheckCli, AnUnreachableDatabaseIsAnErrorUnlessOffline) {
@@ -206,11 +202,10 @@ TEST_F(CheckCli, AViewThatCanRebuildFromASnapshotButMissesATransactionPipelineIs
       "  orders:\n"                                                   // 11
       "    entity: orders\n"                                          // 12
       "    source: {path: in/orders.csv}\n");                         // 13
-  const ProcessResult result = check({"--config", config, "--offline"});
-  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
-  EXPECT_THAT(result.err, HasSubstr("warning: " + config +
-                                    ":7: view destination 'account_balance' is not listed by pipeline(s) refunds, "
-                                    "which also write the transaction entity"));
+  const ProcessResult result = check_offline(config, 0);
+  EXPECT_THAT(result.err, says("warning", config,
+                               ":7: view destination 'account_balance' is not listed by pipeline(s) refunds, which "
+                               "also write the transaction entity"));
   // daily_totals never starts from a snapshot; orders loads another entity.
   EXPECT_THAT(result.err, Not(HasSubstr("'daily_totals'")));
   EXPECT_THAT(result.err, Not(HasSubstr("orders,")));
@@ -296,9 +291,9 @@ TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) 
   std::string config = write_config(orders_config(4));
   const ProcessResult before = check({"--config", config, "--database", database.url()});
   EXPECT_EQ(before.exit_code, 0) << before.out << before.err;
-  EXPECT_THAT(before.err, HasSubstr("note: " + config +
-                                    ": entity orders: table orders does not exist yet; the first run (or "
-                                    "`tidemark migrate --config`) creates it"));
+  EXPECT_THAT(before.err, says("note", config,
+                               ": entity orders: table orders does not exist yet; the first run (or "
+                               "`tidemark migrate --config`) creates it"));
   EXPECT_EQ(database.scalar("SELECT count(*) FROM pg_tables WHERE tablename = 'orders'"), "0");
 
   const ProcessResult migrated = run_tidemark({"migrate", "--config", config, "--database", database.url()}, options_);
@@ -310,9 +305,9 @@ TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) 
   config = write_config(orders_config(2));
   const ProcessResult changed = check({"--config", config, "--database", database.url()});
   EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
-  EXPECT_THAT(changed.err, HasSubstr("error: " + config +
-                                     ": entity orders: table orders, column amount: is numeric(14,4), the config "
-                                     "says decimal(14,2)"));
+  EXPECT_THAT(changed.err, says("error", config,
+                                ": entity orders: table orders, column amount: is numeric(14,4), the config says "
+                                "decimal(14,2)"));
   EXPECT_THAT(changed.out, HasSubstr("1 error(s)"));
   EXPECT_EQ(database.scalar(amount_type), "numeric(14,4)");
 }

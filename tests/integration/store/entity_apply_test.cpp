@@ -13,6 +13,7 @@
 #include "pipeline/store/entity_sql.hpp"
 #include "pipeline/store/pg/copy_writer.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "tests/support/entity_fixtures.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -25,23 +26,34 @@ using testing::TestDatabase;
 
 // One field of every type, extras kept, partitioned by a text field.
 EntityDeclaration orders() {
-  EntityDeclaration entity;
-  entity.name = "orders";
-  entity.table = "orders";
-  entity.key = "order_id";
-  entity.revision = "version";
-  entity.partition_by = "customer_id";
-  entity.extra_fields = ExtraFields::kKeep;
-  entity.fields = {
-      {.name = "customer_id", .type = FieldType::kText, .max_length = 64},
-      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
-      {.name = "placed_at", .type = FieldType::kTimestamp},
-      {.name = "quantity", .type = FieldType::kInteger},
-      {.name = "paid", .type = FieldType::kBoolean},
-      {.name = "ship_date", .type = FieldType::kDate},
-      {.name = "meta", .type = FieldType::kJson},
-  };
-  return entity;
+  return testing::declare_entity(
+      "orders",
+      {
+          {.name = "customer_id", .type = FieldType::kText, .max_length = 64},
+          {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+          {.name = "placed_at", .type = FieldType::kTimestamp},
+          {.name = "quantity", .type = FieldType::kInteger},
+          {.name = "paid", .type = FieldType::kBoolean},
+          {.name = "ship_date", .type = FieldType::kDate},
+          {.name = "meta", .type = FieldType::kJson},
+      },
+      {.partition_by = "customer_id", .extra_fields = ExtraFields::kKeep});
+}
+
+// Stages one COPY line for `sql`'s entity and applies it on `connection`, committed; the
+// verdict of each row the statement returns.
+std::vector<std::string> apply_line(pqxx::connection& connection, const db::EntitySql& sql, const std::string& line) {
+  pqxx::work txn(connection);
+  txn.exec(sql.create_stage);
+  {
+    db::CopyWriter copy(txn, sql.stage_table, sql.stage_columns);
+    copy.write_line(line);
+    copy.complete();
+  }
+  std::vector<std::string> verdicts;
+  for (const auto& row : txn.exec_params(sql.apply_batch, "p", "{ledger}")) verdicts.push_back(row["verdict"].c_str());
+  txn.commit();
+  return verdicts;
 }
 
 // A staged version: every column in the stage's COPY order, as COPY text (\N absent).
@@ -258,12 +270,7 @@ TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
 // the statement's own columns and aliases (destination, ord, candidate, s, e) are no trouble.
 TEST(EntityApply, SixtyFieldsAllReachThePayloadAndAnIntegerPartitionIsItsText) {
   TestDatabase db;
-  EntityDeclaration wide;
-  wide.name = "wide";
-  wide.table = "wide";
-  wide.key = "id";
-  wide.revision = "rev";
-  wide.partition_by = "f0";
+  EntityDeclaration wide = testing::declare_entity("wide", {}, {.key = "id", .revision = "rev", .partition_by = "f0"});
   std::string line = "0\tw-1\t1";
   const std::vector<std::string> named = {"destination", "ord", "candidate", "s", "e"};
   for (int i = 0; i < 60; ++i) {
@@ -275,18 +282,7 @@ TEST(EntityApply, SixtyFieldsAllReachThePayloadAndAnIntegerPartitionIsItsText) {
   line += "\tt";
   auto connection = db.connect();
   db::ensure_entity_table(*connection, wide);
-  const auto sql = db::build_entity_sql(wide);
-  pqxx::work txn(*connection);
-  txn.exec(sql.create_stage);
-  {
-    db::CopyWriter copy(txn, sql.stage_table, sql.stage_columns);
-    copy.write_line(line);
-    copy.complete();
-  }
-  const auto verdicts = txn.exec_params(sql.apply_batch, "p", "{ledger}");
-  ASSERT_EQ(verdicts.size(), 1u);
-  EXPECT_EQ(verdicts[0]["verdict"].as<std::string>(), "inserted");
-  txn.commit();
+  ASSERT_EQ(apply_line(*connection, db::build_entity_sql(wide), line), std::vector<std::string>{"inserted"});
   EXPECT_EQ(db.scalar("SELECT partition_key FROM outbox"), "100");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox, jsonb_each(payload->'fields')"), "60");
   EXPECT_EQ(db.scalar("SELECT payload->'fields'->>'f59' FROM outbox"), "159");
@@ -299,28 +295,13 @@ TEST(EntityApply, SixtyFieldsAllReachThePayloadAndAnIntegerPartitionIsItsText) {
 // payloads carry empty `fields`, and a same revision can never conflict.
 TEST(EntityApply, AnEntityWithoutFieldsIsPartitionedByItsKeyAndNeverConflicts) {
   TestDatabase db;
-  EntityDeclaration bare;
-  bare.name = "ticks";
-  bare.table = "ticks";
-  bare.key = "id";
-  bare.revision = "rev";
-  bare.partition_by = "id";
+  const EntityDeclaration bare = testing::declare_entity("ticks", {}, {.key = "id", .revision = "rev"});
   auto connection = db.connect();
   db::ensure_entity_table(*connection, bare);
   const auto sql = db::build_entity_sql(bare);
-  const auto apply = [&](const std::string& line) {
-    pqxx::work txn(*connection);
-    txn.exec(sql.create_stage);
-    db::CopyWriter copy(txn, sql.stage_table, sql.stage_columns);
-    copy.write_line(line);
-    copy.complete();
-    const auto verdicts = txn.exec_params(sql.apply_batch, "p", "{ledger}");
-    txn.commit();
-    return verdicts.empty() ? std::string() : verdicts[0]["verdict"].as<std::string>();
-  };
-  EXPECT_EQ(apply("0\tt-1\t1\tt"), "inserted");
-  EXPECT_EQ(apply("0\tt-1\t1\tt"), "unchanged");
-  EXPECT_EQ(apply("0\tt-1\t2\tt"), "updated");
+  EXPECT_EQ(apply_line(*connection, sql, "0\tt-1\t1\tt"), std::vector<std::string>{"inserted"});
+  EXPECT_EQ(apply_line(*connection, sql, "0\tt-1\t1\tt"), std::vector<std::string>{"unchanged"});
+  EXPECT_EQ(apply_line(*connection, sql, "0\tt-1\t2\tt"), std::vector<std::string>{"updated"});
   EXPECT_EQ(query_rows(db, "SELECT partition_key, sequence, payload::text FROM outbox ORDER BY id"),
             (Rows{{"t-1", "1",
                    R"({"key": "t-1", "entity": "ticks", "fields": {}, "event_id": "ledger:ticks:t-1:1", )"

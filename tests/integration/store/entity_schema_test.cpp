@@ -11,6 +11,7 @@
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "sql/statements.hpp"
+#include "tests/support/entity_fixtures.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -22,19 +23,27 @@ using testing::Rows;
 using testing::TestDatabase;
 
 EntityDeclaration orders() {
-  EntityDeclaration entity;
-  entity.name = "orders";
-  entity.table = "orders";
-  entity.key = "order_id";
-  entity.revision = "version";
-  entity.partition_by = "order_id";
-  entity.fields = {
-      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
-      {.name = "quantity", .type = FieldType::kInteger},
-      {.name = "placed_at", .type = FieldType::kTimestamp},
-  };
-  return entity;
+  return testing::declare_entity("orders", {
+                                               {.name = "amount", .type = FieldType::kDecimal, .required = true,
+                                                .precision = 14, .scale = 4},
+                                               {.name = "quantity", .type = FieldType::kInteger},
+                                               {.name = "placed_at", .type = FieldType::kTimestamp},
+                                           });
 }
+
+// The columns of an orders-shaped table: the key, the revision, `fields`, then Tidemark's
+// bookkeeping columns; each as name, type, NOT NULL.
+Rows table_columns(const Rows& fields) {
+  Rows columns = {{"order_id", "text", "t"}, {"version", "bigint", "t"}};
+  columns.insert(columns.end(), fields.begin(), fields.end());
+  columns.push_back({"tidemark_pipeline", "text", "f"});
+  columns.push_back({"tidemark_updated_at", "timestamp with time zone", "f"});
+  return columns;
+}
+
+// orders()'s field columns.
+const Rows kOrdersFieldColumns = {
+    {"amount", "numeric(14,4)", "f"}, {"quantity", "bigint", "f"}, {"placed_at", "timestamp with time zone", "f"}};
 
 class EntitySchemaTest : public ::testing::Test {
  protected:
@@ -71,13 +80,7 @@ TEST_F(EntitySchemaTest, AMissingTableIsCreatedWithNullableFieldColumnsAndRecord
   const auto changes = ensure(orders());
   EXPECT_TRUE(changes.created);
   EXPECT_FALSE(changes.adopted);
-  EXPECT_EQ(columns("orders"), (Rows{{"order_id", "text", "t"},
-                                     {"version", "bigint", "t"},
-                                     {"amount", "numeric(14,4)", "f"},
-                                     {"quantity", "bigint", "f"},
-                                     {"placed_at", "timestamp with time zone", "f"},
-                                     {"tidemark_pipeline", "text", "f"},
-                                     {"tidemark_updated_at", "timestamp with time zone", "f"}}));
+  EXPECT_EQ(columns("orders"), table_columns(kOrdersFieldColumns));
   EXPECT_EQ(db_.scalar("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
                        "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = 'orders'::regclass AND i.indisprimary"),
             "order_id");
@@ -97,18 +100,14 @@ TEST_F(EntitySchemaTest, AMissingTableIsCreatedWithNullableFieldColumnsAndRecord
                   {.name = "ts", .type = FieldType::kTimestamp}, {.name = "dt", .type = FieldType::kDate},
                   {.name = "b", .type = FieldType::kBoolean},    {.name = "j", .type = FieldType::kJson}};
   ensure(every);
-  EXPECT_EQ(columns("every_type"), (Rows{{"order_id", "text", "t"},
-                                         {"version", "bigint", "t"},
-                                         {"t", "text", "f"},
-                                         {"i", "bigint", "f"},
-                                         {"d", "numeric(38,0)", "f"},
-                                         {"ts", "timestamp with time zone", "f"},
-                                         {"dt", "date", "f"},
-                                         {"b", "boolean", "f"},
-                                         {"j", "jsonb", "f"},
-                                         {"extra", "jsonb", "f"},
-                                         {"tidemark_pipeline", "text", "f"},
-                                         {"tidemark_updated_at", "timestamp with time zone", "f"}}));
+  EXPECT_EQ(columns("every_type"), table_columns({{"t", "text", "f"},
+                                                  {"i", "bigint", "f"},
+                                                  {"d", "numeric(38,0)", "f"},
+                                                  {"ts", "timestamp with time zone", "f"},
+                                                  {"dt", "date", "f"},
+                                                  {"b", "boolean", "f"},
+                                                  {"j", "jsonb", "f"},
+                                                  {"extra", "jsonb", "f"}}));
 }
 
 TEST_F(EntitySchemaTest, TheSameDeclarationAgainChangesNothing) {
@@ -134,14 +133,9 @@ TEST_F(EntitySchemaTest, ANewFieldAddsANullableColumnAndARemovedOneLeavesItsColu
   EXPECT_FALSE(changes.created);
   EXPECT_EQ(changes.added_columns, std::vector<std::string>{"paid"});
   EXPECT_EQ(changes.unused_columns, std::vector<std::string>{"quantity"});
-  EXPECT_EQ(columns("orders"), (Rows{{"order_id", "text", "t"},
-                                     {"version", "bigint", "t"},
-                                     {"amount", "numeric(14,4)", "f"},
-                                     {"quantity", "bigint", "f"},
-                                     {"placed_at", "timestamp with time zone", "f"},
-                                     {"tidemark_pipeline", "text", "f"},
-                                     {"tidemark_updated_at", "timestamp with time zone", "f"},
-                                     {"paid", "boolean", "f"}}));
+  Rows extended = table_columns(kOrdersFieldColumns);
+  extended.push_back({"paid", "boolean", "f"});  // a new column comes after the bookkeeping ones
+  EXPECT_EQ(columns("orders"), extended);
   EXPECT_EQ(query_rows(db_, "SELECT order_id, amount::text, paid IS NULL FROM orders"),
             (Rows{{"o-1", "2.5000", "t"}}));
   EXPECT_NE(recorded()[0][2].find(R"({"name": "paid", "type": "boolean", "required": true})"), std::string::npos);

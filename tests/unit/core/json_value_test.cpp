@@ -4,6 +4,7 @@
 
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace tidemark::pipeline {
 namespace {
@@ -21,45 +22,69 @@ std::string rejection_of(std::string_view text) {
   return "<accepted: " + std::get<std::string>(result) + ">";
 }
 
+// A text and what canonical_json makes of it: the canonical text, or the rejection's detail.
+struct Case {
+  std::string text;
+  std::string expected;
+};
+
+// Each case's canonical text; a failure names the case's text.
+void expect_canonical(const std::vector<Case>& cases) {
+  for (const auto& c : cases) EXPECT_EQ(canonical(c.text), c.expected) << "text: " << c.text;
+}
+
+// Each case's rejection; a failure names the case's text.
+void expect_rejections(const std::vector<Case>& cases) {
+  for (const auto& c : cases) EXPECT_EQ(rejection_of(c.text), c.expected) << "text: " << c.text;
+}
+
 // Expected values below are what PostgreSQL 15 prints for '<text>'::jsonb::text.
 TEST(CanonicalJson, ObjectKeysAreOrderedByLengthThenBytesAndTheLastDuplicateWins) {
-  EXPECT_EQ(canonical(R"({"bb":1,"a":{"x":[1,"y"],"c":true},"a":null, "aa": 2})"), R"({"a": null, "aa": 2, "bb": 1})");
-  EXPECT_EQ(canonical(R"({"b":1,"a":2,"b":3})"), R"({"a": 2, "b": 3})");
-  EXPECT_EQ(canonical(R"({"é":1,"z":2,"ab":3})"), R"({"z": 2, "ab": 3, "é": 1})");  // é is two bytes
-  EXPECT_EQ(canonical(R"({"B":1,"a":2})"), R"({"B": 1, "a": 2})");
+  expect_canonical({
+      {R"({"bb":1,"a":{"x":[1,"y"],"c":true},"a":null, "aa": 2})", R"({"a": null, "aa": 2, "bb": 1})"},
+      {R"({"b":1,"a":2,"b":3})", R"({"a": 2, "b": 3})"},
+      {R"({"é":1,"z":2,"ab":3})", R"({"z": 2, "ab": 3, "é": 1})"},  // é is two bytes
+      {R"({"B":1,"a":2})", R"({"B": 1, "a": 2})"},
+  });
 }
 
 TEST(CanonicalJson, SeparatorsAndWhitespaceAreJsonbs) {
-  EXPECT_EQ(canonical(" [1,{\"a\":[]},\t{}]\r\n"), R"([1, {"a": []}, {}])");
-  EXPECT_EQ(canonical("[ ]"), "[]");
-  EXPECT_EQ(canonical(" true "), "true");
-  EXPECT_EQ(canonical("null"), "null");
+  expect_canonical({
+      {" [1,{\"a\":[]},\t{}]\r\n", R"([1, {"a": []}, {}])"},
+      {"[ ]", "[]"},
+      {" true ", "true"},
+      {"null", "null"},
+  });
 }
 
 TEST(CanonicalJson, NumbersPrintAsNumericPrintsThem) {
-  EXPECT_EQ(canonical("-0"), "0");
-  EXPECT_EQ(canonical("-0.0"), "0.0");
-  EXPECT_EQ(canonical("1e2"), "100");
-  EXPECT_EQ(canonical("1E+05"), "100000");
-  EXPECT_EQ(canonical("1.50"), "1.50");
-  EXPECT_EQ(canonical("1.0e-2"), "0.010");
-  EXPECT_EQ(canonical("-1.5e-3"), "-0.0015");
-  EXPECT_EQ(canonical("0e5"), "0");
-  EXPECT_EQ(canonical("0.000e2"), "0.0");
-  EXPECT_EQ(canonical("123e-2"), "1.23");
-  EXPECT_EQ(canonical("12345678901234567890.123456789e-5"), "123456789012345.67890123456789");
-  EXPECT_EQ(canonical("0e200000"), "0");
+  expect_canonical({
+      {"-0", "0"},
+      {"-0.0", "0.0"},
+      {"1e2", "100"},
+      {"1E+05", "100000"},
+      {"1.50", "1.50"},
+      {"1.0e-2", "0.010"},
+      {"-1.5e-3", "-0.0015"},
+      {"0e5", "0"},
+      {"0.000e2", "0.0"},
+      {"123e-2", "1.23"},
+      {"12345678901234567890.123456789e-5", "123456789012345.67890123456789"},
+      {"0e200000", "0"},
+  });
 }
 
 TEST(CanonicalJson, NumbersNumericCannotHoldAreRejected) {
   EXPECT_EQ(canonical("1e131071").size(), 131072u);
   EXPECT_EQ(canonical("1e-16383").size(), 16385u);
-  EXPECT_EQ(rejection_of("1e131072"), "more than 131072 digits before the point at byte 0");
-  EXPECT_EQ(rejection_of("[1e-16384]"), "more than 16383 digits after the point at byte 1");
-  EXPECT_EQ(rejection_of("1.5e-16383"), "more than 16383 digits after the point at byte 0");
-  EXPECT_EQ(rejection_of("0e-16384"), "more than 16383 digits after the point at byte 0");
-  EXPECT_EQ(rejection_of("1e2000000000"), "a number that numeric cannot hold at byte 0");
-  EXPECT_EQ(rejection_of("1e-99999999999999999999"), "a number that numeric cannot hold at byte 0");
+  expect_rejections({
+      {"1e131072", "more than 131072 digits before the point at byte 0"},
+      {"[1e-16384]", "more than 16383 digits after the point at byte 1"},
+      {"1.5e-16383", "more than 16383 digits after the point at byte 0"},
+      {"0e-16384", "more than 16383 digits after the point at byte 0"},
+      {"1e2000000000", "a number that numeric cannot hold at byte 0"},
+      {"1e-99999999999999999999", "a number that numeric cannot hold at byte 0"},
+  });
 }
 
 TEST(CanonicalJson, NumberGrammarIsStrict) {
@@ -69,38 +94,44 @@ TEST(CanonicalJson, NumberGrammarIsStrict) {
 }
 
 TEST(CanonicalJson, StringsAreReescapedAsJsonbPrintsThem) {
-  EXPECT_EQ(canonical(R"("\u00e9\/\"\\")"), "\"\xC3\xA9/\\\"\\\\\"");
-  EXPECT_EQ(canonical(R"("\b\f\t\r\n")"), R"("\b\f\t\r\n")");
-  EXPECT_EQ(canonical(R"("\u0001\u001F")"), R"("\u0001\u001f")");
-  EXPECT_EQ(canonical("\"a\x7F" "b\""), "\"a\x7F" "b\"");  // DEL is printed as it is
-  EXPECT_EQ(canonical(R"("\ud83d\ude00x")"), "\"\xF0\x9F\x98\x80x\"");
-  EXPECT_EQ(canonical(R"("\uFFFF")"), "\"\xEF\xBF\xBF\"");
+  expect_canonical({
+      {R"("\u00e9\/\"\\")", "\"\xC3\xA9/\\\"\\\\\""},
+      {R"("\b\f\t\r\n")", R"("\b\f\t\r\n")"},
+      {R"("\u0001\u001F")", R"("\u0001\u001f")"},
+      {"\"a\x7F" "b\"", "\"a\x7F" "b\""},  // DEL is printed as it is
+      {R"("\ud83d\ude00x")", "\"\xF0\x9F\x98\x80x\""},
+      {R"("\uFFFF")", "\"\xEF\xBF\xBF\""},
+  });
   EXPECT_EQ(json_quoted(std::string("a\x01\x1f\"", 4)), R"("a\u0001\u001f\"")");
 }
 
 TEST(CanonicalJson, StringsJsonbRefusesAreRejected) {
-  EXPECT_EQ(rejection_of(R"("\u0000")"), "\\u0000 (jsonb cannot hold NUL) at byte 7");
-  EXPECT_EQ(rejection_of(R"("\ud83d")"), "a high surrogate without a low one at byte 7");
-  EXPECT_EQ(rejection_of(R"("\ud83d\u0041")"), "a high surrogate without a low one at byte 13");
-  EXPECT_EQ(rejection_of(R"("\ude00")"), "a low surrogate without a high one at byte 7");
-  EXPECT_EQ(rejection_of(R"("\u00")"), "\\u not followed by 4 hex digits at byte 3");
-  EXPECT_EQ(rejection_of(R"("\x41")"), "invalid escape at byte 2");
-  EXPECT_EQ(rejection_of("\"a\tb\""), "control character in a string (must be escaped) at byte 2");
-  EXPECT_EQ(rejection_of("\"a\xFF\""), "invalid UTF-8 at byte 2");
-  EXPECT_EQ(rejection_of("\"\xC0\xAF\""), "invalid UTF-8 at byte 1");
-  EXPECT_EQ(rejection_of("\"abc"), "unterminated string at byte 4");
+  expect_rejections({
+      {R"("\u0000")", "\\u0000 (jsonb cannot hold NUL) at byte 7"},
+      {R"("\ud83d")", "a high surrogate without a low one at byte 7"},
+      {R"("\ud83d\u0041")", "a high surrogate without a low one at byte 13"},
+      {R"("\ude00")", "a low surrogate without a high one at byte 7"},
+      {R"("\u00")", "\\u not followed by 4 hex digits at byte 3"},
+      {R"("\x41")", "invalid escape at byte 2"},
+      {"\"a\tb\"", "control character in a string (must be escaped) at byte 2"},
+      {"\"a\xFF\"", "invalid UTF-8 at byte 2"},
+      {"\"\xC0\xAF\"", "invalid UTF-8 at byte 1"},
+      {"\"abc", "unterminated string at byte 4"},
+  });
 }
 
 TEST(CanonicalJson, StructureErrorsAreRejected) {
-  EXPECT_EQ(rejection_of("[1,]"), "not a JSON value at byte 3");
-  EXPECT_EQ(rejection_of(R"({"a":1,})"), "expected a string key at byte 7");
-  EXPECT_EQ(rejection_of(R"({"a" 1})"), "expected ':' at byte 5");
-  EXPECT_EQ(rejection_of("[1 2]"), "expected ',' or ']' at byte 3");
-  EXPECT_EQ(rejection_of("1 2"), "text after the JSON value at byte 2");
-  EXPECT_EQ(rejection_of(""), "end of text where a value should be at byte 0");
-  EXPECT_EQ(rejection_of("[1,\f2]"), "not a JSON value at byte 3");  // form feed is not JSON whitespace
-  EXPECT_EQ(rejection_of("tru"), "not a JSON value at byte 0");
-  EXPECT_EQ(rejection_of("abc"), "not a JSON value at byte 0");
+  expect_rejections({
+      {"[1,]", "not a JSON value at byte 3"},
+      {R"({"a":1,})", "expected a string key at byte 7"},
+      {R"({"a" 1})", "expected ':' at byte 5"},
+      {"[1 2]", "expected ',' or ']' at byte 3"},
+      {"1 2", "text after the JSON value at byte 2"},
+      {"", "end of text where a value should be at byte 0"},
+      {"[1,\f2]", "not a JSON value at byte 3"},  // form feed is not JSON whitespace
+      {"tru", "not a JSON value at byte 0"},
+      {"abc", "not a JSON value at byte 0"},
+  });
 }
 
 TEST(CanonicalJson, NestingIsBounded) {

@@ -8,24 +8,20 @@
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/validate.hpp"
+#include "tests/support/entity_fixtures.hpp"
 
 namespace tidemark::pipeline {
 namespace {
 
 EntityDeclaration orders(ExtraFields extra = ExtraFields::kIgnore) {
-  EntityDeclaration entity;
-  entity.name = "orders";
-  entity.table = "orders";
-  entity.key = "order_id";
-  entity.revision = "version";
-  entity.partition_by = "order_id";
-  entity.extra_fields = extra;
-  entity.fields = {
-      FieldSpec{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
-      FieldSpec{.name = "paid", .type = FieldType::kBoolean},
-      FieldSpec{.name = "meta", .type = FieldType::kJson},
-  };
-  return entity;
+  return testing::declare_entity(
+      "orders",
+      {
+          FieldSpec{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+          FieldSpec{.name = "paid", .type = FieldType::kBoolean},
+          FieldSpec{.name = "meta", .type = FieldType::kJson},
+      },
+      {.extra_fields = extra});
 }
 
 Field untyped(std::string text) { return Field{std::move(text), FieldKind::kUntyped}; }

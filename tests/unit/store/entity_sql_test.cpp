@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pipeline/store/entity_sql.hpp"
+#include "tests/support/entity_fixtures.hpp"
 
 namespace tidemark::pipeline::db {
 namespace {
@@ -33,14 +34,9 @@ TEST(EntitySql, EachFieldTypeHasItsColumnTypeAndItsConfigSpelling) {
 }
 
 TEST(EntitySql, TheStageTakesOrdKeyRevisionFieldsExtraAndCandidateInThatOrder) {
-  EntityDeclaration entity;
-  entity.name = "orders";
-  entity.table = "orders";
-  entity.key = "order_id";
-  entity.revision = "version";
-  entity.partition_by = "order_id";
-  entity.extra_fields = ExtraFields::kKeep;
-  entity.fields = {{.name = "ord", .type = FieldType::kText}, {.name = "candidate", .type = FieldType::kBoolean}};
+  const EntityDeclaration entity = testing::declare_entity(
+      "orders", {{.name = "ord", .type = FieldType::kText}, {.name = "candidate", .type = FieldType::kBoolean}},
+      {.extra_fields = ExtraFields::kKeep});
   const auto sql = build_entity_sql(entity);
   EXPECT_EQ(sql.stage_table, "tidemark_stage_orders");
   // Fields named like the stage's own columns do not collide with them.
@@ -49,15 +45,11 @@ TEST(EntitySql, TheStageTakesOrdKeyRevisionFieldsExtraAndCandidateInThatOrder) {
 }
 
 TEST(EntitySql, TheTableHasTheKeyTheRevisionANullableColumnPerFieldAndTheBookkeepingColumns) {
-  EntityDeclaration entity;
-  entity.name = "orders";
-  entity.table = "orders";
-  entity.key = "order_id";
-  entity.revision = "version";
-  entity.partition_by = "order_id";
-  entity.extra_fields = ExtraFields::kKeep;
-  entity.fields = {{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
-                   {.name = "placed_at", .type = FieldType::kTimestamp}};
+  const EntityDeclaration entity = testing::declare_entity(
+      "orders",
+      {{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
+       {.name = "placed_at", .type = FieldType::kTimestamp}},
+      {.extra_fields = ExtraFields::kKeep});
   const std::string ddl = build_entity_sql(entity).create_table;
   EXPECT_EQ(ddl.substr(ddl.find("CREATE")),
             "CREATE TABLE \"orders\" (\n"
