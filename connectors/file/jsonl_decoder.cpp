@@ -18,7 +18,10 @@ using boost::json::string_view;
 // Fills a DecodedRecord from the SAX events of one line. Depth 1 is the line's object; only
 // its direct members can be fields. An object or array member is written back as JSON text
 // (strings re-escaped, numbers as their source text) when it is one the record keeps, and
-// skipped without copying otherwise.
+// skipped without copying otherwise. A line that is valid JSON but no record (not an object,
+// a field named twice) sets error() and ignores the rest of its events without stopping the
+// parser: only a line that parses to its end gets that reason, and one that does not is
+// reported as malformed JSON, its real fault (`[1 true]` is malformed, not an array).
 class LineHandler {
  public:
   static constexpr std::size_t max_object_size = static_cast<std::size_t>(-1);
@@ -31,22 +34,23 @@ class LineHandler {
     record_.fields.resize(layout.names.size());
   }
 
-  // Set when the line is valid JSON but not what a record may be.
+  // Set when the line is not what a record may be; the reason holds if the line parses.
   const std::optional<std::string>& error() const { return error_; }
 
   bool on_document_begin(error_code&) { return true; }
   bool on_document_end(error_code&) { return true; }
 
-  bool on_object_begin(error_code& ec) { return open('{', "object", ec); }
+  bool on_object_begin(error_code&) { return open('{', "object"); }
   bool on_object_end(std::size_t, error_code&) { return close('}'); }
-  bool on_array_begin(error_code& ec) { return open('[', "array", ec); }
+  bool on_array_begin(error_code&) { return open('[', "array"); }
   bool on_array_end(std::size_t, error_code&) { return close(']'); }
 
   bool on_key_part(string_view s, std::size_t, error_code&) {
-    if (depth_ == 1 || capturing()) key_.append(s.data(), s.size());
+    if (!error_ && (depth_ == 1 || capturing())) key_.append(s.data(), s.size());
     return true;
   }
-  bool on_key(string_view s, std::size_t, error_code& ec) {
+  bool on_key(string_view s, std::size_t, error_code&) {
+    if (error_) return true;
     if (capturing()) {
       key_.append(s.data(), s.size());
       separate();
@@ -59,7 +63,7 @@ class LineHandler {
     key_.append(s.data(), s.size());
     target_ = Target::kNone;
     if (const auto index = layout_.index(key_)) {
-      if (seen_[*index]) return fail("field \"" + key_ + "\" appears more than once", ec);
+      if (seen_[*index]) return fail("field \"" + key_ + "\" appears more than once");
       seen_[*index] = true;
       target_ = Target::kDeclared;
       current_ = *index;
@@ -71,13 +75,15 @@ class LineHandler {
     return true;
   }
 
-  bool on_string_part(string_view s, std::size_t, error_code& ec) {
-    if (depth_ == 0) return not_an_object("string", ec);
+  bool on_string_part(string_view s, std::size_t, error_code&) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object("string");
     if (capturing() || (depth_ == 1 && target_ != Target::kNone)) part_.append(s.data(), s.size());
     return true;
   }
-  bool on_string(string_view s, std::size_t, error_code& ec) {
-    if (depth_ == 0) return not_an_object("string", ec);
+  bool on_string(string_view s, std::size_t, error_code&) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object("string");
     part_.append(s.data(), s.size());
     if (capturing()) {
       separate();
@@ -90,18 +96,20 @@ class LineHandler {
     return true;
   }
 
-  bool on_number_part(string_view s, error_code& ec) {
-    if (depth_ == 0) return not_an_object("number", ec);
+  bool on_number_part(string_view s, error_code&) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object("number");
     if (capturing() || (depth_ == 1 && target_ != Target::kNone)) part_.append(s.data(), s.size());
     return true;
   }
-  bool on_int64(std::int64_t, string_view s, error_code& ec) { return number(s, ec); }
-  bool on_uint64(std::uint64_t, string_view s, error_code& ec) { return number(s, ec); }
-  bool on_double(double, string_view s, error_code& ec) { return number(s, ec); }
+  bool on_int64(std::int64_t, string_view s, error_code&) { return number(s); }
+  bool on_uint64(std::uint64_t, string_view s, error_code&) { return number(s); }
+  bool on_double(double, string_view s, error_code&) { return number(s); }
 
-  bool on_bool(bool b, error_code& ec) { return scalar(b ? "true" : "false", pipeline::FieldKind::kBoolean, ec); }
-  bool on_null(error_code& ec) {
-    if (depth_ == 0) return not_an_object("null", ec);
+  bool on_bool(bool b, error_code&) { return scalar(b ? "true" : "false", pipeline::FieldKind::kBoolean); }
+  bool on_null(error_code&) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object("null");
     if (capturing()) {
       separate();
       text_ += "null";
@@ -119,14 +127,13 @@ class LineHandler {
 
   bool capturing() const { return !containers_.empty(); }
 
-  bool fail(std::string message, error_code& ec) {
+  // Returns true: the parser goes on, so that a syntax error later in the line still wins.
+  bool fail(std::string message) {
     error_ = std::move(message);
-    // The parser needs some error code to stop; error_ carries the real reason.
-    ec = boost::json::error::syntax;
-    return false;
+    return true;
   }
-  bool not_an_object(std::string_view found, error_code& ec) {
-    return fail("line is not a JSON object (found: " + std::string(found) + ")", ec);
+  bool not_an_object(std::string_view found) {
+    return fail("line is not a JSON object (found: " + std::string(found) + ")");
   }
   // Inside a written-back container: the comma before a value of an array or a key of an
   // object (a value after its key needs none).
@@ -138,8 +145,9 @@ class LineHandler {
     }
     container.after_key = !container.after_key && !container.array;
   }
-  bool open(char bracket, std::string_view description, error_code& ec) {
-    if (depth_ == 0 && bracket == '[') return not_an_object(description, ec);
+  bool open(char bracket, std::string_view description) {
+    if (error_) return true;
+    if (depth_ == 0 && bracket == '[') return not_an_object(description);
     if (capturing()) {
       separate();
       text_ += bracket;
@@ -152,6 +160,7 @@ class LineHandler {
     return true;
   }
   bool close(char bracket) {
+    if (error_) return true;
     --depth_;
     if (capturing()) {
       text_ += bracket;
@@ -160,8 +169,9 @@ class LineHandler {
     }
     return true;
   }
-  bool scalar(std::string_view text, pipeline::FieldKind kind, error_code& ec) {
-    if (depth_ == 0) return not_an_object(text, ec);
+  bool scalar(std::string_view text, pipeline::FieldKind kind) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object(text);
     if (capturing()) {
       separate();
       text_ += text;
@@ -171,8 +181,9 @@ class LineHandler {
     }
     return true;
   }
-  bool number(string_view s, error_code& ec) {
-    if (depth_ == 0) return not_an_object("number", ec);
+  bool number(string_view s) {
+    if (error_) return true;
+    if (depth_ == 0) return not_an_object("number");
     part_.append(s.data(), s.size());
     if (capturing()) {
       separate();
@@ -216,6 +227,18 @@ class LineHandler {
   std::optional<std::string> error_;
 };
 
+// What stands at a byte offset of the line, for a message that points at a fault.
+std::string byte_at(std::string_view line, std::size_t offset) {
+  const auto byte = static_cast<unsigned char>(line[offset]);
+  if (byte >= 0x20 && byte < 0x7F) return std::string{'\'', static_cast<char>(byte), '\''};
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string("byte 0x") + kHex[byte >> 4] + kHex[byte & 0xF];
+}
+
+std::string malformed(std::size_t offset, std::string_view what) {
+  return "jsonl: malformed JSON at column " + std::to_string(offset + 1) + ": " + std::string(what);
+}
+
 }  // namespace
 
 pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position,
@@ -229,15 +252,17 @@ pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::Sourc
   error_code ec;
   const std::size_t parsed = parser.write_some(false, line.data(), line.size(), ec);
 
+  // Syntax first: a line that is not JSON is malformed, whatever its first bytes looked like.
+  // `parsed` is where the parser stopped, the faulty byte's offset.
   std::optional<std::string> error;
-  if (parser.handler().error()) {
-    error = "jsonl: " + *parser.handler().error();
-  } else if (ec == boost::json::error::too_deep) {
+  if (ec == boost::json::error::too_deep) {
     error = "jsonl: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
   } else if (ec) {
-    error = "jsonl: malformed JSON at column " + std::to_string(parsed + 1) + ": " + ec.message();
+    error = malformed(parsed, parsed < line.size() ? ec.message() + " at " + byte_at(line, parsed) : ec.message());
   } else if (parsed != line.size()) {
-    error = "jsonl: unexpected text after the JSON object at column " + std::to_string(parsed + 1);
+    error = malformed(parsed, "unexpected " + byte_at(line, parsed) + " after the JSON value");
+  } else if (parser.handler().error()) {
+    error = "jsonl: " + *parser.handler().error();
   }
   if (error) {
     // A record that could not be decoded carries no fields, only its text and the reason.

@@ -16,7 +16,8 @@ inline constexpr std::size_t kMaxJsonDepth = 64;
 // Decodes one line (without its terminator): the members the layout names, each with its JSON
 // kind (a string, a number's exact text, a boolean, an object's or array's JSON text), and the
 // other members when the layout asks for them. Anything but a single JSON object, or an object
-// that names one of the layout's fields twice, is a record with decode_error set.
+// that names one of the layout's fields twice, is a record with decode_error set: a line that
+// is not valid JSON is "malformed JSON at column N", whatever kind of value it starts like.
 pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::SourcePosition position,
                                           const pipeline::RecordLayout& layout = *built_in_layout());
 

@@ -91,13 +91,30 @@ TEST(JsonlDecoder, LinesThatAreNotOneObjectAreDecodeErrors) {
   EXPECT_EQ(error_of(decode_line("null")), "jsonl: line is not a JSON object (found: null)");
   EXPECT_EQ(error_of(decode_line("true")), "jsonl: line is not a JSON object (found: true)");
   EXPECT_EQ(error_of(decode_line(R"({"amount":1} {"amount":2})")),
-            "jsonl: unexpected text after the JSON object at column 14");
-  EXPECT_EQ(error_of(decode_line(R"({"amount":1}x)")).rfind("jsonl: ", 0), 0u);
+            "jsonl: malformed JSON at column 14: unexpected '{' after the JSON value");
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1}x)")), "jsonl: malformed JSON at column 13: unexpected 'x' after the JSON value");
   EXPECT_EQ(error_of(decode_line(R"({"amount":1,})")).rfind("jsonl: malformed JSON at column", 0), 0u);
   EXPECT_EQ(error_of(decode_line(R"({"amount":01})")).rfind("jsonl: malformed JSON at column", 0), 0u);
   EXPECT_EQ(error_of(decode_line("{amount:1}")).rfind("jsonl: malformed JSON at column", 0), 0u);
   EXPECT_EQ(error_of(decode_line("   ")).rfind("jsonl: malformed JSON at column", 0), 0u);
   EXPECT_EQ(error_of(decode_line("{\"transaction_id\":\"\xFF\"}")).rfind("jsonl: malformed JSON", 0), 0u);
+}
+
+// Not valid JSON is malformed, whatever its first bytes promised: the reason names the fault
+// and its byte column, and "not a JSON object" is only for a valid value of another kind.
+TEST(JsonlDecoder, InvalidJsonIsMalformedAtItsFaultEvenWhenItStartsLikeANonObject) {
+  EXPECT_EQ(error_of(decode_line("[1 true]")), "jsonl: malformed JSON at column 4: syntax error at 't'");
+  EXPECT_EQ(error_of(decode_line("[NaN]")), "jsonl: malformed JSON at column 2: syntax error at 'N'");
+  EXPECT_EQ(error_of(decode_line("1]")), "jsonl: malformed JSON at column 2: unexpected ']' after the JSON value");
+  EXPECT_EQ(error_of(decode_line(R"(""x)")), "jsonl: malformed JSON at column 3: unexpected 'x' after the JSON value");
+  EXPECT_EQ(error_of(decode_line("[\"a\xFF\"]")), "jsonl: malformed JSON at column 4: syntax error at byte 0xFF");
+  EXPECT_EQ(error_of(decode_line("[1,")), "jsonl: malformed JSON at column 4: incomplete JSON");
+  EXPECT_EQ(error_of(decode_line(R"("\u12x")")).rfind("jsonl: malformed JSON at column 6: ", 0), 0u);
+  // A fault after a duplicated field is the line's fault too.
+  EXPECT_EQ(error_of(decode_line(R"({"amount":1,"amount":2,})")), "jsonl: malformed JSON at column 24: syntax error at '}'");
+  // Valid JSON of another kind, however long, is named by its kind.
+  EXPECT_EQ(error_of(decode_line(R"([{"amount":1},[true,null],"x"])")), "jsonl: line is not a JSON object (found: array)");
+  EXPECT_EQ(error_of(decode_line(R"( "" )")), "jsonl: line is not a JSON object (found: string)");
 }
 
 TEST(JsonlDecoder, TruncatedLineIsADecodeErrorWithItsRawTextAndNoFields) {
