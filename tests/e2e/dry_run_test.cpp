@@ -68,10 +68,11 @@ class DryRun : public ::testing::Test {
     return boost::json::parse(last_line(result.out)).as_object();
   }
   // The counts of a summary a dry run and a real run must agree on: all but run_id and dry_run.
-  static boost::json::object counts(boost::json::object json) {
+  // As text, so that a failed comparison shows both.
+  static std::string counts(boost::json::object json) {
     json.erase("run_id");
     json.erase("dry_run");
-    return json;
+    return boost::json::serialize(json);
   }
   // The per-batch log lines of the real run `run_id`, as a dry run logs its own batches.
   std::vector<std::string> batch_lines(const std::string& pipeline, std::int64_t run_id) {
