@@ -172,6 +172,23 @@ TEST_F(DryRun, TextSummarySaysNothingWasWritten) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "0");
 }
 
+// The threshold applies as in a run: the dry run fails where the run would, and leaves nothing.
+TEST_F(DryRun, MaxRejectedFailsTheDryRunAsTheRunAndWritesNothing) {
+  const auto input = dir_.write("in.csv",
+                                "transaction_id,source_revision,amount,account_id,occurred_at\n"
+                                "a,1,1.00,,\n"
+                                "b,1,NaN,,\n");
+  const std::string config =
+      "pipelines:\n  p:\n    source: {kind: file, path: " + input.string() + ", format: csv}\n" + destination();
+  const auto before = every_table(db_);
+  const ProcessResult dry = tidemark(config, {"run", "--pipeline", "p", "--dry-run", "--max-rejected", "0"});
+  EXPECT_EQ(dry.exit_code, 1) << dry.err;
+  EXPECT_THAT(dry.err, HasSubstr("exceed max_rejected 0"));
+  EXPECT_EQ(every_table(db_), before);
+  const ProcessResult real = tidemark(config, {"run", "--pipeline", "p", "--max-rejected", "0"});
+  EXPECT_EQ(real.exit_code, 1) << real.err;
+}
+
 // A declared entity whose table does not exist yet: its batches meet an empty table created
 // in the dry run's transaction, so every outcome is a real first run's, and no table is left.
 TEST_F(DryRun, DeclaredEntityWithoutATableReportsTheFirstRunAndCreatesNothing) {
