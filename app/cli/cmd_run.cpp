@@ -29,6 +29,7 @@ struct RunOptions {
   std::size_t batch_size = 0;
   std::string max_rejected;
   bool replay = false;
+  bool dry_run = false;
   bool json = false;
   std::string metrics_file;
 };
@@ -85,13 +86,20 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
   pipeline::RunRequest request = request_from_config(
       pipeline, config ? config->entity(pipeline.entity) : pipeline::built_in_transaction_entity());
   request.replay = options.replay;
+  request.dry_run = options.dry_run;
   return {std::move(request), pipeline.source};
 }
 
 std::string summary_json(const pipeline::RunSummary& summary) {
   boost::json::object json;
   json["pipeline"] = summary.pipeline;
-  json["run_id"] = summary.run_id;
+  // A dry run records no run: no id, and a field that says so (absent from a real run's summary).
+  if (summary.dry_run) {
+    json["run_id"] = nullptr;
+    json["dry_run"] = true;
+  } else {
+    json["run_id"] = summary.run_id;
+  }
   json["batches"] = summary.batches;
   json["input"] = summary.counts.input();
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
@@ -108,15 +116,19 @@ std::string count_of(std::uint64_t count, const std::string& one, const std::str
 }
 
 void print_summary(const pipeline::RunSummary& summary) {
-  std::cout << "pipeline " << summary.pipeline << ", run " << summary.run_id << ": "
+  std::cout << "pipeline " << summary.pipeline << ", "
+            << (summary.dry_run ? "dry run (rolled back, nothing written)" : "run " + std::to_string(summary.run_id))
+            << ": "
             << count_of(summary.batches, "batch", "batches") << ", "
             << count_of(summary.counts.input(), "record", "records") << "\n";
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
   }
-  std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) << std::endl;
+  std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint)
+            << (summary.dry_run ? " (not stored: a dry run)" : "") << std::endl;
   if (summary.stopped_early) {
-    std::cout << "stopped by a signal before the source's end; the next run goes on from the checkpoint" << std::endl;
+    std::cout << "stopped by a signal before the source's end"
+              << (summary.dry_run ? "" : "; the next run goes on from the checkpoint") << std::endl;
   }
   if (summary.pending_tail_bytes > 0) {
     std::cout << "pending: " << count_of(summary.pending_tail_bytes, "byte", "bytes")
@@ -216,11 +228,18 @@ void register_run_command(CLI::App& root, int& exit_code) {
   run->add_flag("--replay", options->replay,
                 "Read the source from its beginning, ignoring the checkpoint (safe: no duplicate state or effects; "
                 "the checkpoint never moves back)");
+  auto* dry_run = run->add_flag(
+      "--dry-run", options->dry_run,
+      "Read, validate, plan and apply every batch against the stored rows as a run would, under the pipeline's "
+      "lock, in one transaction that is rolled back: print the outcomes a run would have and write nothing (no "
+      "state, outbox, quarantine, ledger, checkpoint or run row)");
   run->add_flag("--json", options->json, "Print the run summary as one JSON object on the last line of stdout");
   run->add_option("--metrics-file", options->metrics_file,
                   "After the run, success or failure, write its counts, duration and exit status to PATH in the "
                   "Prometheus text format, atomically (for node_exporter's textfile collector: PATH ends in .prom)")
-      ->option_text("PATH");
+      ->option_text("PATH")
+      // A dry run's counts would read as a real run's to the collector and reset its staleness alert.
+      ->excludes(dry_run);
   run->callback([&, options] {
     const auto started = std::chrono::steady_clock::now();
     const auto seconds = [&] {

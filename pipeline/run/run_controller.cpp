@@ -10,6 +10,7 @@
 #include "pipeline/run/stages.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/store/entity_schema.hpp"
+#include "pipeline/store/entity_sql.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
@@ -99,6 +100,24 @@ void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity)
 
 namespace {
 
+// A dry run's view of a declared entity's table (RunRequest::dry_run), compared read-only as
+// ensure_table would find it: true when it does not exist yet (the dry run creates it in its
+// own transaction, so the batches meet an empty table as a real run's would, and nothing is
+// kept). EntitySchemaError when it cannot hold the declaration, and when it lacks columns.
+bool dry_run_creates_table(pqxx::connection& connection, const EntityDeclaration& entity) {
+  if (entity.name == kBuiltInEntityName) return false;
+  const db::EntityTableCheck check = db::check_entity_table(connection, entity);
+  if (!check.problems.empty()) throw db::EntitySchemaError(check.problems.front());
+  if (!check.added_columns.empty()) {
+    std::string columns;
+    for (const std::string& column : check.added_columns) columns += (columns.empty() ? "" : ", ") + column;
+    throw db::EntitySchemaError("entity " + entity.name + ": table " + entity.table + " lacks the column(s) " +
+                                columns + " of the declaration; a dry run does not alter a table (that would "
+                                "lock it against its readers until the dry run ends): a real run adds them");
+  }
+  return !check.exists;
+}
+
 std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
                                           const std::string& source) {
   pqxx::nontransaction txn(connection);
@@ -132,11 +151,24 @@ RunSummary run_pipeline(const RunRequest& request) {
         [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); },
         request.entity);
     pqxx::connection& connection = committer->connection();
-    ensure_table(connection, request.entity);
-    run_id = start_run(connection, request);
-    summary.run_id = run_id;
     const std::string& source_name = source->identity();
-    std::optional<Position> resume = stored_checkpoint(connection, request.pipeline, source_name);
+    std::optional<Position> resume;
+    summary.dry_run = request.dry_run;
+    if (request.dry_run) {
+      const bool create_table = dry_run_creates_table(connection, request.entity);
+      resume = stored_checkpoint(connection, request.pipeline, source_name);
+      committer->begin_dry_run();
+      if (create_table) {
+        committer->dry_run_transaction().exec(db::build_entity_sql(request.entity).create_table);
+        spdlog::info("entity {}: table {} does not exist yet; the dry run applies its batches to an empty one, "
+                     "created in its transaction and not kept", request.entity.name, request.entity.table);
+      }
+    } else {
+      ensure_table(connection, request.entity);
+      run_id = start_run(connection, request);
+      summary.run_id = run_id;
+      resume = stored_checkpoint(connection, request.pipeline, source_name);
+    }
     if (resume && !request.replay) {
       source->seek(*resume);
       spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source_name, stored_position(*resume));
@@ -210,6 +242,13 @@ RunSummary run_pipeline(const RunRequest& request) {
                    "being written, so the next run reads it once the file has settled",
                    request.pipeline, summary.pending_tail_bytes,
                    summary.checkpoint.empty() ? "the start" : summary.checkpoint);
+    }
+    if (request.dry_run) {
+      committer.reset();  // rolls every batch back, then releases the lock
+      spdlog::info("pipeline {} dry run {}: {} {}, {}; nothing written", request.pipeline,
+                   summary.stopped_early ? "stopped" : "done", summary.batches,
+                   summary.batches == 1 ? "batch" : "batches", describe(summary.counts));
+      return summary;
     }
     // On the committer's connection: the run went well, so it is healthy.
     finish_run(committer->open_connection(), request.database_url, run_id,

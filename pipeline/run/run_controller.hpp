@@ -39,6 +39,13 @@ struct RunRequest {
   std::size_t max_batch_bytes = kDefaultMaxBatchBytes;  // a batch closes before its raw bytes pass it
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   bool replay = false;
+  // Every batch is read, checked, planned and applied as in a run, in one transaction that is
+  // rolled back at the end (Committer::begin_dry_run), under the pipeline's lock: no state,
+  // outbox, quarantine, ledger, checkpoint or run row is written. A declared entity's table
+  // that does not exist yet is created inside that transaction, so it is not kept either; one
+  // that lacks columns of the declaration is refused (db::EntitySchemaError), as adding them
+  // would lock the table against its readers for the whole dry run.
+  bool dry_run = false;
   std::vector<std::string> destinations;
   std::string trigger = "cli";
   std::optional<std::int64_t> run_id;  // a run already recorded as queued (serve)
@@ -53,10 +60,11 @@ struct RunRequest {
 
 struct RunSummary {
   std::string pipeline;
-  std::int64_t run_id = 0;
+  std::int64_t run_id = 0;  // 0 for a dry run: none is recorded
+  bool dry_run = false;
   std::uint64_t batches = 0;
   OutcomeCounts counts;
-  std::string checkpoint;  // the position the run ended at
+  std::string checkpoint;  // the position the run ended at (a dry run's: not stored)
   bool stopped_early = false;
   // Bytes of a last line left for the next run: it had no newline and had not settled.
   std::uint64_t pending_tail_bytes = 0;

@@ -71,10 +71,23 @@ pqxx::connection* Committer::open_connection() const {
 }
 
 Committer::~Committer() {
+  dry_run_.reset();  // rolls the dry run back; the lock is released after, on the idle connection
   if (connection_) release_pipeline_lock(*connection_, pipeline_);
 }
 
+void Committer::begin_dry_run() {
+  if (!open_connection()) throw std::logic_error("Committer::begin_dry_run: no connection");
+  dry_run_ = std::make_unique<pqxx::work>(*connection_, "dry run");
+}
+
+pqxx::transaction_base& Committer::dry_run_transaction() {
+  if (!dry_run_) throw std::logic_error("Committer::dry_run_transaction: not a dry run");
+  return *dry_run_;
+}
+
 BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+  // A retry would start over on a new transaction without the batches before: the dry run ends.
+  if (dry_run_) return attempt(batch, origin, run_id);
   BatchResult result;
   bool first = true;
   db::with_retries(retry_, "batch " + std::to_string(batch.batch_no) + " of pipeline " + pipeline_, [&] {
@@ -107,7 +120,8 @@ std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_n
 
 BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
   const BatchPlan& plan = batch.plan;
-  pqxx::work txn(connection());
+  std::optional<pqxx::work> own;
+  pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : own.emplace(connection());
 
   // 1. Stage every version (not only candidates: a stored conflict is found for each), each
   // value in its canonical form, which is also its column type's text form.
@@ -151,6 +165,12 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   result.outcomes = resolve_outcomes(plan, verdicts);
   for (Outcome outcome : result.outcomes) ++result.counts[outcome];
   if (batch.admit) batch.admit(result.counts);  // throws: txn is rolled back as it unwinds
+  if (dry_run_) {
+    // The upserts and outbox rows stay in the dry run's transaction for the next batch to
+    // see; the stage is emptied here, as COMMIT empties it in a real run.
+    txn.exec("TRUNCATE " + db::quote_identifier(stage_table_));
+    return result;
+  }
 
   // 3. Quarantine every invalid and conflicting record, as received.
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {

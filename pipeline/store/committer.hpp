@@ -82,6 +82,17 @@ class Committer {
   // (lost, or dropped after a failed attempt).
   pqxx::connection* open_connection() const;
 
+  // A dry run (tidemark run --dry-run): from here on every batch runs the stage and the
+  // apply statement of a real commit, so its outcomes are the statement's own verdicts, in
+  // one transaction on the locked connection that is never committed. Each batch therefore
+  // sees the batches before it, as in a real run, and the destructor rolls all of them back.
+  // No quarantine entry, ledger row or checkpoint is written, and a failure is not retried
+  // (it ends the dry run; nothing was kept). Call after connection().
+  void begin_dry_run();
+  // The dry run's transaction, for statements that must be undone with its batches (a
+  // declared entity's table that does not exist yet). Only after begin_dry_run().
+  pqxx::transaction_base& dry_run_transaction();
+
  private:
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
   std::optional<BatchResult> read_back(std::int64_t run_id, int batch_no);
@@ -99,6 +110,7 @@ class Committer {
   std::string create_stage_;
   std::string apply_batch_;
   std::unique_ptr<pqxx::connection> connection_;
+  std::unique_ptr<pqxx::work> dry_run_;  // on connection_; rolled back, never committed
 };
 
 }  // namespace tidemark::pipeline
