@@ -28,7 +28,10 @@ struct Workload {
   std::vector<oracle::SourceFile> files;
 };
 
-Workload generate_workload(std::uint64_t seed, const WorkloadSize& size = {});
+// Records of `entity`: its key, revision and fields, with every type's valid spellings and
+// broken values (one broken field per invalid record).
+Workload generate_workload(std::uint64_t seed, const WorkloadSize& size = {},
+                           const oracle::EntitySpec& entity = oracle::transaction_entity());
 
 // Writes the files into `folder` (created if needed).
 void write_workload(const Workload& workload, const std::filesystem::path& folder);
