@@ -33,10 +33,12 @@ std::vector<std::uint64_t> seeds() {
 WorkloadSize workload_size() { return long_tests_enabled() ? WorkloadSize{400, 5, 3, 25} : WorkloadSize{}; }
 
 // Clean runs of seeded workloads of `entity` equal the oracle and reach all eight outcomes;
-// for a declared entity, every column's rule is broken by some quarantined record.
+// for a declared entity, every field holds a value in some row and every column's rule is
+// broken by some quarantined record.
 void clean_runs_match_the_oracle(const EntitySpec& entity) {
   testing::oracle::Totals covered{};
   std::set<std::string> fields_at_fault;
+  std::vector<bool> field_stored(entity.fields.size());
   for (const std::uint64_t seed : seeds()) {
     SCOPED_TRACE("seed " + std::to_string(seed));
     CrashHarness harness(seed, workload_size(), entity);
@@ -48,12 +50,18 @@ void clean_runs_match_the_oracle(const EntitySpec& entity) {
     EXPECT_EQ(harness.verify(), "") << "seed " << seed;
     for (std::size_t i = 0; i < covered.size(); ++i) covered[i] += harness.expected().totals[i];
     for (const auto& entry : harness.expected().quarantine) fields_at_fault.insert(entry.field);
+    for (const auto& [key, row] : harness.expected().state) {
+      for (std::size_t i = 0; i < row.fields.size(); ++i) field_stored[i] = field_stored[i] || row.fields[i].has_value();
+    }
   }
   for (std::size_t i = 0; i < covered.size(); ++i) {
     EXPECT_GT(covered[i], 0u) << "no workload produced a " << testing::oracle::kOutcomes[i] << " record";
     std::cout << testing::oracle::kOutcomes[i] << "=" << covered[i] << " ";
   }
   std::cout << std::endl;
+  for (std::size_t i = 0; i < entity.fields.size(); ++i) {
+    EXPECT_TRUE(field_stored[i]) << "no row holds a value of " << entity.fields[i].name;
+  }
   if (entity.legacy) return;
   std::vector<std::string> columns = {entity.key, entity.revision};
   for (const auto& field : entity.fields) columns.push_back(field.name);
