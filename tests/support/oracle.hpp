@@ -9,8 +9,8 @@
 #include <array>
 #include <compare>
 #include <cstddef>
-#include <map>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,8 +40,9 @@ struct EntitySpec {
   std::string revision;
   std::string partition_by;  // a field's name, or the key
   std::vector<FieldSpec> fields;
-  // The built-in entity's legacy envelope: keys <destination>:<key>:<revision>, the table's
-  // `pipeline` column, keys that are identifiers of at most 128 characters.
+  // The built-in entity's legacy envelope: idempotency keys <destination>:<key>:<revision>
+  // (no entity), the table's `pipeline` column, undeclared columns ignored (a declared
+  // entity here rejects them: extra_fields: reject).
   bool legacy = false;
 };
 

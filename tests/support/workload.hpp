@@ -5,6 +5,8 @@
 // batch and against earlier batches), invalid records of every kind, undecodable lines —
 // with files that differ in column order, extra columns, CRLF, BOM and a missing final
 // newline, so that batches cross file boundaries. The same seed gives the same bytes.
+// The records are of one entity (oracle::EntitySpec): the built-in one or a declared one,
+// each field spelt in the ways its type accepts and broken in the ways it rejects.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
