@@ -17,7 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr char kPipeline[] = "transactions";
 constexpr char kSecret[] = "whsec_dGlkZW1hcmstY3Jhc2gtdGVzdA==";
 constexpr char kSecretEnv[] = "TIDEMARK_CRASH_TEST_SECRET";
 const std::vector<std::string> kDestinations = {"audit", "ledger"};
@@ -35,17 +34,20 @@ bool long_tests_enabled() {
   return value != nullptr && std::string(value) == "1";
 }
 
-CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size)
-    : workload_(generate_workload(seed, size)),
+CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity)
+    : entity_(entity),
+      pipeline_(entity.legacy ? "transactions" : entity.name + "_load"),
+      workload_(generate_workload(seed, size, entity)),
       folder_(std::filesystem::temp_directory_path() /
               ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(seed) + "-" +
                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))),
       receiver_(kSecret),
-      expected_(oracle::expect(workload_.files, workload_.batch_size, kDestinations)) {
+      expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)) {
   write_workload(workload_, folder_ / "in");
   std::ofstream config(folder_ / "config.yaml");
-  config << "pipelines:\n"
-         << "  " << kPipeline << ":\n"
+  config << oracle::declaration_yaml(entity) << "pipelines:\n"
+         << "  " << pipeline_ << ":\n"
+         << (entity.legacy ? "" : "    entity: " + entity.name + "\n")
          // The workload's files are complete, some with a last line that has no newline: it is
          // a record at once, not after source.settle.
          << "    source: {kind: file, path: " << (folder_ / "in").string() << ", format: csv, settle: 0s}\n"
@@ -73,7 +75,7 @@ std::uint64_t CrashHarness::records() const {
 std::uint64_t CrashHarness::batches() const { return (records() + workload_.batch_size - 1) / workload_.batch_size; }
 
 std::vector<std::string> CrashHarness::run_args() const {
-  return {"run",      "--pipeline", kPipeline, "--config", (folder_ / "config.yaml").string(), "--database", db_.url(),
+  return {"run",      "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(), "--database", db_.url(),
           "--source", (folder_ / "in").string(), "--format", "csv", "--batch-size", std::to_string(workload_.batch_size),
           "--json"};
 }
@@ -170,7 +172,7 @@ int CrashHarness::kill_relays_until_delivered(int kills, int max_delay_ms, std::
 
 std::string CrashHarness::verify() const {
   std::ostringstream diff;
-  oracle::Outcome actual = oracle::observe(db_.url(), kPipeline);
+  oracle::Outcome actual = oracle::observe(db_.url(), pipeline_, entity_);
   for (std::size_t i = 0; i < actual.totals.size(); ++i) actual.totals[i] -= replayed_[i];
   diff << oracle::compare(expected_, actual);
   // The receiver applied each expected event exactly once, and nothing else.
@@ -209,6 +211,6 @@ std::string CrashHarness::replay_and_verify() {
   return verify();
 }
 
-oracle::Tally CrashHarness::tally() const { return oracle::tally(expected_, oracle::observe(db_.url(), kPipeline)); }
+oracle::Tally CrashHarness::tally() const { return oracle::tally(expected_, oracle::observe(db_.url(), pipeline_, entity_)); }
 
 }  // namespace tidemark::testing

@@ -22,7 +22,9 @@ bool long_tests_enabled();
 
 class CrashHarness {
  public:
-  CrashHarness(std::uint64_t seed, const WorkloadSize& size);
+  // The pipeline loads `entity`: the built-in one, or a declaration the config file carries.
+  CrashHarness(std::uint64_t seed, const WorkloadSize& size,
+               const oracle::EntitySpec& entity = oracle::transaction_entity());
   ~CrashHarness();
   CrashHarness(const CrashHarness&) = delete;
   CrashHarness& operator=(const CrashHarness&) = delete;
@@ -58,6 +60,8 @@ class CrashHarness {
   ProcessOptions options(const std::string& failpoints) const;
   bool all_delivered() const;
 
+  const oracle::EntitySpec& entity_;
+  std::string pipeline_;
   Workload workload_;
   std::filesystem::path folder_;
   TestDatabase db_;

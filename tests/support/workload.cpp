@@ -13,11 +13,16 @@ namespace {
 
 constexpr std::int64_t kMaxRevision = 9223372036854775807;
 
-struct Payload {
-  std::int64_t cents = 0;
-  std::optional<std::string> account;
-  std::optional<std::int64_t> occurred_us;
+// A field's value before it is spelt: a number for integer (the value), decimal (in units of
+// the scale), timestamp (UTC microseconds), date (days since the epoch) and boolean (0 or 1);
+// the text itself for text and json.
+struct Value {
+  std::int64_t number = 0;
+  std::string text;
+  friend bool operator==(const Value&, const Value&) = default;
 };
+// Field name -> value; no entry for absent.
+using Payload = std::map<std::string, Value>;
 
 // A record's fields as decoded text, by column name ("" is an empty field).
 using Fields = std::map<std::string, std::string>;
@@ -44,7 +49,7 @@ std::string two_digits(std::int64_t value) { return (value < 10 ? "0" : "") + st
 
 class Generator {
  public:
-  explicit Generator(std::uint64_t seed) : rng_(seed) {}
+  Generator(std::uint64_t seed, const oracle::EntitySpec& entity) : rng_(seed), entity_(entity) {}
 
   Workload generate(std::uint64_t seed, const WorkloadSize& size) {
     Workload workload;
@@ -56,8 +61,9 @@ class Generator {
       workload.files.push_back({"part-" + two_digits(static_cast<std::int64_t>(f + 1)) + ".csv", file(records, last)});
     }
     // Files the CSV source must skip: another extension, and a case it does not match.
-    workload.files.push_back({"notes.txt", "transaction_id,source_revision,amount\nignored,1,1.00\n"});
-    workload.files.push_back({"part-99.CSV", "transaction_id,source_revision,amount\nignored,1,1.00\n"});
+    const std::string ignored = entity_.key + "," + entity_.revision + "," + entity_.fields[0].name + "\nignored,1,1\n";
+    workload.files.push_back({"notes.txt", ignored});
+    workload.files.push_back({"part-99.CSV", ignored});
     return workload;
   }
 
@@ -70,9 +76,11 @@ class Generator {
 
   std::string file(std::size_t records, bool last) {
     Layout layout;
-    layout.columns = {"transaction_id", "source_revision", "amount", "account_id", "occurred_at"};
-    if (chance(0.15)) layout.columns.pop_back();
-    if (chance(0.3)) layout.columns.push_back("note");
+    layout.columns = {entity_.key, entity_.revision};
+    for (const auto& field : entity_.fields) layout.columns.push_back(field.name);
+    if (chance(0.15) && !entity_.fields.back().required) layout.columns.pop_back();
+    // An undeclared column: ignored by the built-in entity (a declared one rejects it).
+    if (entity_.legacy && chance(0.3)) layout.columns.push_back("note");
     std::shuffle(layout.columns.begin(), layout.columns.end(), rng_);
     layout.newline = chance(0.3) ? "\r\n" : "\n";
     std::vector<std::string> lines;
@@ -101,29 +109,81 @@ class Generator {
     }
   }
 
+  static std::int64_t power_of_ten(int exponent) {
+    std::int64_t value = 1;
+    for (int i = 0; i < exponent; ++i) value *= 10;
+    return value;
+  }
+
+  Value fresh_value(const oracle::FieldSpec& field) {
+    Value value;
+    if (field.type == "text") {
+      static const char* const kTexts[] = {"\xC3\xA9\xF0\x9F\x98\x80z", "say \"hi\"", "v,1"};
+      value.text = chance(0.1) ? kTexts[pick(3)] : "v-" + std::to_string(1 + pick(4));
+    } else if (field.type == "integer") {
+      value.number = chance(0.02) ? (chance(0.5) ? kMaxRevision : -kMaxRevision - 1) : between(-1000, 1000);
+    } else if (field.type == "decimal") {
+      // Up to 17 digits fit an int64: the largest value of the type when it is that small.
+      const std::int64_t largest = field.precision <= 17 ? power_of_ten(field.precision) - 1 : kMaxRevision;
+      value.number = chance(0.02) ? (chance(0.5) ? largest : -largest)
+                                  : std::clamp<std::int64_t>(between(-500000, 5000000), -largest, largest);
+    } else if (field.type == "timestamp") {
+      value.number = (1704067200 + between(0, 365 * 86400)) * 1000000 + (chance(0.3) ? between(0, 999999) : 0);
+    } else if (field.type == "date") {
+      static constexpr std::int64_t kEdges[] = {-719162, 2932896, 19782};  // 0001-01-01, 9999-12-31, 2024-02-29
+      value.number = chance(0.05) ? kEdges[pick(3)] : between(18000, 21000);
+    } else if (field.type == "boolean") {
+      value.number = chance(0.5) ? 1 : 0;
+    } else {
+      const auto& spellings = oracle::json_spellings();
+      value.text = spellings[pick(spellings.size())];
+    }
+    return value;
+  }
+
   Payload fresh_payload() {
     Payload payload;
-    payload.cents = chance(0.02) ? (chance(0.5) ? 999999999999 : -999999999999) : between(-500000, 5000000);
-    if (chance(0.8)) {
-      payload.account = (chance(0.05) ? "acc," : "acc-") + std::to_string(1 + pick(4));
-    }
-    if (chance(0.7)) {
-      payload.occurred_us = (1704067200 + between(0, 365 * 86400)) * 1000000 + (chance(0.3) ? between(0, 999999) : 0);
+    for (const auto& field : entity_.fields) {
+      if (field.required || chance(0.75)) payload[field.name] = fresh_value(field);
     }
     return payload;
   }
 
-  std::string amount_text(std::int64_t cents) {
-    const std::uint64_t magnitude = cents < 0 ? 0 - static_cast<std::uint64_t>(cents) : static_cast<std::uint64_t>(cents);
-    const std::string sign = cents < 0 ? "-" : (chance(0.1) ? "+" : "");
-    const std::string whole = std::to_string(magnitude / 100);
-    const std::uint64_t fraction = magnitude % 100;
-    if (fraction == 0) {
-      static const char* const kForms[] = {"", ".0", ".00"};
-      return sign + whole + kForms[pick(3)];
+  // A decimal of `units` at `scale`, spelt one of the ways that mean it: a '+', trailing
+  // zeros of the fraction dropped.
+  std::string decimal_text(std::int64_t units, int scale) {
+    const std::uint64_t magnitude = units < 0 ? 0 - static_cast<std::uint64_t>(units) : static_cast<std::uint64_t>(units);
+    const std::string sign = units < 0 ? "-" : (chance(0.1) ? "+" : "");
+    const auto divisor = static_cast<std::uint64_t>(power_of_ten(scale));
+    std::string fraction = std::to_string(magnitude % divisor);
+    fraction.insert(0, static_cast<std::size_t>(scale) - fraction.size(), '0');
+    if (chance(0.6)) {
+      const std::size_t last = fraction.find_last_not_of('0');
+      const std::size_t kept = last == std::string::npos ? 0 : last + 1;
+      fraction.erase(kept + pick(fraction.size() - kept + 1));
     }
-    if (fraction % 10 == 0) return sign + whole + "." + std::to_string(fraction / 10) + (chance(0.5) ? "0" : "");
-    return sign + whole + "." + two_digits(static_cast<std::int64_t>(fraction));
+    return sign + std::to_string(magnitude / divisor) + (fraction.empty() ? "" : "." + fraction);
+  }
+
+  static std::string date_text(std::int64_t days) {
+    std::int64_t year = 0;
+    int month = 0, day = 0;
+    civil_from_days(days, year, month, day);
+    std::string text = std::to_string(year);
+    text.insert(0, 4 - text.size(), '0');
+    return text + "-" + two_digits(month) + "-" + two_digits(day);
+  }
+
+  std::string spell(const oracle::FieldSpec& field, const Value& value) {
+    if (field.type == "integer") {
+      if (value.number == 0 && chance(0.3)) return "-0";
+      return (value.number >= 0 && chance(0.1) ? "00" : "") + std::to_string(value.number);
+    }
+    if (field.type == "decimal") return decimal_text(value.number, field.scale);
+    if (field.type == "timestamp") return time_text(value.number);
+    if (field.type == "date") return date_text(value.number);
+    if (field.type == "boolean") return value.number ? "true" : "false";
+    return value.text;
   }
 
   std::string time_text(std::int64_t utc_us) {
@@ -151,12 +211,14 @@ class Generator {
 
   Fields render(const std::string& key, std::int64_t revision, const Payload& payload) {
     Fields fields;
-    fields["transaction_id"] = key;
-    fields["source_revision"] = std::to_string(revision);
-    fields["amount"] = amount_text(payload.cents);
-    fields["account_id"] = payload.account.value_or("");
-    fields["occurred_at"] = payload.occurred_us ? time_text(*payload.occurred_us) : "";
-    fields["note"] = chance(0.3) ? "hello, \"world\"" : "n" + std::to_string(pick(100));
+    fields[entity_.key] = key;
+    fields[entity_.revision] = std::to_string(revision);
+    for (const auto& field : entity_.fields) {
+      const auto found = payload.find(field.name);
+      fields[field.name] = found != payload.end() ? spell(field, found->second) : "";
+    }
+    // The undeclared column of the built-in entity's files (a declared `note` keeps its value).
+    fields.try_emplace("note", chance(0.3) ? "hello, \"world\"" : "n" + std::to_string(pick(100)));
     return fields;
   }
 
@@ -214,8 +276,8 @@ class Generator {
     } else if (roll < 53 && !recent_.empty()) {  // the same record written differently
       Fields fields = recent_[pick(recent_.size())];
       for (const Key& key : keys_) {
-        if (key.id != fields["transaction_id"]) continue;
-        const auto revision = std::stoll(fields["source_revision"]);
+        if (key.id != fields[entity_.key]) continue;
+        const auto revision = std::stoll(fields[entity_.revision]);
         if (const auto found = key.payloads.find(revision); found != key.payloads.end()) {
           lines.push_back(valid_line(layout, key.id, revision, found->second));
         }
@@ -228,8 +290,10 @@ class Generator {
       Key& key = existing_key();
       const auto& [revision, payload] = *std::next(key.payloads.begin(), static_cast<std::ptrdiff_t>(pick(key.payloads.size())));
       Payload other = payload;
-      other.cents += 1 + static_cast<std::int64_t>(pick(50));
-      if (other.cents > 999999999999) other.cents -= 100;
+      const oracle::FieldSpec& decimal = first_decimal();
+      Value& units = other[decimal.name];
+      units.number += 1 + static_cast<std::int64_t>(pick(50));
+      if (decimal.precision <= 17 && units.number >= power_of_ten(decimal.precision)) units.number -= 100;
       lines.push_back(valid_line(layout, key.id, revision, other));
     } else if (roll < 72) {  // several revisions of one key in a row
       Key& key = chance(0.5) ? existing_key() : new_key(between(0, 2));
@@ -240,8 +304,10 @@ class Generator {
     } else if (roll < 75) {  // a same-revision conflict next to its twin
       Key& key = new_key(between(0, 5));
       lines.push_back(version(layout, key, key.max_revision));
+      // The twin differs in its last optional field: there and absent, or absent and there.
       Payload other = key.payloads[key.max_revision];
-      other.account = other.account ? std::nullopt : std::optional<std::string>("acc-9");
+      const oracle::FieldSpec& last = last_optional();
+      if (other.erase(last.name) == 0) other[last.name] = fresh_value(last);
       lines.push_back(valid_line(layout, key.id, key.max_revision, other));
     } else if (roll < 89) {
       lines.push_back(invalid_line(layout));
@@ -260,38 +326,59 @@ class Generator {
     return std::find(layout.columns.begin(), layout.columns.end(), column) != layout.columns.end();
   }
 
+  const oracle::FieldSpec& first_decimal() const {
+    for (const auto& field : entity_.fields) {
+      if (field.type == "decimal" && field.required) return field;
+    }
+    throw std::logic_error("the workload needs a required decimal field");
+  }
+  const oracle::FieldSpec& last_optional() const {
+    for (auto field = entity_.fields.rbegin(); field != entity_.fields.rend(); ++field) {
+      if (!field->required) return *field;
+    }
+    throw std::logic_error("the workload needs an optional field");
+  }
+
+  // Values that break the rule of a field of `field`'s type, one at a time.
+  static std::vector<std::string> breaks(const oracle::FieldSpec& field) {
+    std::vector<std::string> values;
+    if (field.required) values.push_back("");
+    if (field.type == "text") {
+      values.insert(values.end(), {"acc\n1", "tab\tbed", "bad-\xFF-utf8", std::string(field.max_length + 1, 'a')});
+    } else if (field.type == "integer") {
+      values.insert(values.end(), {"+1", "1.0", "1e3", " 1", "9223372036854775808", "-9223372036854775809"});
+    } else if (field.type == "decimal") {
+      const auto whole = static_cast<std::size_t>(field.precision - field.scale);
+      values.insert(values.end(), {"1." + std::string(static_cast<std::size_t>(field.scale) + 1, '5'),
+                                   std::string(whole + 1, '9'), "1e3", "NaN", "Infinity", "12,5", ".5", "5."});
+    } else if (field.type == "timestamp") {
+      values.insert(values.end(), {"2024-05-01T10:00:00", "2024-02-30T10:00:00Z", "yesterday", "2024-05-01T25:00:00Z",
+                                   "2024-05-01 08:00:00Z", "2024-05-01T08:00:00.1234567Z", "0001-01-01T00:30:00+01:00"});
+    } else if (field.type == "date") {
+      values.insert(values.end(), {"2023-02-29", "1900-02-29", "2024-04-31", "0000-12-31", "2024-5-01", "2024-05-01T00:00:00Z"});
+    } else if (field.type == "boolean") {
+      values.insert(values.end(), {"TRUE", "t", "1", "yes"});
+    } else {
+      values.insert(values.end(), {"abc", "[1,]", "01", "NaN"});
+    }
+    return values;
+  }
+
+  // A record whose one column breaks its rule: the key, the revision or a declared field.
   std::string invalid_line(const Layout& layout) {
     Fields fields = render(keys_.empty() || chance(0.5) ? next_key() : existing_key().id, between(0, 9), fresh_payload());
-    static const std::vector<std::pair<std::string, std::string>> kBreaks = {
-        {"transaction_id", ""},
-        {"transaction_id", std::string(129, 'x')},
-        {"transaction_id", "tx\t1"},
-        {"transaction_id", "tx-\xFF-1"},
-        {"source_revision", "-1"},
-        {"source_revision", "1.5"},
-        {"source_revision", "abc"},
-        {"source_revision", ""},
-        {"source_revision", "9223372036854775808"},
-        {"source_revision", "+3"},
-        {"amount", "130.001"},
-        {"amount", "12345678901.00"},
-        {"amount", "1e3"},
-        {"amount", "NaN"},
-        {"amount", "Infinity"},
-        {"amount", ""},
-        {"amount", "12,5"},
-        {"account_id", "acc\n1"},
-        {"account_id", std::string(129, 'a')},
-        {"occurred_at", "2024-05-01T10:00:00"},
-        {"occurred_at", "2024-02-30T10:00:00Z"},
-        {"occurred_at", "yesterday"},
-        {"occurred_at", "2024-05-01T25:00:00Z"},
-    };
-    const auto& [column, value] = kBreaks[pick(kBreaks.size())];
-    if (has(layout, column)) {
-      fields[column] = value;
+    static const std::vector<std::string> kKeyBreaks = {"", std::string(129, 'x'), "tx\t1", "tx-\xFF-1"};
+    static const std::vector<std::string> kRevisionBreaks = {"-1", "1.5", "abc", "", "9223372036854775808", "+3"};
+    const std::size_t column = pick(entity_.fields.size() + 2);
+    if (column == 0) {
+      fields[entity_.key] = kKeyBreaks[pick(kKeyBreaks.size())];
+    } else if (column == 1) {
+      fields[entity_.revision] = kRevisionBreaks[pick(kRevisionBreaks.size())];
     } else {
-      fields["amount"] = "NaN";
+      const oracle::FieldSpec& field = entity_.fields[column - 2];
+      const oracle::FieldSpec& target = has(layout, field.name) ? field : first_decimal();
+      const std::vector<std::string> values = breaks(target);
+      fields[target.name] = values[pick(values.size())];
     }
     return join(encode(layout, fields));
   }
@@ -299,18 +386,19 @@ class Generator {
   std::string undecodable_line(const Layout& layout) {
     const Fields fields = render(next_key(), 1, fresh_payload());
     std::vector<std::string> encoded = encode(layout, fields);
-    const auto amount = static_cast<std::size_t>(
-        std::find(layout.columns.begin(), layout.columns.end(), "amount") - layout.columns.begin());
+    const auto decimal = static_cast<std::size_t>(
+        std::find(layout.columns.begin(), layout.columns.end(), first_decimal().name) - layout.columns.begin());
     switch (pick(4)) {
-      case 0: encoded.pop_back(); break;                     // too few columns
-      case 1: encoded.push_back("extra"); break;             // too many columns
-      case 2: encoded[amount] = "12\"5"; break;              // a quote inside an unquoted field
-      default: encoded[amount] = "\"12.50\"x"; break;        // text after a closing quote
+      case 0: encoded.pop_back(); break;               // too few columns
+      case 1: encoded.push_back("extra"); break;       // too many columns
+      case 2: encoded[decimal] = "12\"5"; break;       // a quote inside an unquoted field
+      default: encoded[decimal] = "\"12.50\"x"; break;  // text after a closing quote
     }
     return join(encoded);
   }
 
   std::mt19937_64 rng_;
+  const oracle::EntitySpec& entity_;
   std::vector<Key> keys_;
   std::vector<Fields> recent_;  // valid records written lately, for duplicates
   int next_key_ = 0;
@@ -318,8 +406,8 @@ class Generator {
 
 }  // namespace
 
-Workload generate_workload(std::uint64_t seed, const WorkloadSize& size) {
-  return Generator(seed).generate(seed, size);
+Workload generate_workload(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity) {
+  return Generator(seed, entity).generate(seed, size);
 }
 
 void write_workload(const Workload& workload, const std::filesystem::path& folder) {

@@ -5,6 +5,8 @@
 // batch and against earlier batches), invalid records of every kind, undecodable lines —
 // with files that differ in column order, extra columns, CRLF, BOM and a missing final
 // newline, so that batches cross file boundaries. The same seed gives the same bytes.
+// The records are of one entity (oracle::EntitySpec): the built-in one or a declared one,
+// each field spelt in the ways its type accepts and broken in the ways it rejects.
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -28,7 +30,10 @@ struct Workload {
   std::vector<oracle::SourceFile> files;
 };
 
-Workload generate_workload(std::uint64_t seed, const WorkloadSize& size = {});
+// Records of `entity`: its key, revision and fields, with every type's valid spellings and
+// broken values (one broken field per invalid record).
+Workload generate_workload(std::uint64_t seed, const WorkloadSize& size = {},
+                           const oracle::EntitySpec& entity = oracle::transaction_entity());
 
 // Writes the files into `folder` (created if needed).
 void write_workload(const Workload& workload, const std::filesystem::path& folder);
