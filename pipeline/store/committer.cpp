@@ -172,6 +172,13 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     return result;
   }
 
+  // Released first: rejected again, the record is quarantined at the entry's own position,
+  // which the unique index quarantine_once allows once among the open entries only.
+  if (batch.releases_quarantine_id) {
+    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
+                    std::string(to_string(result.outcomes.at(0))));
+  }
+
   // 3. Quarantine every invalid and conflicting record, as received.
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
     db::CopyWriter quarantine(txn, "tidemark_quarantine_stage",
@@ -230,9 +237,13 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       // Stored escaped: what a decoder needs need not be valid text.
       if (decoded.decode_context) append_copy_text(line, escape_bytes(*decoded.decode_context));
       line += '\t';
-      SourcePosition position = decoded.position;
-      position.file = escape_bytes(position.file);
-      append_copy_text(line, position.describe());
+      if (batch.quarantine_position) {
+        append_copy_text(line, *batch.quarantine_position);
+      } else {
+        SourcePosition position = decoded.position;
+        position.file = escape_bytes(position.file);
+        append_copy_text(line, position.describe());
+      }
       line += '\t' + std::to_string(run_id);
       line += '\t';
       append_copy_text(line, entity_.name);
@@ -246,11 +257,6 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     }
     quarantine.complete();
     txn.exec(std::string(sql::kCommitQuarantine));
-  }
-
-  if (batch.releases_quarantine_id) {
-    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
-                    std::string(to_string(result.outcomes.at(0))));
   }
 
   // 4. Ledger, then the checkpoint, last.

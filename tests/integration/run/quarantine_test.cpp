@@ -124,6 +124,28 @@ TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIde
   expect_released_as_invalid_again(id);
 }
 
+// Issue 12 item 6: a released record keeps its original position, in its new entry and in
+// the release's ledger row, whose source is "quarantine"; released and rejected again, the
+// entry is not dropped as a duplicate of the released one.
+TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryTime) {
+  EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,1,10.00,\n" + "tx-2,1,NaN,\n").counts),
+            "inserted 1, invalid 1");
+  const std::int64_t first = latest_entry();
+  const std::string position = entry(first, "position").at(0).at(0);
+  EXPECT_EQ(position, "in.csv:3 (byte " + std::to_string(kHeader.size() + 14) + ")");
+  for (std::int64_t id = first; id < first + 2; ++id) {
+    SCOPED_TRACE("release of entry " + std::to_string(id));
+    const ReleaseResult result = release(id);
+    EXPECT_EQ(result.outcome, Outcome::kInvalid);
+    ASSERT_EQ(latest_entry(), id + 1);
+    EXPECT_EQ(entry(id + 1, "source, position, reason, released_at"),
+              (Rows{{"quarantine", position, "invalid", "<null>"}}));
+    EXPECT_EQ(query_rows(db_, "SELECT source, start_position, end_position, invalid FROM batch_ledger"
+                              " WHERE run_id = " + std::to_string(result.run_id)),
+              (Rows{{"quarantine", position, position, "1"}}));
+  }
+}
+
 TEST_F(QuarantineTest, ConflictReleasedAfterAHigherRevisionWasStoredBecomesStale) {
   send("1.csv", kHeader + "tx-1,2,130.00,acct-1\n");
   EXPECT_EQ(counts_text(send("2.csv", kHeader + "tx-1,2,999.00,acct-1\n").counts), "conflict 1");
