@@ -9,6 +9,7 @@
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
+#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -215,13 +216,15 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
         append_copy_text(line, record->key);
         line += '\t' + std::to_string(record->revision);
       } else {
-        // An invalid record still shows the key it claimed, when it had one, for searching.
+        // An invalid record still shows the key it claimed, when it had one, and its revision
+        // when that field was valid, for searching.
         if (const auto& key = decoded.field(kKeyField); key && !key->text.empty()) {
           append_copy_text(line, storable_text(key->text, ignored));
         } else {
           line += "\\N";
         }
-        line += "\t\\N";
+        const std::optional<std::int64_t> revision = valid_revision(decoded);
+        line += revision ? '\t' + std::to_string(*revision) : std::string("\t\\N");
       }
       line += '\t';
       append_copy_text(line, raw);

@@ -84,9 +84,9 @@ TEST_F(QuarantineTest, CsvRecordWithAnEmbeddedNewlineIsKeptAsReceivedAndReleased
   // The record spans lines 3 and 4, so the next one starts on line 5.
   EXPECT_EQ(entries[0][1], "invalid");
   EXPECT_THAT(entries[0][2], ::testing::StartsWith("transaction_id"));
-  // An invalid record keeps the key it claimed (column 3), for searching.
+  // An invalid record keeps the key it claimed (column 3) and its valid revision, for searching.
   EXPECT_EQ(std::vector<std::string>(entries[0].begin() + 3, entries[0].end()),
-            (std::vector<std::string>{"tx\nnl", "<null>", record, "<null>", "csv", kHeaderLine,
+            (std::vector<std::string>{"tx\nnl", "1", record, "<null>", "csv", kHeaderLine,
                                       "in.csv:3 (byte " + std::to_string(record_byte) + ")",
                                       std::to_string(summary.run_id), "<null>"}));
   EXPECT_EQ(entries[1][5], "tx-3,1,1e3,");
@@ -144,6 +144,16 @@ TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryT
                               " WHERE run_id = " + std::to_string(result.run_id)),
               (Rows{{"quarantine", position, position, "1"}}));
   }
+}
+
+// Issue 12 item 6: an invalid record shows its revision whenever that field itself was valid.
+TEST_F(QuarantineTest, InvalidRecordShowsItsRevisionOnlyWhenThatFieldWasValid) {
+  EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,7,NaN,\n" + "tx-2,x7,1.00,\n" + "tx-3,,1.00,\n" +
+                                           "tx\x01" "4,8,1.00,\n").counts),
+            "invalid 4");
+  EXPECT_EQ(query_rows(db_, "SELECT source_revision, field FROM quarantine ORDER BY id"),
+            (Rows{{"7", "amount"}, {"<null>", "source_revision"}, {"<null>", "source_revision"},
+                  {"8", "transaction_id"}}));
 }
 
 TEST_F(QuarantineTest, ConflictReleasedAfterAHigherRevisionWasStoredBecomesStale) {
