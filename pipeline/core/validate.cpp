@@ -398,6 +398,15 @@ EntityRecord to_entity_record(const Record& record) {
   return entity;
 }
 
+std::optional<std::int64_t> valid_revision(const DecodedRecord& decoded) {
+  if (decoded.decode_error) return std::nullopt;
+  const std::optional<Field>& field = decoded.field(kRevisionField);
+  if (!field) return std::nullopt;
+  const auto revision = validate_revision("", *field);
+  if (std::holds_alternative<Rejection>(revision)) return std::nullopt;
+  return std::get<std::int64_t>(revision);
+}
+
 RecordLayout record_layout(const EntityDeclaration& entity) {
   RecordLayout layout;
   layout.names = {entity.key, entity.revision};

@@ -62,6 +62,11 @@ class RecordChecker {
   FieldValidator extra_value_;  // one undeclared value as JSON, for `extra`
 };
 
+// The record's revision (field kRevisionField, of any entity) when that field itself is
+// valid, whatever else is wrong with the record: an invalid record still shows it, for
+// searching. nullopt when it is missing or invalid, or the record could not be decoded.
+std::optional<std::int64_t> valid_revision(const DecodedRecord& decoded);
+
 // What is wrong with `text` as text a column stores, if anything: invalid UTF-8, a control
 // character (C0, DEL, C1) or more than `max_characters` code points. Empty is fine here.
 std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters);

@@ -19,6 +19,7 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
   std::string raw;
   std::string format;
   std::string decode_context;
+  std::string position;
   {
     auto connection = db::connect(database_url);
     pqxx::nontransaction txn(*connection);
@@ -36,6 +37,7 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     format = rows[0][2].c_str();
     // Stored escaped (it need not be valid text): decode with the source's own bytes.
     decode_context = unescape_bytes(rows[0][3].c_str());
+    position = rows[0][6].c_str();
   }
 
   const RecordChecker checker(entity);
@@ -51,7 +53,9 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
   request.reason = "quarantine release " + std::to_string(id);
   const std::int64_t run_id = start_run(committer.connection(), request);
   try {
-    BatchInput batch{decoded, validated, plan, 1, "quarantine:" + std::to_string(id), std::nullopt, id, released_by};
+    // The ledger row and a new quarantine entry keep the entry's position; their source is
+    // "quarantine" (the record is not read from its source again).
+    BatchInput batch{decoded, validated, plan, 1, position, std::nullopt, id, released_by, position};
     const BatchResult result = committer.commit(batch, QuarantineOrigin{format}, run_id);
     finish_run(committer.open_connection(), database_url, run_id, "succeeded", "");
     Outcome outcome = Outcome::kInvalid;

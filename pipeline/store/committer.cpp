@@ -9,6 +9,7 @@
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
+#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -172,6 +173,13 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     return result;
   }
 
+  // Released first: rejected again, the record is quarantined at the entry's own position,
+  // which the unique index quarantine_once allows once among the open entries only.
+  if (batch.releases_quarantine_id) {
+    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
+                    std::string(to_string(result.outcomes.at(0))));
+  }
+
   // 3. Quarantine every invalid and conflicting record, as received.
   if (result.counts[Outcome::kInvalid] + result.counts[Outcome::kConflict] > 0) {
     db::CopyWriter quarantine(txn, "tidemark_quarantine_stage",
@@ -208,13 +216,15 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
         append_copy_text(line, record->key);
         line += '\t' + std::to_string(record->revision);
       } else {
-        // An invalid record still shows the key it claimed, when it had one, for searching.
+        // An invalid record still shows the key it claimed, when it had one, and its revision
+        // when that field was valid, for searching.
         if (const auto& key = decoded.field(kKeyField); key && !key->text.empty()) {
           append_copy_text(line, storable_text(key->text, ignored));
         } else {
           line += "\\N";
         }
-        line += "\t\\N";
+        const std::optional<std::int64_t> revision = valid_revision(decoded);
+        line += revision ? '\t' + std::to_string(*revision) : std::string("\t\\N");
       }
       line += '\t';
       append_copy_text(line, raw);
@@ -230,9 +240,13 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       // Stored escaped: what a decoder needs need not be valid text.
       if (decoded.decode_context) append_copy_text(line, escape_bytes(*decoded.decode_context));
       line += '\t';
-      SourcePosition position = decoded.position;
-      position.file = escape_bytes(position.file);
-      append_copy_text(line, position.describe());
+      if (batch.quarantine_position) {
+        append_copy_text(line, *batch.quarantine_position);
+      } else {
+        SourcePosition position = decoded.position;
+        position.file = escape_bytes(position.file);
+        append_copy_text(line, position.describe());
+      }
       line += '\t' + std::to_string(run_id);
       line += '\t';
       append_copy_text(line, entity_.name);
@@ -246,11 +260,6 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     }
     quarantine.complete();
     txn.exec(std::string(sql::kCommitQuarantine));
-  }
-
-  if (batch.releases_quarantine_id) {
-    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
-                    std::string(to_string(result.outcomes.at(0))));
   }
 
   // 4. Ledger, then the checkpoint, last.

@@ -36,6 +36,9 @@ struct BatchInput {
   // batch's own transaction.
   std::optional<std::int64_t> releases_quarantine_id;
   std::string released_by;
+  // The position its quarantine entry had, stored text as it is: a released record keeps it
+  // when it is quarantined again (its decoded position names no place in the source).
+  std::optional<std::string> quarantine_position;
   // Called with the batch's outcomes before it commits; an exception thrown from it rolls
   // the batch back and ends the commit (a run's rejection threshold).
   std::function<void(const OutcomeCounts&)> admit;

@@ -1,4 +1,6 @@
 -- Quarantine entry $1 as release needs it: the exact bytes received (raw_bytes when raw could
 -- not hold them, else raw), how to decode them, and whether it was released already (a
--- record is released once).
-SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, decode_context, released_at, release_outcome FROM quarantine WHERE id = $1
+-- record is released once), and its position, which the released record keeps.
+SELECT pipeline, COALESCE(raw_bytes, convert_to(raw, 'UTF8')), format, decode_context, released_at, release_outcome,
+       position
+  FROM quarantine WHERE id = $1

@@ -129,7 +129,7 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
                  "AND attname IN ('amount', 'placed_at', 'quantity', 'paid', 'ship_date', 'meta') ORDER BY attnum"),
             (Rows{{"numeric(14,4)"}, {"timestamp with time zone"}, {"bigint"}, {"boolean"}, {"date"}, {"jsonb"}}));
 
-  // Quarantine: the entity, the claimed key and revision, the field at fault.
+  // Quarantine: the entity, the claimed key and the revision (when valid), the field at fault.
   EXPECT_EQ(rows("SELECT entity, reason, transaction_id, source_revision, field, detail FROM quarantine ORDER BY id"),
             (Rows{{"orders", "conflict", "o4", "1", "<null>",
                    "order_id o4 revision 1 has a different payload than another record or the stored row of the same "
@@ -137,9 +137,9 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
                   {"orders", "conflict", "o4", "1", "<null>",
                    "order_id o4 revision 1 has a different payload than another record or the stored row of the same "
                    "revision"},
-                  {"orders", "invalid", "o5", "<null>", "amount", "amount: more than 4 fraction digits in \"1.23456\""},
-                  {"orders", "invalid", "o6", "<null>", "ship_date", "ship_date: day out of range in \"2023-02-29\""},
-                  {"orders", "invalid", "<null>", "<null>", "order_id", "order_id: missing"}}));
+                  {"orders", "invalid", "o5", "1", "amount", "amount: more than 4 fraction digits in \"1.23456\""},
+                  {"orders", "invalid", "o6", "1", "ship_date", "ship_date: day out of range in \"2023-02-29\""},
+                  {"orders", "invalid", "<null>", "1", "order_id", "order_id: missing"}}));
 
   // Outbox: <destination>:<entity>:<key>:<revision>, partitioned and numbered by customer.
   EXPECT_EQ(rows("SELECT idempotency_key, partition_key, sequence FROM outbox ORDER BY id"),

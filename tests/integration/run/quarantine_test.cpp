@@ -84,9 +84,9 @@ TEST_F(QuarantineTest, CsvRecordWithAnEmbeddedNewlineIsKeptAsReceivedAndReleased
   // The record spans lines 3 and 4, so the next one starts on line 5.
   EXPECT_EQ(entries[0][1], "invalid");
   EXPECT_THAT(entries[0][2], ::testing::StartsWith("transaction_id"));
-  // An invalid record keeps the key it claimed (column 3), for searching.
+  // An invalid record keeps the key it claimed (column 3) and its valid revision, for searching.
   EXPECT_EQ(std::vector<std::string>(entries[0].begin() + 3, entries[0].end()),
-            (std::vector<std::string>{"tx\nnl", "<null>", record, "<null>", "csv", kHeaderLine,
+            (std::vector<std::string>{"tx\nnl", "1", record, "<null>", "csv", kHeaderLine,
                                       "in.csv:3 (byte " + std::to_string(record_byte) + ")",
                                       std::to_string(summary.run_id), "<null>"}));
   EXPECT_EQ(entries[1][5], "tx-3,1,1e3,");
@@ -122,6 +122,38 @@ TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIde
   EXPECT_EQ(entry(id, "format, decode_context, position, raw_bytes IS NOT NULL"),
             (Rows{{"jsonl", "", "in.jsonl:1 (byte 0)", "t"}}));
   expect_released_as_invalid_again(id);
+}
+
+// Issue 12 item 6: a released record keeps its original position, in its new entry and in
+// the release's ledger row, whose source is "quarantine"; released and rejected again, the
+// entry is not dropped as a duplicate of the released one.
+TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryTime) {
+  EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,1,10.00,\n" + "tx-2,1,NaN,\n").counts),
+            "inserted 1, invalid 1");
+  const std::int64_t first = latest_entry();
+  const std::string position = entry(first, "position").at(0).at(0);
+  EXPECT_EQ(position, "in.csv:3 (byte " + std::to_string(kHeader.size() + 14) + ")");
+  for (std::int64_t id = first; id < first + 2; ++id) {
+    SCOPED_TRACE("release of entry " + std::to_string(id));
+    const ReleaseResult result = release(id);
+    EXPECT_EQ(result.outcome, Outcome::kInvalid);
+    ASSERT_EQ(latest_entry(), id + 1);
+    EXPECT_EQ(entry(id + 1, "source, position, reason, released_at"),
+              (Rows{{"quarantine", position, "invalid", "<null>"}}));
+    EXPECT_EQ(query_rows(db_, "SELECT source, start_position, end_position, invalid FROM batch_ledger"
+                              " WHERE run_id = " + std::to_string(result.run_id)),
+              (Rows{{"quarantine", position, position, "1"}}));
+  }
+}
+
+// Issue 12 item 6: an invalid record shows its revision whenever that field itself was valid.
+TEST_F(QuarantineTest, InvalidRecordShowsItsRevisionOnlyWhenThatFieldWasValid) {
+  EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,7,NaN,\n" + "tx-2,x7,1.00,\n" + "tx-3,,1.00,\n" +
+                                           "tx\x01" "4,8,1.00,\n").counts),
+            "invalid 4");
+  EXPECT_EQ(query_rows(db_, "SELECT source_revision, field FROM quarantine ORDER BY id"),
+            (Rows{{"7", "amount"}, {"<null>", "source_revision"}, {"<null>", "source_revision"},
+                  {"8", "transaction_id"}}));
 }
 
 TEST_F(QuarantineTest, ConflictReleasedAfterAHigherRevisionWasStoredBecomesStale) {
