@@ -72,6 +72,12 @@ struct EntityDeclaration {
 // by account_id with the transaction id as fallback (the legacy envelope's rule).
 const EntityDeclaration& built_in_transaction_entity();
 
+// Whether `entity` is the built-in one, whose table, idempotency keys and payloads keep the
+// legacy envelope (INTERFACE.md "Entities"): transaction_state made by the migrations, with
+// bookkeeping columns `pipeline` and `updated_at`, keys <destination>:<key>:<revision>, and a
+// flat payload. No declaration can be (check_declared_entity refuses its name).
+inline bool uses_legacy_envelope(const EntityDeclaration& entity) { return entity.name == kBuiltInEntityName; }
+
 // Each check returns what is wrong, for a message that names the value; nullopt when it holds.
 
 // An entity name: [a-z][a-z0-9_]{0,47}.

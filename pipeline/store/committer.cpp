@@ -37,18 +37,11 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
       retry_(retry),
       precedes_(std::move(precedes)),
       entity_(entity) {
-  if (entity_.name == kBuiltInEntityName) {
-    // The legacy envelope (INTERFACE "Entities"): transaction_state through apply_batch.sql.
-    stage_table_ = "tidemark_stage";
-    stage_columns_ = {"ord", "transaction_id", "source_revision", "amount", "account_id", "occurred_at", "candidate"};
-    apply_batch_ = std::string(sql::kCommitApplyBatch);
-  } else {
-    db::EntitySql generated = db::build_entity_sql(entity_);
-    stage_table_ = std::move(generated.stage_table);
-    stage_columns_ = std::move(generated.stage_columns);
-    create_stage_ = std::move(generated.create_stage);
-    apply_batch_ = std::move(generated.apply_batch);
-  }
+  db::EntitySql generated = db::build_entity_sql(entity_);
+  stage_table_ = std::move(generated.stage_table);
+  stage_columns_ = std::move(generated.stage_columns);
+  create_stage_ = std::move(generated.create_stage);
+  apply_batch_ = std::move(generated.apply_batch);
 }
 
 pqxx::connection& Committer::connection() {
@@ -62,7 +55,7 @@ pqxx::connection& Committer::connection() {
     }
     pqxx::nontransaction setup(*connection_);
     setup.exec(std::string(sql::kCommitCreateStage));
-    if (!create_stage_.empty()) setup.exec(create_stage_);
+    setup.exec(create_stage_);
   }
   return *connection_;
 }

@@ -65,9 +65,9 @@ class Committer {
  public:
   // `source` is the source's identity (valid text); `precedes` orders its positions, so the
   // checkpoint a batch advances to never moves it backwards (required to commit a batch with
-  // an end position). `entity` is the entity the batches load: the built-in one through
-  // sql/commit/apply_batch.sql, a declared one through its generated statement
-  // (pipeline/store/entity_sql.hpp); its table must exist (ensure_entity_table).
+  // an end position). `entity` is the entity the batches load, through the statements
+  // generated from its declaration (pipeline/store/entity_sql.hpp); its table must exist
+  // (the migrations make the built-in one's, ensure_entity_table a declared one's).
   Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
             db::RetryPolicy retry = {}, PositionOrder precedes = nullptr,
             const EntityDeclaration& entity = built_in_transaction_entity());

@@ -78,23 +78,86 @@ std::string build_object(const std::vector<std::string>& pairs) {
   return out;
 }
 
-// The payload's `fields` object from the columns named by `column_of` (the applied
-// version's own, or the stored row's), in declaration order.
+// One "'name', value" pair per value column (fields, then `extra` when kept), from the
+// columns named by `column_of` (the applied version's own, or the stored row's), in
+// declaration order.
 template <typename ColumnOf>
-std::string fields_object(const EntityDeclaration& entity, ColumnOf column_of) {
+std::vector<std::string> field_pairs(const EntityDeclaration& entity, std::string_view prefix, ColumnOf column_of) {
   std::vector<std::string> pairs;
   std::size_t index = 0;
   for (const auto& field : entity.fields) {
-    pairs.push_back(quote_literal(field.name) + ", " + payload_value(field.type, column_of(index++, field.name)));
+    pairs.push_back(quote_literal(std::string(prefix) + field.name) + ", " +
+                    payload_value(field.type, column_of(index++, field.name)));
   }
   if (entity.extra_fields == ExtraFields::kKeep) {
-    pairs.push_back(quote_literal(kExtraColumn) + ", " + column_of(index, std::string(kExtraColumn)));
+    pairs.push_back(quote_literal(std::string(prefix) + std::string(kExtraColumn)) + ", " +
+                    column_of(index, std::string(kExtraColumn)));
   }
-  return build_object(pairs);
+  return pairs;
 }
 
 // The stored row's value column `index` under its name in the `stored` step.
 std::string previous_column(std::size_t index) { return "tidemark_previous_" + std::to_string(index); }
+
+// The applied version's own column `name` and the stored row's column `index`, in the
+// outbox step's `e`.
+std::string applied_column(std::size_t, const std::string& name) { return "e." + quote_identifier(name); }
+std::string stored_column(std::size_t index, const std::string&) { return "e." + previous_column(index); }
+
+// The payload's envelope (INTERFACE.md "Entities"): {event_id, pipeline, entity, key,
+// revision, partition, sequence, fields, previous: null | {revision, fields}}.
+std::string entity_payload(const EntityDeclaration& entity) {
+  const std::string key = quote_identifier(entity.key);
+  const std::string revision = quote_identifier(entity.revision);
+  return build_object({
+      "'event_id', e.tidemark_event_id",
+      "'pipeline', $1::text",
+      "'entity', " + quote_literal(entity.name) + "::text",
+      "'key', e." + key,
+      "'revision', e." + revision,
+      "'partition', e.tidemark_partition",
+      "'sequence', e.tidemark_sequence",
+      "'fields', " + build_object(field_pairs(entity, "", applied_column)),
+      "'previous', CASE WHEN e.tidemark_stored_revision IS NULL THEN NULL\n"
+      "                 ELSE jsonb_build_object('revision', e.tidemark_stored_revision,\n"
+      "                                         'fields', " +
+          build_object(field_pairs(entity, "", stored_column)) + ") END",
+  });
+}
+
+// The built-in entity's legacy envelope: one flat object of the event id, the pipeline, the
+// key and revision under their own names, each field under its name and the stored row's
+// under previous_<name> (null when there is none), and the sequence.
+std::string legacy_payload(const EntityDeclaration& entity) {
+  std::vector<std::string> pairs = {
+      "'event_id', e.tidemark_event_id",
+      "'pipeline', $1::text",
+      quote_literal(entity.key) + ", e." + quote_identifier(entity.key),
+      quote_literal(entity.revision) + ", e." + quote_identifier(entity.revision),
+  };
+  for (auto& pair : field_pairs(entity, "", applied_column)) pairs.push_back(std::move(pair));
+  for (auto& pair : field_pairs(entity, "previous_", stored_column)) pairs.push_back(std::move(pair));
+  pairs.emplace_back("'sequence', e.tidemark_sequence");
+  return build_object(pairs);
+}
+
+// A value column as text in its canonical form (field_value.hpp), the form the checker gives
+// a record's value, so that a stored row's values compare with a record's as text.
+std::string canonical_text(FieldType type, const std::string& expression) {
+  switch (type) {
+    case FieldType::kDecimal:
+    case FieldType::kTimestamp:
+    case FieldType::kDate:
+      return payload_value(type, expression);
+    case FieldType::kText:
+      return expression;
+    case FieldType::kInteger:
+    case FieldType::kBoolean:
+    case FieldType::kJson:
+      break;
+  }
+  return expression + "::text";
+}
 
 std::string join(const std::vector<std::string>& parts, std::string_view separator) {
   std::string out;
@@ -245,20 +308,29 @@ EntitySql build_entity_sql(const EntityDeclaration& entity) {
       entity.partition_by == entity.key || entity.partition_by.empty()
           ? "c." + key
           : "COALESCE(c." + quote_identifier(entity.partition_by) + "::text, c." + key + ")";
+  // Only for conflicts: the stored row's value columns in canonical form, for the detail.
+  std::string conflict_columns;
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    const FieldType type = i < entity.fields.size() ? entity.fields[i].type : FieldType::kJson;
+    conflict_columns += ",\n       CASE WHEN tidemark_conflict THEN " + canonical_text(type, previous_column(i)) + " END";
+  }
+  const bool legacy = uses_legacy_envelope(entity);
+  const std::string revision = quote_identifier(entity.revision);
   Placeholders apply = names;
   apply.insert(apply.end(), {
-                                {"entity", quote_literal(entity.name)},
                                 {"previous", previous},
                                 {"differs", differs},
                                 {"columns", quoted},
                                 {"assignments", assignments},
                                 {"partition", partition},
-                                {"fields", fields_object(entity, [](std::size_t, const std::string& name) {
-                                   return "e." + quote_identifier(name);
-                                 })},
-                                {"previous_fields", fields_object(entity, [](std::size_t index, const std::string&) {
-                                   return "e." + previous_column(index);
-                                 })},
+                                {"conflict_columns", conflict_columns},
+                                {"pipeline_column", quote_identifier(legacy ? "pipeline" : kPipelineColumn)},
+                                {"updated_column", quote_identifier(legacy ? "updated_at" : kUpdatedAtColumn)},
+                                // <destination>:<key>:<revision> (legacy), <destination>:<entity>:<key>:<revision>
+                                {"event_id", "d.destination || ':' || " +
+                                                 (legacy ? std::string() : quote_literal(entity.name) + " || ':' || ") +
+                                                 "a." + key + " || ':' || a." + revision},
+                                {"payload", legacy ? legacy_payload(entity) : entity_payload(entity)},
                             });
   out.apply_batch = fill(sql::kEntityApplyBatch, apply);
   return out;

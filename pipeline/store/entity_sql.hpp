@@ -24,6 +24,9 @@ std::string column_type(const FieldSpec& spec);
 // The field's type as the config spells it, for messages: text, integer, decimal(14,4), ...
 std::string config_type(const FieldSpec& spec);
 
+// The built-in entity takes its legacy envelope (uses_legacy_envelope): its table's
+// bookkeeping columns, idempotency keys and payloads; its table is the migrations', so its
+// create_table is never run.
 struct EntitySql {
   // CREATE TABLE for the entity's table: key text PRIMARY KEY, revision bigint NOT NULL, one
   // nullable column per field, `extra jsonb` when kept, the two bookkeeping columns.
@@ -37,9 +40,10 @@ struct EntitySql {
   // tidemark_candidate (the highest revision of its key in the batch). Values in the text
   // format of each column's type; \N for absent.
   std::vector<std::string> stage_columns;
-  // The batch's one write, as sql/commit/apply_batch.sql for the built-in entity: $1 the
-  // pipeline, $2 the destinations as a text[] literal; returns (ord, verdict, outbox_rows)
-  // for every conflicting or candidate version.
+  // The batch's one write (sql/entity/apply_batch.sql): $1 the pipeline, $2 the destinations
+  // as a text[] literal; returns (ord, verdict, outbox_rows, then per value column the stored
+  // row's value in canonical form when the verdict is conflict, else NULL) for every
+  // conflicting or candidate version.
   std::string apply_batch;
 };
 

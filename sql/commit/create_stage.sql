@@ -3,18 +3,6 @@
 -- batch, and a batch's cost grows with the table; measured in docs/performance.md.
 SET random_page_cost = 1.1;
 
--- The staging table the commit step COPYs each batch's versions into.
--- ON COMMIT DELETE ROWS empties it at the end of every batch transaction.
-CREATE TEMP TABLE IF NOT EXISTS tidemark_stage (
-  ord             int NOT NULL,      -- the version's index in the batch plan
-  transaction_id  text NOT NULL,
-  source_revision bigint NOT NULL,
-  amount          numeric(12,2) NOT NULL,
-  account_id      text,
-  occurred_at     timestamptz,
-  candidate       boolean NOT NULL   -- the highest revision of its key in the batch
-) ON COMMIT DELETE ROWS;
-
 -- Rejected records are COPYed here first, then inserted once (see commit/quarantine.sql).
 CREATE TEMP TABLE IF NOT EXISTS tidemark_quarantine_stage (
   ord bigint GENERATED ALWAYS AS IDENTITY,  -- keeps the batch's order

@@ -1,17 +1,28 @@
--- A declared entity's one write to state and effects per batch, step for step as
--- commit/apply_batch.sql (read its comments): stored-conflict check, revision-filtered upsert,
--- the concurrent-write check, sequences per (destination, partition), outbox rows.
+-- An entity's one write to state and effects per batch, in one statement and one snapshot:
+--   1. every staged version is compared with the stored row of its key: same revision and
+--      a different payload is a conflict (docs/rules.md rule 2), found before anything is written;
+--   2. the candidates that change the stored row are upserted with the revision filter;
+--   3. each applied change takes, for every destination, the next sequence of its
+--      (destination, partition) under that counter's row lock (rule 12) and writes one
+--      outbox row per destination (rule 6);
+--   4. if another transaction wrote one of the keys after this statement's snapshot (two
+--      pipelines on one key), the upsert did not do what the verdicts say: the statement
+--      fails with SQLSTATE 40001 and the batch is retried on a new snapshot.
 -- Filled in once per entity by pipeline/store/entity_sql.cpp from the declaration, never from
 -- record data, every identifier quoted; each name below stands for its placeholder (the name
 -- in double braces):
 --   <stage> <table> <key> <revision>  the stage, the table, the key and revision columns
---   <entity>            the entity's name as a string literal
+--   <pipeline_column> <updated_column>  the table's bookkeeping columns
 --   <previous>          ",\n t."field" AS tidemark_previous_<i>" per value column (fields, extra)
 --   <differs>           whether the stored row's value columns differ from the staged ones
 --   <columns>           ", "field"" per value column; <assignments> ", "field" = EXCLUDED."field""
 --   <partition>         the partition_by field's value as text, the key when it is absent
---   <fields> <previous_fields>  the payload's `fields` objects, now and as stored
--- The statement's own names carry the tidemark_ prefix, which no declared name may take.
+--   <event_id>          the idempotency key, from d.destination and the applied version a.*
+--   <payload>           the outbox payload, from the applied version e.* (its event id, its
+--                       sequence, its columns and the stored row's as tidemark_previous_<i>)
+-- The built-in entity differs only in its legacy envelope: bookkeeping column names, event
+-- id and payload (INTERFACE.md "Entities"). The statement's own names carry the tidemark_
+-- prefix, which no declared name may take.
 -- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}').
 -- Returns each conflicting or candidate version's verdict against the stored row.
 WITH stored AS (
@@ -27,12 +38,12 @@ changes AS (
 ),
 upserted AS (
   INSERT INTO {{table}} AS current_state
-         ({{key}}, {{revision}}{{columns}}, tidemark_pipeline, tidemark_updated_at)
+         ({{key}}, {{revision}}{{columns}}, {{pipeline_column}}, {{updated_column}})
   SELECT {{key}}, {{revision}}{{columns}}, $1, now() FROM changes
   ON CONFLICT ({{key}}) DO UPDATE
      SET {{revision}} = EXCLUDED.{{revision}}{{assignments}},
-         tidemark_pipeline = EXCLUDED.tidemark_pipeline,
-         tidemark_updated_at = now()
+         {{pipeline_column}} = EXCLUDED.{{pipeline_column}},
+         {{updated_column}} = now()
      -- revision filter: replays and stale revisions are no-ops (docs/rules.md rule 3)
    WHERE EXCLUDED.{{revision}} > current_state.{{revision}}
   RETURNING {{key}}, xmax = 0 AS tidemark_inserted  -- xmax is 0 only on a row this statement inserted
@@ -61,23 +72,10 @@ sequenced AS (
 ),
 outboxed AS (
   INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)
-  SELECT d.destination, e.tidemark_event_id, e.tidemark_partition, e.tidemark_sequence,
-         jsonb_build_object(
-           'event_id', e.tidemark_event_id,
-           'pipeline', $1::text,
-           'entity', {{entity}}::text,
-           'key', e.{{key}},
-           'revision', e.{{revision}},
-           'partition', e.tidemark_partition,
-           'sequence', e.tidemark_sequence,
-           'fields', {{fields}},
-           'previous', CASE WHEN e.tidemark_stored_revision IS NULL THEN NULL
-                            ELSE jsonb_build_object('revision', e.tidemark_stored_revision,
-                                                    'fields', {{previous_fields}}) END)
+  SELECT d.destination, e.tidemark_event_id, e.tidemark_partition, e.tidemark_sequence, {{payload}}
     FROM unnest($2::text[]) AS d(destination)
    CROSS JOIN LATERAL (
-     -- <destination>:<entity>:<key>:<revision>
-     SELECT a.*, d.destination || ':' || {{entity}} || ':' || a.{{key}} || ':' || a.{{revision}} AS tidemark_event_id,
+     SELECT a.*, {{event_id}} AS tidemark_event_id,
             s.last_sequence - a.tidemark_in_batch + a.tidemark_nth AS tidemark_sequence
        FROM applied a
        JOIN sequenced s ON s.destination = d.destination AND s.partition_key = a.tidemark_partition) e
@@ -92,6 +90,6 @@ SELECT tidemark_ord AS ord,
             WHEN tidemark_stored_revision < {{revision}} THEN 'updated'
             WHEN tidemark_stored_revision = {{revision}} THEN 'unchanged'
             ELSE 'stale' END AS verdict,
-       (SELECT count(*) FROM outboxed) AS outbox_rows
+       (SELECT count(*) FROM outboxed) AS outbox_rows{{conflict_columns}}
   FROM stored, verified
  WHERE verified.tidemark_ok AND (tidemark_conflict OR tidemark_candidate)
