@@ -86,7 +86,11 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
   bool first = true;
   db::with_retries(retry_, "batch " + std::to_string(batch.batch_no) + " of pipeline " + pipeline_, [&] {
     if (!first) {
-      connection_.reset();  // a failed attempt may have left the connection unusable
+      // A lost connection is reopened by connection(). An open one (a serialization failure
+      // or a deadlock, rolled back) is kept, and with it the pipeline's lock: a new session
+      // could not take the lock until the old backend has exited (PipelineBusy), and another
+      // run could take it in between.
+      if (connection_ && !connection_->is_open()) connection_.reset();
       if (auto committed = read_back(run_id, batch.batch_no)) {
         spdlog::warn("batch {} had committed before the connection was lost; not applying it again",
                      batch.batch_no);

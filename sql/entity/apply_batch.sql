@@ -46,6 +46,10 @@ upserted AS (
          {{updated_column}} = now()
      -- revision filter: replays and stale revisions are no-ops (docs/rules.md rule 3)
    WHERE EXCLUDED.{{revision}} > current_state.{{revision}}
+     -- and the row is still the one this statement's snapshot read (a subquery sees the
+     -- snapshot; current_state is the latest version): a row another transaction wrote since
+     -- is skipped, counted below, and the batch retried, so no effect carries a stale `previous`
+     AND current_state.{{revision}} = (SELECT snap.{{revision}} FROM {{table}} snap WHERE snap.{{key}} = EXCLUDED.{{key}})
   RETURNING {{key}}, xmax = 0 AS tidemark_inserted  -- xmax is 0 only on a row this statement inserted
 ),
 -- Every change was upserted, and inserted exactly when the snapshot saw no stored row.
