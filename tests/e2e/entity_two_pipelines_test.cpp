@@ -346,7 +346,7 @@ void two_pipelines_at_once(const Shape& shape) {
   EXPECT_EQ(last_events, stored_revisions);
 }
 
-// DISABLED_ until two bugs these tests found are fixed (pipeline/store and sql/ are not this
+//  until two bugs these tests found are fixed (pipeline/store and sql/ are not this
 // change's to edit; the fix is in the report of branch wt-demo):
 // - a retried batch (40001, 40P01) drops its connection, and with it the pipeline's lock, and
 //   takes the lock again on a new session, which fails with PipelineBusy while the old backend
@@ -355,11 +355,11 @@ void two_pipelines_at_once(const Shape& shape) {
 //   revision) passes the revision filter and is not counted as a surprise, so its effect's
 //   `previous` (previous_amount for the built-in entity) is the row the snapshot read, not the
 //   revision it replaced: a consumer folding deltas (account_balance) double counts.
-TEST(EntityTwoPipelines, DISABLED_ADeclaredEntityEndsAtEachKeysHighestRevisionWithOneGaplessChainOfEffects) {
+TEST(EntityTwoPipelines, ADeclaredEntityEndsAtEachKeysHighestRevisionWithOneGaplessChainOfEffects) {
   two_pipelines_at_once(orders());
 }
 
-TEST(EntityTwoPipelines, DISABLED_TheBuiltInEntityEndsAtEachKeysHighestRevisionWithOneGaplessChainOfEffects) {
+TEST(EntityTwoPipelines, TheBuiltInEntityEndsAtEachKeysHighestRevisionWithOneGaplessChainOfEffects) {
   two_pipelines_at_once(transactions());
 }
 
