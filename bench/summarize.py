@@ -14,6 +14,7 @@ import sys
 
 
 RSS_LIMIT_MIB = 64  # issue 14: peak RSS at the default batch size stays under this
+DEFAULT_BATCH = 10_000  # tidemark run's default --batch-size
 
 
 def entity_summary(rows, main_batch):
@@ -43,7 +44,7 @@ def entity_summary(rows, main_batch):
         print("   MB/s:  ", ", ".join(f"{x:.2f}" for x in mbps), f"(median {medians[kind][1]:.2f})")
         print("   peak RSS MiB:", ", ".join(f"{x:.1f}" for x in rss),
               "| tidemark CPU s:", ", ".join(r["cpu_s"] for r in runs))
-        if max(rss) >= RSS_LIMIT_MIB:
+        if max(rss) >= RSS_LIMIT_MIB and main_batch == DEFAULT_BATCH:
             ok = False
             print(f"   peak RSS {max(rss):.1f} MiB is not under {RSS_LIMIT_MIB} MiB")
     if "T" in medians and "E" in medians:
@@ -52,10 +53,11 @@ def entity_summary(rows, main_batch):
     for r in rows:
         if r["kind"] == "E" and r["rows"] != main_rows:  # the RSS_ROWS run
             rss = int(r["peak_rss_kib"]) / 1024
-            ok = ok and rss < RSS_LIMIT_MIB
+            ok = ok and (rss < RSS_LIMIT_MIB or r["batch"] != DEFAULT_BATCH)
             print(f"E rows {r['rows']} batch {r['batch']}: {r['rows_per_s']:.0f} rows/s, {r['mb_per_s']} MB/s, "
                   f"peak RSS {rss:.1f} MiB")
-    print(f"\neach kind's runs agree and peak RSS under {RSS_LIMIT_MIB} MiB:", "yes" if ok else "NO")
+    print(f"\neach kind's runs agree and peak RSS under {RSS_LIMIT_MIB} MiB at batch {DEFAULT_BATCH}:",
+          "yes" if ok else "NO")
     return 0 if ok else 1
 
 
