@@ -2,10 +2,13 @@
 # Tidemark throughput benchmark (issue 6): the hand-written psql baseline (B) against
 # `tidemark run` (P), each on a fresh database cloned from one migrated template, in the
 # order B P P B, then a sweep of batch sizes and, optionally, peak RSS on a large input.
+# With ENTITY=1 it instead loads a declared 12-field entity (E) beside the built-in
+# transaction entity (T), both with `tidemark run`, in the order T E E T (no psql baseline).
 # See docs/performance.md. Usage (from anywhere; env variables override the defaults):
 #
 #   bench/run_bench.sh                                  # quick: 200k rows, batch 10k
 #   ROWS=1000000 RSS_ROWS=10000000 bench/run_bench.sh   # the documented full run
+#   ENTITY=1 bench/run_bench.sh                         # declared entity beside the built-in
 #
 # ROWS (200000)        rows of the main dataset
 # BATCH (10000)        batch size of the B P P B runs
@@ -15,6 +18,10 @@
 # REPLAY (1)           after each P, time `tidemark run --replay` of the same rows
 # RSS_ROWS (0)         when > 0, also run P once on this many rows (batch BATCH) for peak RSS
 # RUN_TIMEOUT (1800)   seconds allowed to any single timed run
+# ENTITY (0)           1: the entity mode, T E E T at BATCH on ROWS rows (SWEEP and REPLAY
+#                      do not apply; RSS_ROWS > 0 adds one E on that many rows)
+# ENTITY_FORMAT (csv)  the entity dataset's format: csv or jsonl
+# ENTITY_ROUNDS (1)    how many times the entity mode repeats T E E T
 # WORK (/tmp/tidemark-bench)  cluster, datasets and logs
 # TIDEMARK (build-bench/tidemark)  the binary (build: cmake -B build-bench -DCMAKE_BUILD_TYPE=Release
 #                      && ninja -C build-bench tidemark)
@@ -30,22 +37,28 @@ SWEEP="${SWEEP-1000 10000 50000}"
 REPLAY="${REPLAY:-1}"
 RSS_ROWS="${RSS_ROWS:-0}"
 RUN_TIMEOUT="${RUN_TIMEOUT:-1800}"
+ENTITY="${ENTITY:-0}"
+ENTITY_FORMAT="${ENTITY_FORMAT:-csv}"
+ENTITY_ROUNDS="${ENTITY_ROUNDS:-1}"
 WORK="${WORK:-/tmp/tidemark-bench}"
 TIDEMARK="${TIDEMARK:-$repo/build-bench/tidemark}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 PIPELINE=bench
+ENTITY_PIPELINE=bench_entity
+ENTITY_TABLE=orders  # the table of the declared entity `orders` (its name)
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 [[ -x "$TIDEMARK" ]] || die "$TIDEMARK not found: build it with cmake -S $repo -B $repo/build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C $repo/build-bench tidemark"
+[[ "$ENTITY_FORMAT" == csv || "$ENTITY_FORMAT" == jsonl ]] || die "ENTITY_FORMAT must be csv or jsonl"
 [[ -x "$PGBIN/initdb" ]] || die "PostgreSQL 15 server binaries not found in $PGBIN (set PGBIN)"
 
 mkdir -p "$WORK/data" "$WORK/logs"
 chmod 755 "$WORK"
 stamp="$(date +%Y%m%d-%H%M%S)"
 results="$WORK/logs/results-$stamp.tsv"
-printf 'kind\tbatch\trows\tseconds\trows_per_s\tpeak_rss_kib\tcpu_s\tfingerprint\n' >"$results"
+printf 'kind\tbatch\trows\tseconds\trows_per_s\tpeak_rss_kib\tcpu_s\tfingerprint\tinput_bytes\tmb_per_s\n' >"$results"
 
 # --- PostgreSQL: a private cluster, loopback only, fsync on, the same for B and P --------
 as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
@@ -65,17 +78,16 @@ trap stop_cluster EXIT
 base_url="postgresql://postgres@127.0.0.1:$port"
 psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$base_url/${1}" -c "$2"; }
 
-log "template database (tidemark migrate)"
-psql_q postgres "DROP DATABASE IF EXISTS bench_template" >/dev/null
-psql_q postgres "CREATE DATABASE bench_template" >/dev/null
-"$TIDEMARK" migrate --database "$base_url/bench_template" >"$WORK/logs/migrate.log" 2>&1
-
 # --- datasets (generated once per rows/seed/conflicts, outside the timing) ----------------
-dataset() {  # rows -> path of the CSV
-  local rows="$1" file="$WORK/data/rows-$1-seed-$SEED-c$CONFLICTS.csv"
+dataset() {  # rows [orders] -> path of the built-in entity's CSV, or of the declared entity's file
+  local rows="$1" file="$WORK/data/rows-$1-seed-$SEED-c$CONFLICTS.csv" args=()
+  if [[ "${2:-}" == orders ]]; then
+    file="$WORK/data/orders-$1-seed-$SEED-c$CONFLICTS.$ENTITY_FORMAT"
+    args=(--entity orders --format "$ENTITY_FORMAT")
+  fi
   if [[ ! -s "$file" ]]; then
-    log "generating $rows rows (seed $SEED) into $file"
-    python3 "$here/generate.py" --rows "$rows" --seed "$SEED" --conflicts "$CONFLICTS" --output "$file.tmp"
+    log "generating $rows rows (seed $SEED${2:+, entity $2}) into $file"
+    python3 "$here/generate.py" --rows "$rows" --seed "$SEED" --conflicts "$CONFLICTS" "${args[@]}" --output "$file.tmp"
     mv "$file.tmp" "$file"
   fi
   echo "$file"
@@ -124,11 +136,15 @@ baseline_script() {  # csv batch -> path of the script
   echo "$script"
 }
 
-# What both B and P must leave behind; equal fingerprints mean equal effects.
-fingerprint() {  # database
+# What both B and P must leave behind; equal fingerprints mean equal effects. With a table
+# (the declared entity's), its rows without the time they were written stand for the state.
+fingerprint() {  # database [entity table]
+  local state="SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision || ':' || amount
+                || ':' || COALESCE(account_id, '') || ':' || COALESCE(occurred_at::text, ''))::bigint), 0) FROM transaction_state"
+  [[ -n "${2:-}" ]] &&
+    state="SELECT count(*) || '/' || COALESCE(sum(hashtext((to_jsonb(t) - 'tidemark_updated_at')::text)::bigint), 0) FROM $2 t"
   psql_q "$1" "SELECT concat_ws(' ',
-      'state', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision || ':' || amount
-                || ':' || COALESCE(account_id, '') || ':' || COALESCE(occurred_at::text, ''))::bigint), 0) FROM transaction_state),
+      'state', ($state),
       'outbox', (SELECT count(*) || '/' || COALESCE(sum(hashtext(idempotency_key || ':' || partition_key || ':' || sequence
                 || ':' || payload::text)::bigint), 0) FROM outbox),
       'quarantine', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision)::bigint), 0) FROM quarantine),
@@ -148,11 +164,13 @@ fresh_db() {  # sets db to a new database cloned from the template
 drop_db() { psql_q postgres "DROP DATABASE IF EXISTS $1" >/dev/null; }
 
 now() { date +%s.%N; }
-record() {  # kind batch rows seconds rss cpu fingerprint
-  local rate
+record() {  # kind batch rows seconds rss cpu fingerprint input-file
+  local rate bytes mbps
   rate=$(python3 -c "print(round($3 / $4))")
-  printf '%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$rate" "$5" "$6" "$7" >>"$results"
-  log "$1 batch $2: $3 rows in $(printf %.2f "$4") s = $rate rows/s${5:+, peak RSS $5 KiB, tidemark CPU $6 s}"
+  bytes=$(stat -c %s "$8")
+  mbps=$(python3 -c "print(f'{$bytes / 1e6 / $4:.2f}')")  # MB = 10^6 bytes of input
+  printf '%s\t%s\t%s\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$rate" "$5" "$6" "$7" "$bytes" "$mbps" >>"$results"
+  log "$1 batch $2: $3 rows in $(printf %.2f "$4") s = $rate rows/s, $mbps MB/s${5:+, peak RSS $5 KiB, tidemark CPU $6 s}"
 }
 
 config="$WORK/bench.yaml"
@@ -164,7 +182,46 @@ pipelines:
     destinations:
       - {name: ledger, kind: http, url: http://127.0.0.1:9/events, secret_env: BENCH_LEDGER_SECRET}
 EOF
+migrate_config=()
+if [[ "$ENTITY" == 1 ]]; then
+  # The declared entity of generate.py --entity orders: 12 fields of every type, decimals of
+  # three precisions/scales, partitioned by a text field. Only in this mode, so that the
+  # B P P B flow also runs binaries that predate entities.
+  cat >>"$config" <<EOF
+  $ENTITY_PIPELINE:
+    entity: orders
+    source: {kind: file, path: $WORK/data, format: $ENTITY_FORMAT}
+    batch_size: 10000
+    destinations:  # destination names are unique across a file
+      - {name: orders_ledger, kind: http, url: http://127.0.0.1:9/events, secret_env: BENCH_LEDGER_SECRET}
+entities:
+  orders:
+    key: order_id
+    revision: version
+    partition_by: customer_id
+    fields:
+      customer_id: {type: text, required: true, max_length: 32}
+      status:      {type: text, required: true, max_length: 16}
+      quantity:    {type: integer, required: true}
+      points:      {type: integer}
+      amount:      {type: decimal, precision: 14, scale: 4, required: true}
+      unit_price:  {type: decimal, precision: 10, scale: 2}
+      tax_rate:    {type: decimal, precision: 5, scale: 4}
+      placed_at:   {type: timestamp, required: true}
+      updated_at:  {type: timestamp}
+      ship_date:   {type: date}
+      paid:        {type: boolean}
+      meta:        {type: json}
+EOF
+  migrate_config=(--config "$config")  # the template holds the entity's table too
+fi
 export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
+
+log "template database (tidemark migrate)"
+psql_q postgres "DROP DATABASE IF EXISTS bench_template" >/dev/null
+psql_q postgres "CREATE DATABASE bench_template" >/dev/null
+"$TIDEMARK" migrate --database "$base_url/bench_template" "${migrate_config[@]}" >"$WORK/logs/migrate.log" 2>&1 ||
+  die "tidemark migrate failed, see $WORK/logs/migrate.log"
 
 run_b() {  # csv batch rows [keep]
   local script t0 t1 fp
@@ -175,29 +232,31 @@ run_b() {  # csv batch rows [keep]
     die "baseline run failed, see $WORK/logs/$db-B.err"
   t1=$(now)
   fp="$(fingerprint "$db")"
-  record B "$2" "$3" "$(python3 -c "print($t1 - $t0)")" "" "" "$fp"
+  record B "$2" "$3" "$(python3 -c "print($t1 - $t0)")" "" "" "$fp" "$1"
   drop_db "$db"
 }
 
-run_tidemark() {  # kind db csv batch rows [--replay]
-  local kind="$1" db="$2" csv="$3" batch="$4" rows="$5" t0 t1 rss cpu fp
+run_tidemark() {  # kind db csv batch rows [--replay]; kind E loads the declared entity
+  local kind="$1" db="$2" csv="$3" batch="$4" rows="$5" t0 t1 rss cpu fp pipeline="$PIPELINE" table=""
   shift 5
+  [[ "$kind" == E ]] && pipeline="$ENTITY_PIPELINE" table="$ENTITY_TABLE"
   t0=$(now)
   timeout "$RUN_TIMEOUT" /usr/bin/time -v -o "$WORK/logs/$db-$kind.time" \
-    "$TIDEMARK" run --pipeline "$PIPELINE" --config "$config" --database "$base_url/$db" --source "$csv" \
+    "$TIDEMARK" run --pipeline "$pipeline" --config "$config" --database "$base_url/$db" --source "$csv" \
     --batch-size "$batch" --json "$@" >"$WORK/logs/$db-$kind.out" 2>"$WORK/logs/$db-$kind.err" ||
     die "tidemark run failed, see $WORK/logs/$db-$kind.err"
   t1=$(now)
   rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/logs/$db-$kind.time")
   cpu=$(awk -F': ' '/User time|System time/ {sum += $2} END {print sum}' "$WORK/logs/$db-$kind.time")
-  fp="$(fingerprint "$db")"
-  record "$kind" "$batch" "$rows" "$(python3 -c "print($t1 - $t0)")" "$rss" "$cpu" "$fp"
+  fp="$(fingerprint "$db" "$table")"
+  record "$kind" "$batch" "$rows" "$(python3 -c "print($t1 - $t0)")" "$rss" "$cpu" "$fp" "$csv"
 }
 
-run_p() {  # csv batch rows
+run_p() {  # csv batch rows [kind: P, or T / E in the entity mode]
+  local kind="${4:-P}"
   fresh_db
-  run_tidemark P "$db" "$1" "$2" "$3"
-  if [[ "$REPLAY" == 1 ]]; then
+  run_tidemark "$kind" "$db" "$1" "$2" "$3"
+  if [[ "$REPLAY" == 1 && "$kind" == P ]]; then
     psql_q postgres "CHECKPOINT" >/dev/null
     run_tidemark R "$db" "$1" "$2" "$3" --replay
   fi
@@ -205,6 +264,26 @@ run_p() {  # csv batch rows
 }
 
 csv="$(dataset "$ROWS")"
+
+if [[ "$ENTITY" == 1 ]]; then
+  entity_file="$(dataset "$ROWS" orders)"
+  for ((round = 1; round <= ENTITY_ROUNDS; round++)); do
+    log "T E E T at batch $BATCH on $ROWS rows (round $round of $ENTITY_ROUNDS)"
+    run_p "$csv" "$BATCH" "$ROWS" T
+    run_p "$entity_file" "$BATCH" "$ROWS" E
+    run_p "$entity_file" "$BATCH" "$ROWS" E
+    run_p "$csv" "$BATCH" "$ROWS" T
+  done
+  if (( RSS_ROWS > 0 )); then
+    log "peak RSS: E on $RSS_ROWS rows at batch $BATCH"
+    run_p "$(dataset "$RSS_ROWS" orders)" "$BATCH" "$RSS_ROWS" E
+  fi
+  log "results: $results"
+  # exit 1 (set -e) when runs disagree, or peak RSS reaches 64 MiB at the default batch size
+  python3 "$here/summarize.py" "$results" "$BATCH"
+  exit 0
+fi
+
 log "dataset $csv; baseline scripts"
 baseline_script "$csv" "$BATCH" >/dev/null
 for b in $SWEEP; do baseline_script "$csv" "$b" >/dev/null; done
