@@ -643,7 +643,7 @@ class Parser {
     if ((every == nullptr) == (cron == nullptr)) {
       fail_at(map, "expected exactly one of every (e.g. every: 5m) or cron (e.g. cron: \"*/5 * * * *\")");
     }
-    if (every != nullptr) schedule.every = duration_value(*every);
+    if (every != nullptr) schedule.every = WrittenDuration{duration_value(*every), every->value.Scalar()};
     if (cron != nullptr) {
       schedule.cron = string_value(*cron);
       // The scheduler's own parser: what passes here is what `serve` runs on.

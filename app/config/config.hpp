@@ -57,8 +57,15 @@ struct SourceConfig {
   Duration settle = std::chrono::seconds(2);
 };
 
+// A duration and its text as the config writes it: messages quote the text (`every: 60s`
+// is logged as `every 60s`, not re-formatted as `1m` or `60000ms`).
+struct WrittenDuration {
+  Duration value{};
+  std::string text;
+};
+
 struct ScheduleConfig {
-  std::optional<Duration> every;  // schedule: {every: 5m}
+  std::optional<WrittenDuration> every;  // schedule: {every: 5m}
   std::optional<std::string> cron;  // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
 };
 
