@@ -34,13 +34,7 @@ std::string current_user() {
 // Entity `name` as `config` declares it; without a config, only the built-in one is known.
 // nullptr when neither knows it.
 const pipeline::EntityDeclaration* find_entity(const std::optional<pipeline::Config>& config, const std::string& name) {
-  if (config) {
-    try {
-      return &config->entity(name);
-    } catch (const std::out_of_range&) {
-      return nullptr;
-    }
-  }
+  if (config) return config->find_entity(name);
   return name == pipeline::kBuiltInEntityName ? &pipeline::built_in_transaction_entity() : nullptr;
 }
 

@@ -821,6 +821,12 @@ const EntityDeclaration& Config::entity(std::string_view name) const {
   return entities.at(std::string(name));
 }
 
+const EntityDeclaration* Config::find_entity(std::string_view name) const {
+  if (name == kBuiltInEntityName) return &built_in_transaction_entity();
+  const auto found = entities.find(std::string(name));
+  return found == entities.end() ? nullptr : &found->second;
+}
+
 const EntityDeclaration& Config::entity_of(const std::string& pipeline) const {
   return entity(pipelines.at(pipeline).entity);
 }

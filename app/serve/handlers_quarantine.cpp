@@ -100,11 +100,7 @@ HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, cons
     // has no valid key or its entity is not in the config (any more).
     boost::json::value stored = nullptr;
     const auto& key = entry->at("transaction_id");
-    const pipeline::EntityDeclaration* entity = nullptr;
-    try {
-      entity = &context.config.entity(entry->at("entity").as_string());
-    } catch (const std::out_of_range&) {
-    }
+    const pipeline::EntityDeclaration* entity = context.config.find_entity(entry->at("entity").as_string());
     if (key.is_string() && entity != nullptr) {
       const auto row = pipeline::stored_row(txn, *entity, std::string(key.as_string()));
       stored = boost::json::object{{"table", row.table},

@@ -558,6 +558,9 @@ pipelines:
   EXPECT_EQ(&config.entity_of("transactions"), &built_in_transaction_entity());
   EXPECT_EQ(&config.entity("transaction"), &built_in_transaction_entity());
   EXPECT_THROW(config.entity("invoices"), std::out_of_range);
+  EXPECT_EQ(config.find_entity("orders"), &orders);
+  EXPECT_EQ(config.find_entity("transaction"), &built_in_transaction_entity());
+  EXPECT_EQ(config.find_entity("invoices"), nullptr);
 }
 
 TEST(ParseEntities, OmittedKeysTakeTheirDefaults) {
