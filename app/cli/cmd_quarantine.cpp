@@ -3,6 +3,8 @@
 
 #include <iostream>
 
+#include <boost/json.hpp>
+
 #include "app/cli/commands.hpp"
 #include "app/cli/number_check.hpp"
 #include "app/wiring/run_request.hpp"
@@ -27,6 +29,45 @@ std::string current_user() {
   if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
   if (const passwd* entry = getpwuid(geteuid())) return entry->pw_name;
   return "uid " + std::to_string(geteuid());
+}
+
+// Entity `name` as `config` declares it; without a config, only the built-in one is known.
+// nullptr when neither knows it.
+const pipeline::EntityDeclaration* find_entity(const std::optional<pipeline::Config>& config, const std::string& name) {
+  if (config) return config->find_entity(name);
+  return name == pipeline::kBuiltInEntityName ? &pipeline::built_in_transaction_entity() : nullptr;
+}
+
+// The entity table's current row for the entry's key, below the entry: what a conflict
+// conflicts with, and what a release would compete against.
+void print_stored_row(pqxx::transaction_base& txn, const std::optional<pipeline::Config>& config,
+                      const pqxx::row& entry) {
+  const std::string entity_name = entry["entity"].c_str();
+  if (entry["transaction_id"].is_null()) {
+    std::cout << "stored row: - (the record has no valid key)\n";
+    return;
+  }
+  const std::string key = entry["transaction_id"].c_str();
+  const pipeline::EntityDeclaration* entity = find_entity(config, entity_name);
+  if (entity == nullptr) {
+    std::cout << "stored row: - (entity " << entity_name << " is not declared in "
+              << (config ? "the config" : "the built-ins; pass the pipeline's --config") << ")\n";
+    return;
+  }
+  const auto stored = pipeline::stored_row(txn, *entity, key);
+  if (!stored.json) {
+    std::cout << "stored row: none (" << stored.table << " stores no row for key " << key << ")\n";
+    return;
+  }
+  std::cout << "stored row (" << stored.table << "):\n";
+  const boost::json::value row = boost::json::parse(*stored.json);
+  for (const auto& column : row.as_object()) {
+    const auto& value = column.value();
+    std::cout << "  " << column.key() << ": "
+              << (value.is_string() ? std::string(value.as_string())
+                                    : value.is_null() ? std::string() : boost::json::serialize(value))
+              << "\n";
+  }
 }
 
 }  // namespace
@@ -58,11 +99,13 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     exit_code = kExitOk;
   });
 
-  auto* show = quarantine->add_subcommand("show", "Show one quarantined record, with its raw text as received");
+  auto* show = quarantine->add_subcommand("show", "Show one quarantined record, with its raw text as received, and the row its entity's table\n"
+      "stores for its key (pass the pipeline's --config for a declared entity)");
   options->database.add_to(*show);
   show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
   show->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    const auto config = options->database.load_config();
+    auto connection = pipeline::db::connect(options->database.existing_url(config));
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
         std::string(sql::kCliQuarantineShow),
@@ -71,6 +114,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     for (const auto& field : rows[0]) {
       std::cout << field.name() << ": " << (field.is_null() ? "" : field.c_str()) << "\n";
     }
+    print_stored_row(txn, config, rows[0]);
     exit_code = kExitOk;
   });
 
@@ -103,6 +147,9 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
                                                         quarantine_decoder(), {}, *entity);
       std::cout << "quarantine entry " << options->id << " released in run " << result.run_id << ": "
                 << pipeline::to_string(result.outcome) << "\n";
+    } catch (const pipeline::ReleaseEntityMismatch& error) {
+      throw UsageError(std::string(error.what()) +
+                       (config ? "" : " (without --config, every pipeline loads the built-in entity 'transaction')"));
     } catch (const std::invalid_argument& error) {
       throw UsageError(error.what());
     } catch (const pipeline::db::EntitySchemaError& error) {

@@ -643,7 +643,7 @@ class Parser {
     if ((every == nullptr) == (cron == nullptr)) {
       fail_at(map, "expected exactly one of every (e.g. every: 5m) or cron (e.g. cron: \"*/5 * * * *\")");
     }
-    if (every != nullptr) schedule.every = duration_value(*every);
+    if (every != nullptr) schedule.every = WrittenDuration{duration_value(*every), every->value.Scalar()};
     if (cron != nullptr) {
       schedule.cron = string_value(*cron);
       // The scheduler's own parser: what passes here is what `serve` runs on.
@@ -819,6 +819,12 @@ std::vector<std::string> Config::pipelines_feeding(std::string_view destination)
 const EntityDeclaration& Config::entity(std::string_view name) const {
   if (name == kBuiltInEntityName) return built_in_transaction_entity();
   return entities.at(std::string(name));
+}
+
+const EntityDeclaration* Config::find_entity(std::string_view name) const {
+  if (name == kBuiltInEntityName) return &built_in_transaction_entity();
+  const auto found = entities.find(std::string(name));
+  return found == entities.end() ? nullptr : &found->second;
 }
 
 const EntityDeclaration& Config::entity_of(const std::string& pipeline) const {

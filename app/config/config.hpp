@@ -57,8 +57,15 @@ struct SourceConfig {
   Duration settle = std::chrono::seconds(2);
 };
 
+// A duration and its text as the config writes it: messages quote the text (`every: 60s`
+// is logged as `every 60s`, not re-formatted as `1m` or `60000ms`).
+struct WrittenDuration {
+  Duration value{};
+  std::string text;
+};
+
 struct ScheduleConfig {
-  std::optional<Duration> every;  // schedule: {every: 5m}
+  std::optional<WrittenDuration> every;  // schedule: {every: 5m}
   std::optional<std::string> cron;  // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
 };
 
@@ -138,6 +145,9 @@ struct Config {
   // Entity `name`: a declared one, or the built-in one for `transaction`. Throws
   // std::out_of_range for any other name (parsing lets none through in a pipeline).
   const EntityDeclaration& entity(std::string_view name) const;
+  // The same, or nullptr for a name neither declared nor built in (an entry's entity that
+  // the config no longer declares).
+  const EntityDeclaration* find_entity(std::string_view name) const;
   // The entity pipeline `pipeline` loads. Throws std::out_of_range when it is not configured.
   const EntityDeclaration& entity_of(const std::string& pipeline) const;
 };

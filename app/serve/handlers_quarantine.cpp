@@ -86,8 +86,30 @@ HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, co
 }
 
 HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {
-  return stored_document(context, route.segments[2], sql::kServeQuarantineShow, "reading a quarantine entry",
-                         "no quarantine entry");
+  const std::string& id = route.segments[2];
+  const auto entry_id = positive_integer(id);
+  if (!entry_id) return error_response(404, "no quarantine entry " + id);
+  std::optional<boost::json::object> entry;
+  context.pool.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
+    pqxx::nontransaction txn(connection);
+    entry.reset();
+    const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
+    if (rows.empty()) return;
+    entry = boost::json::parse(rows[0][0].c_str()).as_object();
+    // Beside the record, what its entity's table stores for its key: null when the record
+    // has no valid key or its entity is not in the config (any more).
+    boost::json::value stored = nullptr;
+    const auto& key = entry->at("transaction_id");
+    const pipeline::EntityDeclaration* entity = context.config.find_entity(entry->at("entity").as_string());
+    if (key.is_string() && entity != nullptr) {
+      const auto row = pipeline::stored_row(txn, *entity, std::string(key.as_string()));
+      stored = boost::json::object{{"table", row.table},
+                                   {"row", row.json ? boost::json::parse(*row.json) : boost::json::value(nullptr)}};
+    }
+    (*entry)["stored"] = std::move(stored);
+  });
+  if (!entry) return error_response(404, "no quarantine entry " + id);
+  return json_response(200, *entry);
 }
 
 HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, const Route& route) {
@@ -116,7 +138,9 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
     result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(),
                                            {}, entity);
   } catch (const std::invalid_argument& error) {
-    return error_response(409, error.what());  // released by someone else meanwhile
+    // Released by someone else meanwhile, or quarantined as another entity than its pipeline
+    // loads now (ReleaseEntityMismatch: the config must change, not the request).
+    return error_response(409, error.what());
   } catch (const pipeline::db::EntitySchemaError& error) {
     // The entity's table cannot hold its declaration: the config must change, not the request.
     return error_response(409, error.what());

@@ -4,21 +4,7 @@
 
 namespace tidemark::app::serve {
 
-std::string duration_text(pipeline::Duration duration) {
-  struct Unit {
-    const char* suffix;
-    pipeline::Duration::rep milliseconds;
-  };
-  static constexpr Unit kUnits[] = {{"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}};
-  const auto count = duration.count();
-  if (count == 0) return "0s";
-  for (const auto& unit : kUnits) {
-    if (count % unit.milliseconds == 0) return std::to_string(count / unit.milliseconds) + unit.suffix;
-  }
-  return std::to_string(count) + "ms";
-}
-
-Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) : every_(config.every) {
+Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) {
   if (config.cron) {
     std::string error;
     cron_ = pipeline::CronExpression::parse(*config.cron, error);
@@ -30,8 +16,9 @@ Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& 
                                   "\": matches no date (check the day-of-month and month fields)");
     }
     text_ = "cron \"" + *config.cron + "\" (UTC)";
-  } else if (every_ && every_->count() > 0) {
-    text_ = "every " + duration_text(*every_);
+  } else if (config.every && config.every->value.count() > 0) {
+    every_ = config.every->value;
+    text_ = "every " + config.every->text;
   } else {
     throw pipeline::ConfigError("pipelines." + pipeline + ".schedule.every must be longer than 0ms");
   }

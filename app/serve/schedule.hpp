@@ -11,9 +11,9 @@ namespace tidemark::app::serve {
 
 using pipeline::TimePoint;
 
-// A duration in the largest unit the config accepts that states it exactly (`20s`, `5m`,
-// `2h`, `1500ms`): as an operator writes it in the config, not as milliseconds.
-std::string duration_text(pipeline::Duration duration);
+// A duration that is not the config's (a delay, a timeout of the process), in the largest
+// unit that states it exactly (`20s`, `5m`, `1500ms`), not as milliseconds.
+inline std::string duration_text(pipeline::Duration duration) { return pipeline::format_duration(duration); }
 
 // A pipeline's schedule. Ticks missed while a run is in progress (or the process is busy)
 // coalesce: the next tick is always computed from now, never replayed one by one.

@@ -10,6 +10,21 @@ bool RejectionLimit::exceeded_by(std::uint64_t rejected, std::uint64_t input) co
   return rejected > count;
 }
 
+std::string rejection_limit_message(const RejectionLimit& limit, const RejectionTally& tally) {
+  const std::string batch = "batch " + std::to_string(tally.batch);
+  const std::string checkpoint = tally.checkpoint.empty() ? "(start)" : tally.checkpoint;
+  const std::string counts = "the run's rejected records (" + std::to_string(tally.invalid) + " invalid + " +
+                             std::to_string(tally.conflict) + " conflict = " +
+                             std::to_string(tally.invalid + tally.conflict) + " of " + std::to_string(tally.input) +
+                             " input) exceed max_rejected " + limit.text;
+  if (tally.dry_run) {
+    return "pipeline " + tally.pipeline + ": dry run stopped at " + batch + ": " + counts + "; a run would roll " +
+           batch + " back and fail there, its checkpoint staying at " + checkpoint + "; nothing was written";
+  }
+  return "pipeline " + tally.pipeline + ": " + batch + " rolled back: " + counts + "; the checkpoint stays at " +
+         checkpoint + ", after the last committed batch";
+}
+
 std::optional<RejectionLimit> parse_rejection_limit(std::string_view text) {
   RejectionLimit limit;
   limit.text = std::string(text);

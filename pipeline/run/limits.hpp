@@ -23,6 +23,21 @@ struct RejectionLimit {
   bool exceeded_by(std::uint64_t rejected, std::uint64_t input) const;
 };
 
+// Where a run stood when the batch in hand took its rejected records past the limit.
+struct RejectionTally {
+  std::string pipeline;
+  std::uint64_t batch = 0;  // the batch that crossed it, 1-based
+  std::uint64_t invalid = 0;
+  std::uint64_t conflict = 0;
+  std::uint64_t input = 0;  // the run's input so far, that batch's included
+  std::string checkpoint;   // where the checkpoint stays: after the batch before; empty at the start
+  bool dry_run = false;     // a dry run commits nothing, so it says what a run would keep
+};
+
+// The error a run fails with when `tally` exceeds `limit`: the batch, the counts, the
+// threshold as written, and what stays (the checkpoint; in a dry run, nothing at all).
+std::string rejection_limit_message(const RejectionLimit& limit, const RejectionTally& tally);
+
 // "N" (an integer) or "N%" (0 to 100, fraction digits allowed); nullopt when malformed.
 std::optional<RejectionLimit> parse_rejection_limit(std::string_view text);
 

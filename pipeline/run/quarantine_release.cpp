@@ -1,9 +1,11 @@
 #include "pipeline/run/quarantine_release.hpp"
 
+#include <set>
 #include <stdexcept>
 
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
+#include "pipeline/store/entity_sql.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
@@ -38,6 +40,14 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     // Stored escaped (it need not be valid text): decode with the source's own bytes.
     decode_context = unescape_bytes(rows[0][3].c_str());
     position = rows[0][6].c_str();
+    if (const std::string quarantined_as = rows[0][7].c_str(); quarantined_as != entity.name) {
+      throw ReleaseEntityMismatch("quarantine entry " + std::to_string(id) + " holds a record of entity '" +
+                                  quarantined_as + "', but pipeline " + pipeline + " loads entity '" + entity.name +
+                                  "' now: it is not released, as validating it as '" + entity.name +
+                                  "' would load it into " + entity.table +
+                                  ". Release it with a config whose pipeline loads '" + quarantined_as +
+                                  "', or leave it quarantined");
+    }
   }
 
   const RecordChecker checker(entity);
@@ -67,6 +77,26 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
     finish_run(committer.open_connection(), database_url, run_id, "failed", error.what());
     throw;
   }
+}
+
+StoredRow stored_row(pqxx::transaction_base& txn, const EntityDeclaration& entity, const std::string& key) {
+  StoredRow stored{entity.table, std::nullopt};
+  const std::string table = db::quote_identifier(entity.table);
+  std::set<std::string> present;
+  for (const auto& row : txn.exec_params(std::string(sql::kRunTableColumns), table)) present.insert(row[0].c_str());
+  if (present.empty()) return stored;  // no table: nothing was ever stored
+  std::string columns = db::quote_identifier(entity.key) + ", " + db::quote_identifier(entity.revision);
+  for (const auto& column : db::value_columns(entity)) {
+    if (!present.contains(column.name)) continue;
+    const std::string name = db::quote_identifier(column.name);
+    // numeric as text: the JSON keeps its scale (10.50, not 10.5), as payloads carry decimals.
+    columns += ", " + name + (column.type.starts_with("numeric") ? "::text AS " + name : "");
+  }
+  const auto rows = txn.exec_params("SELECT row_to_json(r)::text FROM (SELECT " + columns + " FROM " + table +
+                                        " WHERE " + db::quote_identifier(entity.key) + " = $1) r",
+                                    key);
+  if (!rows.empty()) stored.json = rows[0][0].c_str();
+  return stored;
 }
 
 }  // namespace tidemark::pipeline

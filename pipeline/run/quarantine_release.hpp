@@ -4,6 +4,8 @@
 // and sent through the same plan and commit path as a one-record batch; it may be accepted,
 // or quarantined again with a new reason.
 #include <cstdint>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,7 +21,15 @@ struct ReleaseResult {
   Outcome outcome = Outcome::kInvalid;
 };
 
-// Throws std::invalid_argument when the entry does not exist or was released already.
+// The entry holds a record of another entity than the one its pipeline loads now (the
+// pipeline's `entity:` changed): validating it as that entity would load it into another
+// table, so it is not released.
+struct ReleaseEntityMismatch : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+// Throws std::invalid_argument when the entry does not exist or was released already, and
+// ReleaseEntityMismatch when `entity` is not the entity the entry was quarantined as.
 // `destinations` are those of the entry's pipeline (from the config; none without one).
 // `decoder` decodes the entry's raw text by its stored format and decode_context, into the
 // fields of `entity`, the entity of the entry's pipeline (from the config), whose table is
@@ -28,5 +38,16 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
                                   const std::vector<std::string>& destinations, const std::string& released_by,
                                   const RecordDecoder& decoder, const db::RetryPolicy& retry = {},
                                   const EntityDeclaration& entity = built_in_transaction_entity());
+
+// What `entity`'s table stores now for `key`, shown beside a quarantined record (`quarantine
+// show`, GET /v1/quarantine/{id}). The statement is built from the declaration with quoted
+// identifiers; the key travels as a parameter.
+struct StoredRow {
+  std::string table;
+  // The row as a JSON object, {"<key>":…,"<revision>":…,"<field>":…} in table order, decimals
+  // as strings at their scale; nullopt when no row (or no table) is stored.
+  std::optional<std::string> json;
+};
+StoredRow stored_row(pqxx::transaction_base& txn, const EntityDeclaration& entity, const std::string& key);
 
 }  // namespace tidemark::pipeline

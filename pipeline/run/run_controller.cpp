@@ -213,13 +213,10 @@ RunSummary run_pipeline(const RunRequest& request) {
       total += batch_counts;
       const std::uint64_t rejected = total[Outcome::kInvalid] + total[Outcome::kConflict];
       if (!request.max_rejected->exceeded_by(rejected, total.input())) return;
-      throw RejectionLimitExceeded(
-          "pipeline " + request.pipeline + ": batch " + std::to_string(summary.batches + 1) +
-          " rolled back: the run's rejected records (" + std::to_string(total[Outcome::kInvalid]) + " invalid + " +
-          std::to_string(total[Outcome::kConflict]) + " conflict = " + std::to_string(rejected) + " of " +
-          std::to_string(total.input()) + " input) exceed max_rejected " + request.max_rejected->text +
-          "; the checkpoint stays at " + (summary.checkpoint.empty() ? "(start)" : summary.checkpoint) +
-          ", after the last committed batch");
+      throw RejectionLimitExceeded(rejection_limit_message(
+          *request.max_rejected,
+          {request.pipeline, summary.batches + 1, total[Outcome::kInvalid], total[Outcome::kConflict], total.input(),
+           summary.checkpoint, request.dry_run}));
     };
 
     const auto started = Clock::now();

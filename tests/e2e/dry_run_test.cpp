@@ -173,20 +173,31 @@ TEST_F(DryRun, TextSummarySaysNothingWasWritten) {
 }
 
 // The threshold applies as in a run: the dry run fails where the run would, and leaves nothing.
+// Its message says so: it committed no batch, so it names the batch a run would roll back and
+// the checkpoint a run would keep, not "after the last committed batch".
 TEST_F(DryRun, MaxRejectedFailsTheDryRunAsTheRunAndWritesNothing) {
   const auto input = dir_.write("in.csv",
                                 "transaction_id,source_revision,amount,account_id,occurred_at\n"
                                 "a,1,1.00,,\n"
                                 "b,1,NaN,,\n");
-  const std::string config =
-      "pipelines:\n  p:\n    source: {kind: file, path: " + input.string() + ", format: csv}\n" + destination();
+  const std::string config = "pipelines:\n  p:\n    source: {kind: file, path: " + input.string() +
+                             ", format: csv}\n    batch_size: 1\n" + destination();
   const auto before = every_table(db_);
   const ProcessResult dry = tidemark(config, {"run", "--pipeline", "p", "--dry-run", "--max-rejected", "0"});
   EXPECT_EQ(dry.exit_code, 1) << dry.err;
-  EXPECT_THAT(dry.err, HasSubstr("exceed max_rejected 0"));
+  EXPECT_THAT(dry.err, HasSubstr("pipeline p: dry run stopped at batch 2: the run's rejected records (1 invalid + 0 "
+                                 "conflict = 1 of 2 input) exceed max_rejected 0; a run would roll batch 2 back"));
+  EXPECT_THAT(dry.err, HasSubstr("; nothing was written"));
+  EXPECT_THAT(dry.err, ::testing::Not(HasSubstr("committed"))) << dry.err;
   EXPECT_EQ(every_table(db_), before);
   const ProcessResult real = tidemark(config, {"run", "--pipeline", "p", "--max-rejected", "0"});
   EXPECT_EQ(real.exit_code, 1) << real.err;
+  const std::string checkpoint = db_.scalar("SELECT position FROM checkpoint WHERE pipeline = 'p'");
+  EXPECT_THAT(real.err, HasSubstr("pipeline p: batch 2 rolled back: the run's rejected records (1 invalid + 0 conflict "
+                                  "= 1 of 2 input) exceed max_rejected 0; the checkpoint stays at " +
+                                  checkpoint + ", after the last committed batch"));
+  // The checkpoint the dry run said a run would keep is the one the run kept.
+  EXPECT_THAT(dry.err, HasSubstr("its checkpoint staying at " + checkpoint + "; nothing was written"));
 }
 
 // A declared entity whose table does not exist yet: its batches meet an empty table created

@@ -67,7 +67,8 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
   EXPECT_EQ(transactions.source.format, Format::kCsv);
   EXPECT_EQ(transactions.batch_size, 500u);
   ASSERT_TRUE(transactions.schedule.has_value());
-  EXPECT_EQ(transactions.schedule->every, minutes(5));
+  EXPECT_EQ(transactions.schedule->every->value, minutes(5));
+  EXPECT_EQ(transactions.schedule->every->text, "5m");
   EXPECT_FALSE(transactions.schedule->cron.has_value());
   ASSERT_EQ(transactions.destinations.size(), 2u);
   EXPECT_EQ(transactions.destinations[0].name, "ledger");
@@ -557,6 +558,9 @@ pipelines:
   EXPECT_EQ(&config.entity_of("transactions"), &built_in_transaction_entity());
   EXPECT_EQ(&config.entity("transaction"), &built_in_transaction_entity());
   EXPECT_THROW(config.entity("invoices"), std::out_of_range);
+  EXPECT_EQ(config.find_entity("orders"), &orders);
+  EXPECT_EQ(config.find_entity("transaction"), &built_in_transaction_entity());
+  EXPECT_EQ(config.find_entity("invoices"), nullptr);
 }
 
 TEST(ParseEntities, OmittedKeysTakeTheirDefaults) {

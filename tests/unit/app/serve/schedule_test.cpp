@@ -22,7 +22,7 @@ TEST(CronExpressionTest, AnImpossibleDateIsAConfigError) {
 
 TEST(ScheduleTest, EveryFiresAtStartThenEachIntervalAndMissedTicksCoalesce) {
   pipeline::ScheduleConfig config;
-  config.every = 5min;
+  config.every = pipeline::WrittenDuration{5min, "5m"};
   const Schedule schedule("transactions", config);
   const TimePoint start = at(2024, 5, 1, 10, 0);
   EXPECT_EQ(schedule.first(start), start);
@@ -41,20 +41,19 @@ TEST(ScheduleTest, CronMissedTicksCoalesceIntoTheNextMatchAfterNow) {
 }
 
 // The schedule as logged and listed (GET /v1/pipelines): `every 20s` as the config writes
-// it, not `every 20000ms`.
-TEST(ScheduleTest, DescribeStatesEveryInTheLargestExactUnit) {
-  const auto every = [](pipeline::Duration interval) {
-    pipeline::ScheduleConfig config;
-    config.every = interval;
-    return Schedule("transactions", config).describe();
+// it, not `every 20000ms`, nor `every 1m` for `60s`.
+TEST(ScheduleTest, DescribeStatesEveryAsTheConfigWritesIt) {
+  const auto every = [](std::string_view text) {
+    const auto parsed = pipeline::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
+                                               "    schedule: {every: " + std::string(text) + "}\n",
+                                               "config.yaml");
+    return Schedule("p", *parsed.pipelines.at("p").schedule).describe();
   };
-  EXPECT_EQ(every(20s), "every 20s");
-  EXPECT_EQ(every(5min), "every 5m");
-  EXPECT_EQ(every(2h), "every 2h");
-  EXPECT_EQ(every(90s), "every 90s");
-  EXPECT_EQ(every(1500ms), "every 1500ms");
-  EXPECT_EQ(duration_text(0ms), "0s");
+  for (const auto* text : {"20s", "60s", "5m", "120m", "2h", "90s", "1000ms", "1500ms"}) {
+    EXPECT_EQ(every(text), "every " + std::string(text));
+  }
   EXPECT_EQ(duration_text(61s), "61s");
+  EXPECT_EQ(duration_text(1500ms), "1500ms");
   pipeline::ScheduleConfig cron;
   cron.cron = "*/5 * * * *";
   EXPECT_EQ(Schedule("transactions", cron).describe(), "cron \"*/5 * * * *\" (UTC)");
