@@ -17,6 +17,7 @@ struct RevisionGroup {
   std::size_t key = 0;  // index into the per-key candidates
   std::int64_t revision = 0;
   bool conflict = false;  // two records of the group carry different payloads
+  std::size_t first_differing = 0;  // when conflict: the first record that differs from the first
   std::optional<std::size_t> version;
 };
 
@@ -52,6 +53,7 @@ BatchPlan plan_batch(const std::vector<Checked>& records) {
   BatchPlan plan;
   plan.decided.assign(n, std::nullopt);
   plan.version_of.assign(n, std::nullopt);
+  plan.conflicts_with.assign(n, std::nullopt);
 
   // Keys are views into `records`, which outlive this function's maps.
   std::unordered_map<std::string_view, std::size_t> key_index;
@@ -75,11 +77,12 @@ BatchPlan plan_batch(const std::vector<Checked>& records) {
     const auto [group_it, new_group] =
         group_index.try_emplace(RevisionGroupKey{key_it->second, record->revision}, groups.size());
     if (new_group) {
-      groups.push_back(RevisionGroup{i, key_it->second, record->revision, false, std::nullopt});
+      groups.push_back(RevisionGroup{i, key_it->second, record->revision, false, 0, std::nullopt});
     } else {
       RevisionGroup& group = groups[group_it->second];
       if (!group.conflict && !record->same_payload(std::get<EntityRecord>(records[group.first_index]))) {
         group.conflict = true;
+        group.first_differing = i;
       }
     }
     group_of[i] = group_it->second;
@@ -107,6 +110,10 @@ BatchPlan plan_batch(const std::vector<Checked>& records) {
     RevisionGroup& group = groups[group_of[i]];
     if (group.conflict) {
       plan.decided[i] = Outcome::kConflict;
+      // What it conflicts with: the group's first record, unless it has that one's payload.
+      const bool like_first = i == group.first_index || std::get<EntityRecord>(records[i]).same_payload(
+                                                             std::get<EntityRecord>(records[group.first_index]));
+      plan.conflicts_with[i] = like_first ? group.first_differing : group.first_index;
       continue;
     }
     const bool highest = keys[group.key].highest == group_of[i];

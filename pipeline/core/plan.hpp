@@ -30,6 +30,10 @@ struct BatchPlan {
   std::vector<std::optional<Outcome>> decided;
   // Per record: index into `versions`, or nullopt for invalid and in-batch conflicts.
   std::vector<std::optional<std::size_t>> version_of;
+  // Per in-batch conflict: the index of a record of the same key and revision whose payload
+  // differs from it (the group's first, or the first that differs from that one); nullopt
+  // for every other record.
+  std::vector<std::optional<std::size_t>> conflicts_with;
   // In order of first appearance; one candidate per key that has a version.
   std::vector<Version> versions;
 };

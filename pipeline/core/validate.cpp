@@ -398,6 +398,27 @@ EntityRecord to_entity_record(const Record& record) {
   return entity;
 }
 
+std::string describe_differences(const EntityDeclaration& entity, const EntityRecord& here,
+                                 const EntityRecord& other, std::string_view there) {
+  const auto shown = [](const std::optional<std::string>& value) {
+    return value ? quoted(*value) : std::string("absent");
+  };
+  std::string out;
+  const auto add = [&](std::string_view name, const std::optional<std::string>& mine,
+                       const std::optional<std::string>& theirs) {
+    if (mine == theirs) return;
+    if (!out.empty()) out += "; ";
+    out += std::string(name) + " " + shown(mine) + " here, " + shown(theirs) + " " + std::string(there);
+  };
+  for (std::size_t i = 0; i < entity.fields.size(); ++i) {
+    const std::optional<std::string> none;
+    add(entity.fields[i].name, i < here.values.size() ? here.values[i] : none,
+        i < other.values.size() ? other.values[i] : none);
+  }
+  add(kExtraColumn, here.extra, other.extra);
+  return out;
+}
+
 std::optional<std::int64_t> valid_revision(const DecodedRecord& decoded) {
   if (decoded.decode_error) return std::nullopt;
   const std::optional<Field>& field = decoded.field(kRevisionField);

@@ -67,6 +67,12 @@ class RecordChecker {
 // searching. nullopt when it is missing or invalid, or the record could not be decoded.
 std::optional<std::int64_t> valid_revision(const DecodedRecord& decoded);
 
+// How two records of one key and revision differ, for a conflict's detail: each declared
+// field (and `extra`) whose canonical values differ, with both values quoted (absent when
+// absent), as `field "here's" here, "other's" <there>`, joined by "; ".
+std::string describe_differences(const EntityDeclaration& entity, const EntityRecord& here,
+                                 const EntityRecord& other, std::string_view there);
+
 // What is wrong with `text` as text a column stores, if anything: invalid UTF-8, a control
 // character (C0, DEL, C1) or more than `max_characters` code points. Empty is fine here.
 std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters);

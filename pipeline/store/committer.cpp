@@ -104,6 +104,39 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
   return result;
 }
 
+EntityRecord Committer::stored_row(const pqxx::row& row) const {
+  // After (ord, verdict, outbox_rows): each value column of the stored row, canonical.
+  EntityRecord stored;
+  constexpr int kFirstValue = 3;
+  const auto value = [&](std::size_t column) -> std::optional<std::string> {
+    const pqxx::field field = row[static_cast<int>(kFirstValue + column)];
+    if (field.is_null()) return std::nullopt;
+    return std::string(field.c_str(), field.size());
+  };
+  for (std::size_t i = 0; i < entity_.fields.size(); ++i) stored.values.push_back(value(i));
+  if (entity_.extra_fields == ExtraFields::kKeep) stored.extra = value(entity_.fields.size());
+  return stored;
+}
+
+std::string Committer::conflict_detail(const BatchInput& batch,
+                                       const std::vector<std::optional<EntityRecord>>& stored_rows,
+                                       std::size_t index) const {
+  const auto& record = std::get<EntityRecord>(batch.validated[index]);
+  std::string detail = entity_.key + " " + record.key + " revision " +
+                       std::to_string(record.revision) + " differs from ";
+  if (const auto other = batch.plan.conflicts_with[index]) {
+    SourcePosition position = batch.decoded[*other].position;
+    position.file = escape_bytes(position.file);
+    detail += "the record at " + position.describe() + " of the same revision: ";
+    detail += describe_differences(entity_, record, std::get<EntityRecord>(batch.validated[*other]), "there");
+  } else {
+    const std::optional<EntityRecord>& stored = stored_rows.at(batch.plan.version_of[index].value());
+    detail += "the stored row of the same revision: ";
+    detail += stored ? describe_differences(entity_, record, *stored, "stored") : std::string("(not read)");
+  }
+  return detail;
+}
+
 std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_no) {
   pqxx::nontransaction txn(connection());
   const auto rows = txn.exec_params(std::string(sql::kCommitReadBackBatch), run_id, batch_no);
@@ -152,12 +185,16 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
 
   // 2. Compare, upsert, sequence and outbox in one statement.
   std::vector<StoredVerdict> verdicts(plan.versions.size());
+  // Per version in conflict with the stored row: that row, for the quarantine's detail.
+  std::vector<std::optional<EntityRecord>> stored_rows(plan.versions.size());
   BatchResult result;
   if (!plan.versions.empty()) {
     const auto rows = txn.exec_params(apply_batch_, pipeline_, destinations_literal_);
     for (const auto& row : rows) {
-      verdicts[row[0].as<std::size_t>()] = outcome_from_string(row[1].c_str());
+      const auto v = row[0].as<std::size_t>();
+      verdicts[v] = outcome_from_string(row[1].c_str());
       result.outbox_rows = row[2].as<std::uint64_t>();
+      if (verdicts[v] == Outcome::kConflict) stored_rows[v] = stored_row(row);
     }
   }
   result.outcomes = resolve_outcomes(plan, verdicts);
@@ -190,13 +227,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       const DecodedRecord& decoded = batch.decoded[i];
       const auto* record = std::get_if<EntityRecord>(&batch.validated[i]);
       const auto* rejection = std::get_if<Rejection>(&batch.validated[i]);
-      std::string detail;
-      if (record == nullptr) {
-        detail = rejection->detail;
-      } else {
-        detail = entity_.key + " " + record->key + " revision " + std::to_string(record->revision) +
-                 " has a different payload than another record or the stored row of the same revision";
-      }
+      const std::string detail = record == nullptr ? rejection->detail : conflict_detail(batch, stored_rows, i);
       bool replaced = false;
       bool ignored = false;
       const std::string raw = storable_text(decoded.raw, replaced);

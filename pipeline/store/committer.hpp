@@ -99,6 +99,12 @@ class Committer {
  private:
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
   std::optional<BatchResult> read_back(std::int64_t run_id, int batch_no);
+  // The stored row the apply statement returns beside a conflict verdict.
+  EntityRecord stored_row(const pqxx::row& row) const;
+  // A conflicting record's detail: what it conflicts with (the other record's position, or
+  // the stored row) and each field that differs, with both values.
+  std::string conflict_detail(const BatchInput& batch, const std::vector<std::optional<EntityRecord>>& stored_rows,
+                              std::size_t index) const;
 
   std::string url_;
   std::string pipeline_;

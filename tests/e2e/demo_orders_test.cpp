@@ -65,13 +65,18 @@ TEST_F(DemoOrders, TheExampleConfigLoadsTheOrdersTableQuarantinesWithEntityAndFi
       {"O-4", "1", "C-3", "GBP", "10", "4.25", "placed", "2024-05-02T08:00:00", "orders"},
   };
   EXPECT_EQ(rows(kOrders), orders);
-  const std::string conflict =
-      "order_id O-2 revision 2 has a different payload than another record or the stored row of the same revision";
+  // Each conflict names the other record and the field that differs, with both values.
   const Rows quarantine = {
       {"orders", "invalid", "O-3", "1", "currency", "currency: more than 3 characters (4)",
        "2024-05-01.jsonl:3 (byte 305)"},
-      {"orders", "conflict", "O-2", "2", "<null>", conflict, "2024-05-02.jsonl:3 (byte 301)"},
-      {"orders", "conflict", "O-2", "2", "<null>", conflict, "2024-05-02.jsonl:4 (byte 459)"},
+      {"orders", "conflict", "O-2", "2", "<null>",
+       "order_id O-2 revision 2 differs from the record at 2024-05-02.jsonl:4 (byte 459) of the same revision: "
+       "status \"shipped\" here, \"cancelled\" there",
+       "2024-05-02.jsonl:3 (byte 301)"},
+      {"orders", "conflict", "O-2", "2", "<null>",
+       "order_id O-2 revision 2 differs from the record at 2024-05-02.jsonl:3 (byte 301) of the same revision: "
+       "status \"cancelled\" here, \"shipped\" there",
+       "2024-05-02.jsonl:4 (byte 459)"},
   };
   EXPECT_EQ(rows(kQuarantine), quarantine);
   // The demo's pipelines have no destinations.

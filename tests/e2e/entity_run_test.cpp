@@ -132,11 +132,11 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
   // Quarantine: the entity, the claimed key and the revision (when valid), the field at fault.
   EXPECT_EQ(rows("SELECT entity, reason, transaction_id, source_revision, field, detail FROM quarantine ORDER BY id"),
             (Rows{{"orders", "conflict", "o4", "1", "<null>",
-                   "order_id o4 revision 1 has a different payload than another record or the stored row of the same "
-                   "revision"},
+                   "order_id o4 revision 1 differs from the record at orders.csv:8 (byte 262) of the same revision: "
+                   "amount \"4.0000\" here, \"5.0000\" there"},
                   {"orders", "conflict", "o4", "1", "<null>",
-                   "order_id o4 revision 1 has a different payload than another record or the stored row of the same "
-                   "revision"},
+                   "order_id o4 revision 1 differs from the record at orders.csv:7 (byte 246) of the same revision: "
+                   "amount \"5.0000\" here, \"4.0000\" there"},
                   {"orders", "invalid", "o5", "1", "amount", "amount: more than 4 fraction digits in \"1.23456\""},
                   {"orders", "invalid", "o6", "1", "ship_date", "ship_date: day out of range in \"2023-02-29\""},
                   {"orders", "invalid", "<null>", "1", "order_id", "order_id: missing"}}));

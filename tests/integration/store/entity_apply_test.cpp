@@ -265,6 +265,34 @@ TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
   EXPECT_EQ(db_.scalar("SELECT extra::text FROM orders"), R"({"channel": "web"})");
 }
 
+// Beside a conflict verdict the statement returns the stored row's values in the checker's
+// canonical form (what a record's values are), so the detail names only fields that differ.
+TEST_F(EntityApplyTest, AConflictReturnsTheStoredRowInCanonicalForm) {
+  apply({kFirst});
+  Staged other_extra = kFirst;
+  other_extra.values[7] = R"({"channel": "app"})";
+  auto connection = db_.connect();
+  pqxx::work txn(*connection);
+  txn.exec(sql_.create_stage);
+  {
+    std::vector<std::string> columns;
+    for (const auto& column : sql_.stage_columns) columns.push_back(db::quote_identifier(column));
+    db::CopyWriter copy(txn, db::quote_identifier(sql_.stage_table), columns);
+    std::string line = "0\t" + other_extra.key + "\t" + other_extra.revision;
+    for (const auto& value : other_extra.values) line += "\t" + value;
+    copy.write_line(line + "\tt");
+    copy.complete();
+  }
+  const auto rows = txn.exec_params(sql_.apply_batch, "orders_daily", "{ledger}");
+  ASSERT_EQ(rows.size(), 1u);
+  ASSERT_STREQ(rows[0]["verdict"].c_str(), "conflict");
+  std::vector<std::string> stored;
+  for (int column = 3; column < static_cast<int>(rows[0].size()); ++column) stored.emplace_back(rows[0][column].c_str());
+  // The checker's canonical forms of kFirst's values as a record would carry them.
+  EXPECT_EQ(stored, (std::vector<std::string>{"c-1", "2.2500", "2026-03-01T08:00:00.500000Z", "3", "true",
+                                              "2026-03-04", R"({"gift": true})", R"({"channel": "web"})"}));
+}
+
 // jsonb_build_object takes at most 100 arguments: a payload of 60 fields is built in parts.
 // Partitioned by an integer field, whose value is the partition as text. Fields named like
 // the statement's own columns and aliases (destination, ord, candidate, s, e) are no trouble.

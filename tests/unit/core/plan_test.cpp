@@ -210,6 +210,30 @@ TEST(PlanBatch, InBatchConflictCoversEveryRecordOfTheRevisionButNotAHigherOne) {
                                                         O::kInserted, O::kConflict}));
 }
 
+// Each in-batch conflict names a record it conflicts with: one of the same key and revision
+// whose payload differs from its own, for the quarantine's detail.
+TEST(PlanBatch, EachInBatchConflictNamesARecordWhosePayloadDiffersFromIt) {
+  const std::vector<Validated> records = {make("k", 2, 20), make("j", 1, 1), make("k", 2, 20),
+                                          make("k", 2, 21), make("k", 2, 22), make("j", 1, 1)};
+  const std::vector<Checked> batch = checked(records);
+  const BatchPlan plan = plan_batch(batch);
+  EXPECT_EQ(plan.conflicts_with, (std::vector<std::optional<std::size_t>>{3, std::nullopt, 3, 0, 0, std::nullopt}));
+  for (std::size_t i : {0, 2, 3, 4}) {
+    const auto& here = std::get<EntityRecord>(batch[i]);
+    const auto& there = std::get<EntityRecord>(batch[*plan.conflicts_with[i]]);
+    EXPECT_FALSE(here.same_payload(there)) << "record " << i;
+  }
+}
+
+TEST(DescribeDifferences, NamesEachDifferingFieldWithBothValuesAndAbsentOnes) {
+  const EntityRecord here = to_entity_record(make("k", 2, 2050, "acc-1", 0));
+  const EntityRecord there = to_entity_record(make("k", 2, 2050, std::nullopt, 1'000'000));
+  EXPECT_EQ(describe_differences(built_in_transaction_entity(), here, there, "stored"),
+            "account_id \"acc-1\" here, absent stored; occurred_at \"1970-01-01T00:00:00.000000Z\" here, "
+            "\"1970-01-01T00:00:01.000000Z\" stored");
+  EXPECT_EQ(describe_differences(built_in_transaction_entity(), here, here, "there"), "");
+}
+
 TEST(PlanBatch, ConflictAtTheHighestRevisionMakesTheNextRevisionTheCandidate) {
   // INTERFACE's example, nothing stored: T2,1,10.00  T2,2,20.00  T2,2,21.00.
   const std::vector<Validated> records = {make("T2", 1, 1000), make("T2", 2, 2000), make("T2", 2, 2100)};
