@@ -930,15 +930,4 @@ std::optional<Duration> parse_duration(std::string_view text) {
   return std::nullopt;
 }
 
-std::string format_duration(Duration duration) {
-  static constexpr std::pair<std::string_view, Duration::rep> kUnits[] = {
-      {"h", 3'600'000}, {"m", 60'000}, {"s", 1'000}, {"ms", 1}};
-  for (const auto& [suffix, milliseconds] : kUnits) {
-    if (duration.count() != 0 && duration.count() % milliseconds == 0) {
-      return std::to_string(duration.count() / milliseconds) + std::string(suffix);
-    }
-  }
-  return std::to_string(duration.count()) + "ms";
-}
-
 }  // namespace tidemark::pipeline

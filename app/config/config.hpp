@@ -13,12 +13,11 @@
 #include <vector>
 
 #include "connectors/file/format.hpp"
+#include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/run/limits.hpp"
 
 namespace tidemark::pipeline {
-
-using Duration = std::chrono::milliseconds;
 
 // One configuration error, or every error of a file (what(): one per line, in line order).
 class ConfigError : public std::runtime_error {
@@ -168,7 +167,6 @@ ConfigCheck check_config_file(const std::filesystem::path& path);
 
 // "250ms", "1s", "5m", "2h": an integer with a unit. nullopt when malformed.
 std::optional<Duration> parse_duration(std::string_view text);
-// The other way: in the largest unit that divides it ("168h", "90s", "250ms").
-std::string format_duration(Duration duration);
+// The other way: format_duration (pipeline/core/duration.hpp).
 
 }  // namespace tidemark::pipeline

@@ -11,12 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace tidemark::pipeline {
-
-// The unit of every time option (the config's durations are milliseconds too).
-using Duration = std::chrono::milliseconds;
-
-}  // namespace tidemark::pipeline
+#include "pipeline/core/duration.hpp"
 
 namespace tidemark::pipeline::relay {
 

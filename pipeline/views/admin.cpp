@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/backoff.hpp"
+#include "pipeline/core/duration.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/views/registry.hpp"
@@ -189,10 +190,9 @@ Duration redelivery_horizon(const Redelivery& relay) {
 std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay) {
   const Duration horizon = redelivery_horizon(relay);
   if (retention <= horizon) {
-    throw ViewError("inbox retention " + std::to_string(retention.count()) +
-                    " ms is not longer than the relay's longest redelivery window (" +
-                    std::to_string(horizon.count()) +
-                    " ms: every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
+    throw ViewError("inbox retention " + format_duration(retention) +
+                    " is not longer than the relay's longest redelivery window (" + format_duration(horizon) +
+                    ": every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
                     "a redelivered event would be applied twice. Use a longer --retention");
   }
   pqxx::work txn(connection);

@@ -192,6 +192,7 @@ TEST_F(ViewsCli, CleanupRefusesARetentionWithinTheRedeliveryHorizonAndKeepsRecen
   const auto refused = tidemark({"views", "cleanup", "--retention", "1m"});
   EXPECT_EQ(refused.exit_code, 2) << both(refused);
   EXPECT_THAT(both(refused), HasSubstr("redelivery window"));
+  EXPECT_THAT(both(refused), HasSubstr("inbox retention 1m is not longer")) << "written as the config writes it";
 
   const auto cleaned = tidemark({"views", "cleanup", "--retention", "168h"});
   EXPECT_EQ(cleaned.exit_code, 0) << both(cleaned);
