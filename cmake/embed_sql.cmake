@@ -1,12 +1,12 @@
 cmake_minimum_required(VERSION 3.21)  # a script run with -P: file(COPY_FILE), if(IN_LIST)
 # Writes OUTPUT_DIR/sql/statements.hpp and OUTPUT_DIR/sql/statements.cpp from the .sql files
 # under SQL_DIR: every statement as a named constant, named from its path
-# (commit/apply_batch.sql -> tidemark::sql::kCommitApplyBatch), so a misspelt statement fails
+# (entity/apply_batch.sql -> tidemark::sql::kEntityApplyBatch), so a misspelt statement fails
 # the build; and the files under migrations/ as one list, in name order (the order they apply).
 file(GLOB_RECURSE sql_files RELATIVE ${SQL_DIR} ${SQL_DIR}/*.sql)
 list(SORT sql_files)
 
-set(header "#pragma once\n// Generated from sql/ by cmake/embed_sql.cmake. Do not edit.\n// Every statement under sql/, named from its path (commit/apply_batch.sql -> kCommitApplyBatch),\n// and the migrations in the order they apply. Add a statement by adding a .sql file.\n#include <array>\n#include <string_view>\n\nnamespace tidemark::sql {\n\n")
+set(header "#pragma once\n// Generated from sql/ by cmake/embed_sql.cmake. Do not edit.\n// Every statement under sql/, named from its path (entity/apply_batch.sql -> kEntityApplyBatch),\n// and the migrations in the order they apply. Add a statement by adding a .sql file.\n#include <array>\n#include <string_view>\n\nnamespace tidemark::sql {\n\n")
 set(source "// Generated from sql/ by cmake/embed_sql.cmake. Do not edit.\n#include \"sql/statements.hpp\"\n\nnamespace tidemark::sql {\n\n")
 set(migrations "")
 set(migration_count 0)
@@ -23,7 +23,7 @@ foreach(path IN LISTS sql_files)
     math(EXPR migration_count "${migration_count} + 1")
     continue()
   endif()
-  # commit/apply_batch.sql -> kCommitApplyBatch
+  # entity/apply_batch.sql -> kEntityApplyBatch
   string(REGEX REPLACE "\\.sql$" "" stem "${path}")
   string(REGEX MATCHALL "[A-Za-z0-9]+" parts "${stem}")
   set(name "k")

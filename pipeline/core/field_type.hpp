@@ -52,6 +52,9 @@ struct FieldSpec {
   std::size_t max_length = kDefaultMaxTextLength;  // text only: characters
   int precision = 0;                           // decimal only: 1 … kMaxDecimalPrecision
   int scale = 0;                               // decimal only: 0 … precision
+  // An empty string is absent too, as an empty CSV field always is: the built-in entity's
+  // rule for account_id and occurred_at ("empty means absent"); no declaration sets it.
+  bool empty_is_absent = false;
 
   friend bool operator==(const FieldSpec&, const FieldSpec&) = default;
 };

@@ -17,9 +17,12 @@ std::variant<std::string, Rejection> wrong_kind(std::string_view expected) {
 }
 
 // Whether a value is absent: JSON null and a missing key arrive as nullopt; an untyped
-// (delimited text) field is absent when empty. An empty JSON string is a value.
-bool absent(const std::optional<Field>& field) {
-  return !field || (field->kind == FieldKind::kUntyped && field->text.empty());
+// (delimited text) field is absent when empty. An empty JSON string is a value, unless the
+// field takes empty strings as absent (FieldSpec::empty_is_absent).
+bool absent(const std::optional<Field>& field, const FieldSpec& spec) {
+  if (!field) return true;
+  const bool empty_absent = field->kind == FieldKind::kUntyped || (spec.empty_is_absent && is_text_kind(field->kind));
+  return empty_absent && field->text.empty();
 }
 
 }  // namespace
@@ -34,7 +37,7 @@ FieldValidator::FieldValidator(FieldSpec spec) : spec_(std::move(spec)) {
 }
 
 FieldCheck FieldValidator::check(const std::optional<Field>& field) const {
-  if (absent(field)) {
+  if (absent(field, spec_)) {
     if (spec_.required) return Rejection{spec_.name + ": missing (required)"};
     return CanonicalValue{};
   }

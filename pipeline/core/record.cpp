@@ -1,7 +1,5 @@
 #include "pipeline/core/record.hpp"
 
-#include <cstdio>
-#include <cstdlib>
 
 namespace tidemark::pipeline {
 
@@ -12,18 +10,6 @@ constexpr std::array<std::string_view, kOutcomeCount> kOutcomeNames = {
 
 std::string SourcePosition::describe() const {
   return file + ":" + std::to_string(line) + " (byte " + std::to_string(offset) + ")";
-}
-
-std::string Amount::to_string() const {
-  // Work on the magnitude as unsigned so the most negative value cannot overflow.
-  const bool negative = cents < 0;
-  const std::uint64_t magnitude =
-      negative ? std::uint64_t{0} - static_cast<std::uint64_t>(cents) : static_cast<std::uint64_t>(cents);
-  char text[32];
-  const int length = std::snprintf(text, sizeof text, "%s%llu.%02llu", negative ? "-" : "",
-                                   static_cast<unsigned long long>(magnitude / 100),
-                                   static_cast<unsigned long long>(magnitude % 100));
-  return std::string(text, static_cast<std::size_t>(length));
 }
 
 std::optional<std::size_t> RecordLayout::index(std::string_view name) const {

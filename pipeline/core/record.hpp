@@ -84,31 +84,6 @@ struct DecodedRecord {
   std::optional<Field>& field(std::size_t index);  // grows `fields` to reach it
 };
 
-// An exact amount of numeric(12,2): hundredths as an integer, so 130.0 == 130.00.
-struct Amount {
-  std::int64_t cents = 0;
-  std::string to_string() const;  // canonical text: "-130.05", "0.00"
-  friend bool operator==(const Amount&, const Amount&) = default;
-};
-
-// A record that satisfies the input contract, in canonical form.
-struct Record {
-  std::string transaction_id;
-  std::int64_t source_revision = 0;
-  Amount amount;
-  std::optional<std::string> account_id;
-  // UTC microseconds since the Unix epoch; canonical so the payload compares exactly.
-  std::optional<std::int64_t> occurred_at_us;
-
-  // The key that orders delivery: the account, or the transaction when it has none.
-  const std::string& partition_key() const { return account_id ? *account_id : transaction_id; }
-  // The payload compared for same-revision conflicts (INTERFACE.md).
-  bool same_payload(const Record& other) const {
-    return amount == other.amount && account_id == other.account_id &&
-           occurred_at_us == other.occurred_at_us;
-  }
-};
-
 // Why a record is rejected; an expected data problem, so a value, never an exception.
 struct Rejection {
   std::string detail;  // names the field and the rule, e.g. "amount: more than 2 fraction digits"
@@ -116,8 +91,7 @@ struct Rejection {
 };
 
 // A record of any entity that satisfies its declaration, in canonical form: what the planner
-// compares and the commit stages. The built-in entity's Record converts to one
-// (to_entity_record in validate.hpp).
+// compares and the commit stages.
 struct EntityRecord {
   std::string key;
   std::int64_t revision = 0;

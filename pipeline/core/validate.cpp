@@ -17,9 +17,6 @@ namespace tidemark::pipeline {
 namespace {
 
 constexpr std::size_t kMaxIdentifierCodePoints = 128;
-// amount is numeric(12,2): at most 10 integer and 2 fraction digits.
-constexpr int kAmountPrecision = 12;
-constexpr int kAmountScale = 2;
 constexpr int kMaxTimestampFractionDigits = 6;
 constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 constexpr std::int64_t kSecondsPerDay = 86'400;
@@ -233,18 +230,6 @@ std::variant<std::string, Rejection> parse_decimal(std::string_view text, int pr
   return canonical;
 }
 
-std::variant<Amount, Rejection> parse_amount(std::string_view text) {
-  auto decimal = parse_decimal(text, kAmountPrecision, kAmountScale);
-  if (auto* rejection = std::get_if<Rejection>(&decimal)) return std::move(*rejection);
-  // At most 12 digits, so the hundredths fit an int64 with room to spare.
-  const std::string& canonical = std::get<std::string>(decimal);
-  std::int64_t cents = 0;
-  for (char c : canonical) {
-    if (is_digit(c)) cents = cents * 10 + (c - '0');
-  }
-  return Amount{canonical.front() == '-' ? -cents : cents};
-}
-
 std::variant<std::int64_t, Rejection> parse_date(std::string_view text) {
   const auto year = fixed_digits(text, 0, 4);
   const auto month = fixed_digits(text, 5, 2);
@@ -345,59 +330,6 @@ std::string format_timestamp(std::int64_t utc_micros) {
   return buffer;
 }
 
-Validated validate(const DecodedRecord& decoded) {
-  if (decoded.decode_error) return Rejection{*decoded.decode_error};
-  Record record;
-  const std::optional<Field>& transaction_id = decoded.field(built_in_field::kTransactionId);
-  const std::optional<Field>& source_revision = decoded.field(built_in_field::kSourceRevision);
-  const std::optional<Field>& amount = decoded.field(built_in_field::kAmount);
-  const std::optional<Field>& account_id = decoded.field(built_in_field::kAccountId);
-  const std::optional<Field>& occurred_at = decoded.field(built_in_field::kOccurredAt);
-
-  if (!transaction_id) return reject("transaction_id", "missing");
-  auto identifier = validate_identifier("transaction_id", *transaction_id);
-  if (auto* rejection = std::get_if<Rejection>(&identifier)) return std::move(*rejection);
-  record.transaction_id = std::move(std::get<std::string>(identifier));
-
-  if (!source_revision) return reject("source_revision", "missing");
-  const auto revision = validate_revision("source_revision", *source_revision);
-  if (const auto* rejection = std::get_if<Rejection>(&revision)) return *rejection;
-  record.source_revision = std::get<std::int64_t>(revision);
-
-  // JSON may carry the amount as a number or a string; the same rules apply to its text.
-  if (!amount) return reject("amount", "missing");
-  if (amount->kind != FieldKind::kNumber && !is_text_kind(amount->kind)) {
-    return reject("amount", "must be a number or a string");
-  }
-  const auto cents = parse_amount(amount->text);
-  if (const auto* rejection = std::get_if<Rejection>(&cents)) return reject("amount", rejection->detail);
-  record.amount = std::get<Amount>(cents);
-
-  if (account_id && !(is_text_kind(account_id->kind) && account_id->text.empty())) {
-    auto account = validate_identifier("account_id", *account_id);
-    if (auto* rejection = std::get_if<Rejection>(&account)) return std::move(*rejection);
-    record.account_id = std::move(std::get<std::string>(account));
-  }
-
-  if (occurred_at && !(is_text_kind(occurred_at->kind) && occurred_at->text.empty())) {
-    if (!is_text_kind(occurred_at->kind)) return reject("occurred_at", "must be a string");
-    const auto micros = parse_timestamp(occurred_at->text);
-    if (const auto* rejection = std::get_if<Rejection>(&micros)) return reject("occurred_at", rejection->detail);
-    record.occurred_at_us = std::get<std::int64_t>(micros);
-  }
-  return record;
-}
-
-EntityRecord to_entity_record(const Record& record) {
-  EntityRecord entity{record.transaction_id, record.source_revision, {}, std::nullopt};
-  entity.values.reserve(3);
-  entity.values.emplace_back(record.amount.to_string());
-  entity.values.push_back(record.account_id);
-  entity.values.push_back(record.occurred_at_us ? std::optional<std::string>(format_timestamp(*record.occurred_at_us))
-                                                : std::nullopt);
-  return entity;
-}
-
 std::string describe_differences(const EntityDeclaration& entity, const EntityRecord& here,
                                  const EntityRecord& other, std::string_view there) {
   const auto shown = [](const std::optional<std::string>& value) {
@@ -442,18 +374,11 @@ RecordLayout record_layout(const EntityDeclaration& entity) {
 
 RecordChecker::RecordChecker(const EntityDeclaration& entity)
     : entity_(entity),
-      built_in_(entity.name == kBuiltInEntityName),
       layout_(record_layout(entity)),
       fields_(entity.fields),
       extra_value_(FieldSpec{.name = std::string(kExtraColumn), .type = FieldType::kJson}) {}
 
 Checked RecordChecker::check(const DecodedRecord& decoded) const {
-  // The legacy envelope: the built-in entity keeps its own messages (amount: empty, ...).
-  if (built_in_) {
-    Validated validated = validate(decoded);
-    if (auto* rejection = std::get_if<Rejection>(&validated)) return std::move(*rejection);
-    return to_entity_record(std::get<Record>(validated));
-  }
   if (decoded.decode_error) return Rejection{*decoded.decode_error};
   EntityRecord record;
   const std::optional<Field>& key = decoded.field(kKeyField);

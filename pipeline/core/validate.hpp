@@ -13,28 +13,8 @@
 
 namespace tidemark::pipeline {
 
-using Validated = std::variant<Record, Rejection>;
-
 // What the pipeline carries from validation to commit, for every entity.
 using Checked = std::variant<EntityRecord, Rejection>;
-
-// The built-in entity's fields by their index in its record_layout.
-namespace built_in_field {
-inline constexpr std::size_t kTransactionId = kKeyField;
-inline constexpr std::size_t kSourceRevision = kRevisionField;
-inline constexpr std::size_t kAmount = 2;
-inline constexpr std::size_t kAccountId = 3;
-inline constexpr std::size_t kOccurredAt = 4;
-}  // namespace built_in_field
-
-// Turns a decoded record of the built-in entity (fields by record_layout(
-// built_in_transaction_entity())) into a canonical Record, or says which field breaks which
-// rule. A record with a decode_error is rejected with that error as its detail.
-Validated validate(const DecodedRecord& decoded);
-
-// The built-in entity's record in the generic form: its declared fields amount, account_id
-// and occurred_at in canonical form.
-EntityRecord to_entity_record(const Record& record);
 
 // The fields a decoder delivers for `entity`: the key, the revision, then every declared
 // field; undeclared ones too unless extra_fields is ignore.
@@ -42,7 +22,7 @@ RecordLayout record_layout(const EntityDeclaration& entity);
 
 // An entity's validation, compiled once from its declaration: decoded records (by
 // record_layout) to canonical EntityRecords, or the rule one breaks with the field at fault.
-// Generic over the declaration; the built-in entity keeps its legacy messages (validate()).
+// Generic over the declaration: the built-in entity is one more declaration.
 class RecordChecker {
  public:
   explicit RecordChecker(const EntityDeclaration& entity);
@@ -56,7 +36,6 @@ class RecordChecker {
   std::variant<std::optional<std::string>, Rejection> check_undeclared(const DecodedRecord& decoded) const;
 
   EntityDeclaration entity_;
-  bool built_in_ = false;
   RecordLayout layout_;
   FieldPlan fields_;
   FieldValidator extra_value_;  // one undeclared value as JSON, for `extra`
@@ -86,10 +65,6 @@ std::variant<std::int64_t, Rejection> parse_integer(std::string_view text, bool 
 // rounded and never through a double. The result is numeric's own text for the value:
 // "-130.05", "2.2500" (scale 4), "0.00" (no sign on zero), "7" (scale 0).
 std::variant<std::string, Rejection> parse_decimal(std::string_view text, int precision, int scale);
-
-// Exact decimal parsing for numeric(12,2): optional sign, at most 10 integer and 2 fraction
-// digits, no exponent, NaN or Infinity. Never goes through a double.
-std::variant<Amount, Rejection> parse_amount(std::string_view text);
 
 // The instants a timestamp field holds, in UTC microseconds since the epoch:
 // 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z.

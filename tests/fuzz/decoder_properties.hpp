@@ -8,6 +8,7 @@
 
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 
 namespace tidemark::fuzz {
 

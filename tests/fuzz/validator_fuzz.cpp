@@ -11,6 +11,7 @@
 #include <variant>
 
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 
 namespace {
 

@@ -9,6 +9,7 @@
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::pipeline {

@@ -252,8 +252,9 @@ TEST(BuiltInEntity, IsTransactionStateAsMainHasIt) {
   EXPECT_EQ(entity.extra_fields, ExtraFields::kIgnore);
   const std::vector<FieldSpec> fields{
       {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 12, .scale = 2},
-      {.name = "account_id", .type = FieldType::kText, .required = false, .max_length = 128},
-      {.name = "occurred_at", .type = FieldType::kTimestamp, .required = false},
+      // "empty means absent" for both optional fields (INTERFACE "Input records")
+      {.name = "account_id", .type = FieldType::kText, .required = false, .max_length = 128, .empty_is_absent = true},
+      {.name = "occurred_at", .type = FieldType::kTimestamp, .required = false, .empty_is_absent = true},
   };
   EXPECT_EQ(entity.fields, fields);
   ASSERT_NE(entity.field("account_id"), nullptr);

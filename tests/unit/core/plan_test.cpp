@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/built_in_record.hpp"
+
 namespace tidemark::pipeline {
 namespace {
 

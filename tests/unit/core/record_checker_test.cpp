@@ -8,6 +8,7 @@
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 #include "tests/support/entity_fixtures.hpp"
 
 namespace tidemark::pipeline {
@@ -120,14 +121,24 @@ TEST(RecordChecker, KeepStoresUndeclaredFieldsAsACanonicalJsonObject) {
   EXPECT_FALSE(accepted(checker.check(none)).extra);
 }
 
-TEST(RecordChecker, TheBuiltInEntityKeepsItsLegacyMessagesAndConvertsToTheGenericForm) {
+// The built-in entity is one more declaration: its amount is a required decimal(12,2), and
+// its optional fields take an empty JSON string as absent, which a declared text field does not.
+TEST(RecordChecker, TheBuiltInEntityIsCheckedByItsDeclarationAndTakesEmptyStringsAsAbsent) {
   const RecordChecker checker(built_in_transaction_entity());
   DecodedRecord record = decoded("t-1", "2", "");
-  EXPECT_EQ(rejected(checker.check(record)).detail, "amount: empty");
+  EXPECT_EQ(rejected(checker.check(record)).detail, "amount: missing (required)");
   record.field(built_in_field::kAmount) = untyped("-0.5");
+  record.field(built_in_field::kAccountId) = Field{"", FieldKind::kString};
   record.field(built_in_field::kOccurredAt) = untyped("2024-05-01T10:00:00+02:00");
   const EntityRecord entity = accepted(checker.check(record));
   EXPECT_EQ(entity.values, (std::vector<std::optional<std::string>>{"-0.50", std::nullopt, "2024-05-01T08:00:00.000000Z"}));
+  record.field(built_in_field::kOccurredAt) = Field{"", FieldKind::kString};
+  EXPECT_EQ(accepted(checker.check(record)).values[2], std::nullopt);
+  // A declared field keeps an empty JSON string as a value (here a json one: the string "").
+  const RecordChecker declared(orders(ExtraFields::kIgnore));
+  DecodedRecord order = decoded("o", "1", "1");
+  order.field(4) = Field{"", FieldKind::kString};
+  EXPECT_EQ(accepted(declared.check(order)).values[2], std::optional<std::string>("\"\""));
 }
 
 TEST(RecordChecker, ThePlannerComparesDeclaredPayloadsInCanonicalForm) {

@@ -1,4 +1,5 @@
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 
 #include <gtest/gtest.h>
 
@@ -86,7 +87,7 @@ TEST(Validate, MissingRequiredFieldsAreNamed) {
   EXPECT_EQ(rejection_of(no_revision), "source_revision: missing");
   DecodedRecord no_amount = good_record();
   no_amount.field(pipeline::built_in_field::kAmount).reset();
-  EXPECT_EQ(rejection_of(no_amount), "amount: missing");
+  EXPECT_EQ(rejection_of(no_amount), "amount: missing (required)");
 }
 
 TEST(Validate, EmptyRequiredFieldsAreRejected) {
@@ -283,7 +284,7 @@ TEST(Validate, AmountMayBeAJsonNumberOrStringWithTheSameRules) {
   decoded.field(pipeline::built_in_field::kAmount) = number_field("130.001");
   EXPECT_EQ(rejection_of(decoded), "amount: more than 2 fraction digits in \"130.001\"");
   decoded.field(pipeline::built_in_field::kAmount) = other_field("true");
-  EXPECT_EQ(rejection_of(decoded), "amount: must be a number or a string");
+  EXPECT_EQ(rejection_of(decoded), "amount: must be a decimal (a number or a string)");
 }
 
 TEST(Validate, AccountIdIsOptionalAndEmptyMeansAbsent) {

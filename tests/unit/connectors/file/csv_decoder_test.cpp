@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 #include "connectors/file/csv_decoder.hpp"
 #include "connectors/file/record_stream.hpp"
 

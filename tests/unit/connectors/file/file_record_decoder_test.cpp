@@ -6,6 +6,7 @@
 #include "connectors/file/file_record_decoder.hpp"
 #include "connectors/file/record_layout.hpp"
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 
 namespace tidemark::connectors::file {
 namespace {

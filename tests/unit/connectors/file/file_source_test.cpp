@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/core/validate.hpp"
+#include "tests/support/built_in_record.hpp"
 #include "connectors/file/file_source.hpp"
 
 namespace tidemark::connectors::file {
