@@ -197,10 +197,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         // A valid record's decoded fields are done with: its canonical values go on, and the
         // commit needs only its raw text and position. Freed here, they no longer double a
         // wide entity's memory per batch (docs/performance.md).
-        if (std::holds_alternative<EntityRecord>(batch.validated.back())) {
-          record.fields = {};
-          record.undeclared = {};
-        }
+        if (std::holds_alternative<EntityRecord>(batch.validated.back())) record.release_fields();
       }
       batch.plan = plan_batch(batch.validated);
       batch.end = source->position();
