@@ -29,6 +29,11 @@ std::optional<Field>& DecodedRecord::field(std::size_t index) {
   return fields[index];
 }
 
+void DecodedRecord::release_fields() {
+  std::vector<std::optional<Field>>().swap(fields);
+  std::vector<std::pair<std::string, Field>>().swap(undeclared);
+}
+
 std::string_view to_string(Outcome outcome) { return kOutcomeNames[static_cast<std::size_t>(outcome)]; }
 
 std::optional<Outcome> outcome_from_string(std::string_view text) {

@@ -82,6 +82,10 @@ struct DecodedRecord {
   // The field at `index` of the layout: nullopt when absent.
   const std::optional<Field>& field(std::size_t index) const;
   std::optional<Field>& field(std::size_t index);  // grows `fields` to reach it
+  // Frees `fields` and `undeclared`, their buffers included, once a record's canonical form
+  // stands for them. (Assigning `{}` would keep the buffers: vector's initializer-list
+  // assignment keeps its capacity, 48 bytes per layout field of every record in a batch.)
+  void release_fields();
 };
 
 // Why a record is rejected; an expected data problem, so a value, never an exception.

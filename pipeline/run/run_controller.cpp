@@ -4,6 +4,10 @@
 #include <exception>
 #include <variant>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/failpoint.hpp"
@@ -21,6 +25,19 @@ namespace tidemark::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Blocks of 128 KiB and more (a batch's record, check and plan vectors, the COPY buffers)
+// are mapped from the system for themselves and given back when freed. glibc's default
+// instead raises that threshold to the largest such block freed so far (up to 32 MiB), so
+// from the second batch on they come from the malloc arenas, whose holes small allocations
+// then fill: the arenas keep growing. A 200k-row run of a 12-field entity peaked at 58 MiB
+// with the default and at 49-52 MiB with this (docs/performance.md). Setting the threshold
+// turns glibc's adjustment off for the process; the value is glibc's own starting one.
+void keep_large_blocks_mapped() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
+}
 
 // A batch read, validated and planned, waiting for its commit.
 struct PreparedBatch {
@@ -136,6 +153,7 @@ std::string describe(const OutcomeCounts& counts) {
 }  // namespace
 
 RunSummary run_pipeline(const RunRequest& request) {
+  keep_large_blocks_mapped();
   RunSummary summary;
   summary.pipeline = request.pipeline;
   std::unique_ptr<Source> source;
@@ -186,10 +204,16 @@ RunSummary run_pipeline(const RunRequest& request) {
     // waits between them, so memory stays O(batch size). A reader error is rethrown once the
     // batches read before it are committed.
     std::string start_position = stored_position(source->position());  // before the reader moves it
+    std::size_t expected_records = 0;  // the producer's own: prepare runs on its thread only
     const auto prepare = [&]() -> std::optional<PreparedBatch> {
       PreparedBatch batch;
       batch.started = Clock::now();
+      // Room for as many records as the batch before held, the likely count: grown by
+      // doubling instead, a batch of 10,000 records (192 bytes each) was copied through
+      // blocks of up to 3 MiB, each freshly mapped (keep_large_blocks_mapped).
+      batch.decoded.reserve(expected_records);
       if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) return std::nullopt;
+      expected_records = batch.decoded.size();
       failpoint("after_decode");
       batch.validated.reserve(batch.decoded.size());
       for (DecodedRecord& record : batch.decoded) {
@@ -197,10 +221,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         // A valid record's decoded fields are done with: its canonical values go on, and the
         // commit needs only its raw text and position. Freed here, they no longer double a
         // wide entity's memory per batch (docs/performance.md).
-        if (std::holds_alternative<EntityRecord>(batch.validated.back())) {
-          record.fields = {};
-          record.undeclared = {};
-        }
+        if (std::holds_alternative<EntityRecord>(batch.validated.back())) record.release_fields();
       }
       batch.plan = plan_batch(batch.validated);
       batch.end = source->position();
