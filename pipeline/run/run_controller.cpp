@@ -4,10 +4,6 @@
 #include <exception>
 #include <variant>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/failpoint.hpp"
@@ -25,19 +21,6 @@ namespace tidemark::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Blocks of 128 KiB and more (a batch's record, check and plan vectors, the COPY buffers)
-// are mapped from the system for themselves and given back when freed. glibc's default
-// instead raises that threshold to the largest such block freed so far (up to 32 MiB), so
-// from the second batch on they come from the malloc arenas, whose holes small allocations
-// then fill: the arenas keep growing. A 200k-row run of a 12-field entity peaked at 58 MiB
-// with the default and at 49-52 MiB with this (docs/performance.md). Setting the threshold
-// turns glibc's adjustment off for the process; the value is glibc's own starting one.
-void keep_large_blocks_mapped() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 128 * 1024);
-#endif
-}
 
 // A batch read, validated and planned, waiting for its commit.
 struct PreparedBatch {
@@ -153,7 +136,6 @@ std::string describe(const OutcomeCounts& counts) {
 }  // namespace
 
 RunSummary run_pipeline(const RunRequest& request) {
-  keep_large_blocks_mapped();
   RunSummary summary;
   summary.pipeline = request.pipeline;
   std::unique_ptr<Source> source;
@@ -210,7 +192,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       batch.started = Clock::now();
       // Room for as many records as the batch before held, the likely count: grown by
       // doubling instead, a batch of 10,000 records (192 bytes each) was copied through
-      // blocks of up to 3 MiB, each freshly mapped (keep_large_blocks_mapped).
+      // blocks of up to 3 MiB, each freshly mapped (main() keeps such blocks mapped).
       batch.decoded.reserve(expected_records);
       if (source->read(batch.decoded, request.batch_size, request.max_batch_bytes) == 0) return std::nullopt;
       expected_records = batch.decoded.size();
