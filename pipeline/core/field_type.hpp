@@ -52,7 +52,7 @@ struct FieldSpec {
   std::size_t max_length = kDefaultMaxTextLength;  // text only: characters
   int precision = 0;                           // decimal only: 1 … kMaxDecimalPrecision
   int scale = 0;                               // decimal only: 0 … precision
-  // An empty string is absent too, as an empty CSV field always is: the built-in entity's
+  // An empty string is absent too, as an empty delimited field always is: the built-in entity's
   // rule for account_id and occurred_at ("empty means absent"); no declaration sets it.
   bool empty_is_absent = false;
 
