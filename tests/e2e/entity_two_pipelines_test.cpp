@@ -242,8 +242,8 @@ void two_pipelines_at_once(const Shape& shape) {
   ASSERT_EQ(alpha.exit_code, 0) << alpha.out << alpha.err;
   ASSERT_EQ(beta.exit_code, 0) << beta.out << beta.err;
 
-  // They interleaved: the ledger's commit order switches pipeline often, and batches met rows
-  // the other pipeline had written after their snapshot (the retried serialization failures).
+  // They interleaved: the ledger's commit order switches pipeline often, and batches may meet
+  // rows the other pipeline wrote after their snapshot (the retried serialization failures).
   const std::string switches = db.scalar(
       "SELECT count(*) FROM (SELECT pipeline, lag(pipeline) OVER (ORDER BY id) AS before FROM batch_ledger) s "
       "WHERE pipeline <> before");
@@ -252,8 +252,10 @@ void two_pipelines_at_once(const Shape& shape) {
             << w.contested.size() << " contested keys, " << switches << " pipeline switches in commit order, "
             << retried << " batches retried after a concurrent write, " << count_of(alpha.err + beta.err, "deadlock")
             << " after a deadlock\n";
+  // How many batches meet the other's writes depends on timing (a sanitized build met none),
+  // so only the interleaving is asserted; the concurrent-write rule itself is proved
+  // deterministically by EntityApplyTest.*SerializationFailure and ConcurrentWriters.*.
   EXPECT_GE(std::stoi(switches), 50);
-  EXPECT_GT(retried, 0u);
 
   // Nothing lost: every record of each input is accounted for in the ledger; each key was
   // inserted once, by one pipeline or the other; the contested keys' losers are the conflicts.

@@ -252,6 +252,50 @@ TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializati
 
 // Conflicts compare values as stored: numeric at its scale, jsonb by value (key order and
 // spacing aside). `extra` is compared like a declared field.
+// Two pipelines on one key, an update this time: the second batch's snapshot sees revision 1,
+// the first commits revision 2 while the second waits on the row, and revision 3 would pass
+// the revision filter (3 > 2) with an event whose `previous` is revision 1. It must fail as a
+// serialization failure instead, so the retry's snapshot sees revision 2.
+TEST_F(EntityApplyTest, AnUpdateOverARowWrittenSinceTheSnapshotFailsAsASerializationFailure) {
+  apply({kFirst});
+  Staged second_revision = kFirst;
+  second_revision.revision = "2";
+  second_revision.values[1] = "3.25";
+  Staged third_revision = kFirst;
+  third_revision.revision = "3";
+  third_revision.values[1] = "4.25";
+  auto first_connection = db_.connect();
+  pqxx::work first(*first_connection);
+  EXPECT_EQ(apply(first, {second_revision}), (Rows{{"0", "updated", "2"}}));
+
+  auto second_connection = db_.connect();
+  const int second_pid = second_connection->backendpid();
+  auto second = std::async(std::launch::async, [&] {
+    pqxx::work txn(*second_connection);
+    try {
+      apply(txn, {third_revision});
+    } catch (const pqxx::serialization_failure& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  });
+  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(second_pid) +
+                              " AND wait_event_type = 'Lock'";
+  while (db_.scalar(waiting) != "1") {
+    ASSERT_NE(second.wait_for(std::chrono::milliseconds(1)), std::future_status::ready) << second.get();
+  }
+  first.commit();
+  const std::string error = second.get();
+  EXPECT_NE(error.find("another transaction wrote 1 of this batch's keys"), std::string::npos) << error;
+  // Retried on a new snapshot, revision 3's events carry revision 2 as their previous.
+  pqxx::work retry(*second_connection);
+  EXPECT_EQ(apply(retry, {third_revision}), (Rows{{"0", "updated", "2"}}));
+  retry.commit();
+  EXPECT_EQ(db_.scalar("SELECT string_agg(DISTINCT (payload->'previous'->>'revision') || ' ' || "
+                       "(payload->'previous'->'fields'->>'amount'), ',') FROM outbox WHERE payload->>'revision' = '3'"),
+            "2 3.2500");
+}
+
 TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
   apply({kFirst});
   Staged same = kFirst;
