@@ -102,6 +102,33 @@ class EntityApplyTest : public ::testing::Test {
     return verdicts;
   }
 
+  // Applies `versions` on `second` while `first` holds an uncommitted write of one of their
+  // keys: once the second batch waits on that row, `first` commits. Returns the second
+  // batch's serialization failure (SQLSTATE 40001, what the committer retries), or "no error".
+  std::string apply_behind(pqxx::work& first, pqxx::connection& second, const std::vector<Staged>& versions) {
+    const int second_pid = second.backendpid();
+    auto waiter = std::async(std::launch::async, [&] {
+      pqxx::work txn(second);
+      try {
+        apply(txn, versions);
+      } catch (const pqxx::serialization_failure& error) {
+        EXPECT_TRUE(db::is_transient(error));
+        return std::string(error.what());
+      }
+      return std::string("no error");
+    });
+    const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(second_pid) +
+                                " AND wait_event_type = 'Lock'";
+    while (db_.scalar(waiting) != "1") {
+      if (waiter.wait_for(std::chrono::milliseconds(1)) == std::future_status::ready) {
+        ADD_FAILURE() << "the second batch ended without waiting on the row";
+        return waiter.get();
+      }
+    }
+    first.commit();
+    return waiter.get();
+  }
+
   Rows outbox() const {
     return query_rows(db_,
                       "SELECT destination, idempotency_key, partition_key, sequence, payload::text FROM outbox "
@@ -223,26 +250,9 @@ TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializati
   pqxx::work first(*first_connection);
   EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "2"}}));
 
-  auto second_connection = db_.connect();
-  const int second_pid = second_connection->backendpid();
-  auto second = std::async(std::launch::async, [&] {
-    pqxx::work txn(*second_connection);
-    try {
-      apply(txn, {kFirst});
-    } catch (const pqxx::serialization_failure& error) {  // SQLSTATE 40001
-      EXPECT_TRUE(db::is_transient(error));                 // what the committer retries
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  });
   // The second batch waits on the row the first inserted; once it waits, the first commits.
-  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(second_pid) +
-                              " AND wait_event_type = 'Lock'";
-  while (db_.scalar(waiting) != "1") {
-    ASSERT_NE(second.wait_for(std::chrono::milliseconds(1)), std::future_status::ready) << second.get();
-  }
-  first.commit();
-  const std::string error = second.get();
+  auto second_connection = db_.connect();
+  const std::string error = apply_behind(first, *second_connection, {kFirst});
   EXPECT_NE(error.find("another transaction wrote 1 of this batch's keys"), std::string::npos) << error;
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM outbox"), "2");
   // Retried on a new snapshot, the batch sees the row and says so.
@@ -269,23 +279,7 @@ TEST_F(EntityApplyTest, AnUpdateOverARowWrittenSinceTheSnapshotFailsAsASerializa
   EXPECT_EQ(apply(first, {second_revision}), (Rows{{"0", "updated", "2"}}));
 
   auto second_connection = db_.connect();
-  const int second_pid = second_connection->backendpid();
-  auto second = std::async(std::launch::async, [&] {
-    pqxx::work txn(*second_connection);
-    try {
-      apply(txn, {third_revision});
-    } catch (const pqxx::serialization_failure& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  });
-  const std::string waiting = "SELECT count(*) FROM pg_stat_activity WHERE pid = " + std::to_string(second_pid) +
-                              " AND wait_event_type = 'Lock'";
-  while (db_.scalar(waiting) != "1") {
-    ASSERT_NE(second.wait_for(std::chrono::milliseconds(1)), std::future_status::ready) << second.get();
-  }
-  first.commit();
-  const std::string error = second.get();
+  const std::string error = apply_behind(first, *second_connection, {third_revision});
   EXPECT_NE(error.find("another transaction wrote 1 of this batch's keys"), std::string::npos) << error;
   // Retried on a new snapshot, revision 3's events carry revision 2 as their previous.
   pqxx::work retry(*second_connection);
