@@ -51,19 +51,31 @@ def timestamp(seconds):
     return f"{year}-{month:02d}-{days + 1:02d}T{hour:02d}:{minute:02d}:{second:02d}Z"
 
 
-def transaction_rows(accounts):
-    """The built-in transaction entity: (CSV header, row(key, revision, conflict) -> line)."""
-    stamps = {}  # cache of formatted occurred_at per key group (one timestamp per 4 keys)
+def group_stamps():
+    """group -> its formatted timestamp (one per KEYS_PER_ACCOUNT_GROUP keys), cached: formatting
+    is the generator's slowest step, and the cache is bounded so memory stays flat."""
+    stamps = {}
 
-    def row(key, revision, conflict=False):
-        cents = (key * 7919 + revision * 104729) % 10_000_000 + (1 if conflict else 0)
-        group = key // KEYS_PER_ACCOUNT_GROUP
+    def stamp_of(group):
         stamp = stamps.get(group)
         if stamp is None:
             stamp = timestamp(BASE_EPOCH + (group * 37) % 31_000_000)
             if len(stamps) > 100_000:
                 stamps.clear()
             stamps[group] = stamp
+        return stamp
+
+    return stamp_of
+
+
+def transaction_rows(accounts):
+    """The built-in transaction entity: (CSV header, row(key, revision, conflict) -> line)."""
+    stamp_of = group_stamps()
+
+    def row(key, revision, conflict=False):
+        cents = (key * 7919 + revision * 104729) % 10_000_000 + (1 if conflict else 0)
+        group = key // KEYS_PER_ACCOUNT_GROUP
+        stamp = stamp_of(group)
         return (f"T{key:09d},{revision},{cents // 100}.{cents % 100:02d},"
                 f"A{group % accounts:06d},{stamp}\n")
 
@@ -84,17 +96,12 @@ def order_rows(accounts, fmt):
     changes the amount by 0.0001. Absent by design: points in 1 of 5 versions, meta in 1 of 7,
     ship_date unless the status is shipped, delivered or returned.
     """
-    stamps = {}  # placed_at per customer group, as occurred_at above
+    stamp_of = group_stamps()  # placed_at per customer group, as occurred_at above
 
     def values(key, revision, conflict):
         mix = (key * 2654435761 + revision * 40503) & 0xFFFFFFFF
         group = key // KEYS_PER_ACCOUNT_GROUP
-        placed = stamps.get(group)
-        if placed is None:
-            placed = timestamp(BASE_EPOCH + (group * 37) % 31_000_000)
-            if len(stamps) > 100_000:
-                stamps.clear()
-            stamps[group] = placed
+        placed = stamp_of(group)
         amount = (key * 7919 + revision * 104729) % 1_000_000_000 + (1 if conflict else 0)
         price = mix % 10_000_000
         status = revision % len(STATUSES)

@@ -11,10 +11,6 @@ namespace tidemark::app::serve {
 
 using pipeline::TimePoint;
 
-// A duration that is not the config's (a delay, a timeout of the process), in the largest
-// unit that states it exactly (`20s`, `5m`, `1500ms`), not as milliseconds.
-inline std::string duration_text(pipeline::Duration duration) { return pipeline::format_duration(duration); }
-
 // A pipeline's schedule. Ticks missed while a run is in progress (or the process is busy)
 // coalesce: the next tick is always computed from now, never replayed one by one.
 class Schedule {

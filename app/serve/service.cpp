@@ -114,7 +114,7 @@ struct Service::Impl {
   void relay_ended(std::chrono::steady_clock::time_point started, const std::string& failure) {
     if (failure.empty()) return;  // stopped
     if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_delay = kFirstRestartDelay;
-    spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, duration_text(relay_delay));
+    spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, pipeline::format_duration(relay_delay));
     {
       std::lock_guard lock(relay_mutex);
       relay_failure = pipeline::relay::bounded_error_text(failure);
@@ -219,7 +219,7 @@ struct Service::Impl {
     const bool runs_stopped = co_await runs.wait_idle(options.shutdown_timeout);
     if (!runs_stopped) {
       spdlog::error("runs did not stop within {}; exiting (the batch in hand rolls back)",
-                    duration_text(options.shutdown_timeout));
+                    pipeline::format_duration(options.shutdown_timeout));
       spdlog::default_logger()->flush();
       std::_Exit(1);
     }

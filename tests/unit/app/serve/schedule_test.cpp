@@ -52,8 +52,8 @@ TEST(ScheduleTest, DescribeStatesEveryAsTheConfigWritesIt) {
   for (const auto* text : {"20s", "60s", "5m", "120m", "2h", "90s", "1000ms", "1500ms"}) {
     EXPECT_EQ(every(text), "every " + std::string(text));
   }
-  EXPECT_EQ(duration_text(61s), "61s");
-  EXPECT_EQ(duration_text(1500ms), "1500ms");
+  EXPECT_EQ(pipeline::format_duration(61s), "61s");
+  EXPECT_EQ(pipeline::format_duration(1500ms), "1500ms");
   pipeline::ScheduleConfig cron;
   cron.cron = "*/5 * * * *";
   EXPECT_EQ(Schedule("transactions", cron).describe(), "cron \"*/5 * * * *\" (UTC)");
