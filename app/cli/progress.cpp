@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "connectors/file/file_position.hpp"
+#include "connectors/file/file_source.hpp"
 
 namespace tidemark::app {
 
@@ -80,14 +81,7 @@ SourceBytes::SourceBytes(const std::filesystem::path& path, connectors::file::Fo
     add(canonical);
     return;
   }
-  // The files FileSource reads: regular, with the format's extension.
-  for (std::filesystem::directory_iterator it(canonical, ec); !ec && it != std::filesystem::directory_iterator();
-       it.increment(ec)) {
-    std::error_code status_ec;
-    if (it->is_regular_file(status_ec) && connectors::file::format_from_extension(it->path()) == format) {
-      add(it->path());
-    }
-  }
+  for (const auto& file : connectors::file::folder_files(canonical, format, ec)) add(file);
 }
 
 std::uint64_t SourceBytes::before(const pipeline::Position& position) const {

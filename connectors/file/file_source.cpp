@@ -26,6 +26,17 @@ FilePosition parse_position(const pipeline::Position& position) {
 
 }  // namespace
 
+std::vector<std::filesystem::path> folder_files(const std::filesystem::path& folder, Format format,
+                                                std::error_code& ec) {
+  std::vector<std::filesystem::path> files;
+  std::filesystem::directory_iterator it(folder, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    std::error_code status_ec;
+    if (it->is_regular_file(status_ec) && format_from_extension(it->path()) == format) files.push_back(it->path());
+  }
+  return files;
+}
+
 FileSource::FileSource(const std::filesystem::path& path, Format format, std::size_t chunk_bytes,
                        std::chrono::milliseconds settle, LayoutPtr layout)
     : format_(format), settle_(settle), chunk_(chunk_bytes, '\0'), stream_(format, std::move(layout)) {
@@ -38,14 +49,7 @@ FileSource::FileSource(const std::filesystem::path& path, Format format, std::si
     files_.push_back(Entry{canonical.filename().string(), canonical});
     return;
   }
-  std::filesystem::directory_iterator it(canonical, ec);
-  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-    const std::filesystem::path& child = it->path();
-    std::error_code status_ec;
-    if (it->is_regular_file(status_ec) && format_from_extension(child) == format_) {
-      files_.push_back(Entry{child.filename().string(), child});
-    }
-  }
+  for (const auto& child : folder_files(canonical, format_, ec)) files_.push_back(Entry{child.filename().string(), child});
   if (ec) throw SourceError("file source " + quoted(path) + ": cannot list the folder: " + ec.message());
   // std::string compares bytes as unsigned char: the same order FilePosition uses.
   std::sort(files_.begin(), files_.end(), [](const Entry& a, const Entry& b) { return a.name < b.name; });

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <system_error>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ inline constexpr std::size_t kFormatProbeBytes = kMaxRecordBytes;
 // or a file whose first kFormatProbeRecords records all fail to decode, throws
 // pipeline::SourceError before any record of that file is returned (records of earlier files
 // are returned first; the error comes with the next read).
+// The files a FileSource reads in `folder`: its direct child regular files whose extension
+// matches `format`, in no particular order. Sets `ec` when the folder cannot be listed.
+std::vector<std::filesystem::path> folder_files(const std::filesystem::path& folder, Format format,
+                                                std::error_code& ec);
+
 class FileSource final : public pipeline::Source {
  public:
   // A folder yields its direct child regular files whose extension matches `format`; a
