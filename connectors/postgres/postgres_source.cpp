@@ -93,6 +93,8 @@ void PostgresSource::fail(const std::string& key, const std::string& problem) co
 }
 
 void PostgresSource::describe_source(pqxx::connection& connection, const pipeline::EntityDeclaration& entity) {
+  // Afresh on every attempt: a retry after an outage must not add the columns twice.
+  columns_.clear();
   pqxx::read_transaction txn(connection);
   const auto relation = txn.exec_params(kRelation, options_.table);
   if (relation.empty() || relation[0][0].is_null()) {
@@ -139,7 +141,6 @@ void PostgresSource::describe_source(pqxx::connection& connection, const pipelin
                          "or take another column");
     }
     cursor.push_back(column);
-    cursor_types_.push_back(column->type);
   }
   if (table && !txn.exec_params(kCursorIsUnique, oid, db::text_array_literal(options_.cursor))[0][0].as<bool>()) {
     fail("cursor", "(" + joined(options_.cursor) + ") is not unique in " + options_.table +

@@ -71,7 +71,6 @@ class PostgresSource final : public pipeline::Source {
   pipeline::db::RetryPolicy retry_;
   std::string identity_;
   std::vector<Column> columns_;            // every column of the relation, in table order
-  std::vector<std::string> cursor_types_;  // each cursor column's type, for the casts of a resume
   std::string first_query_;                // from the start
   std::string next_query_;                 // after a cursor tuple
   std::string order_query_;                // whether one cursor tuple lies before another

@@ -58,7 +58,7 @@ class PostgresSourceTest : public ::testing::Test {
                                                            : std::vector<std::string>{"updated_at", "id"};
     options.columns = {{"order_id", "id"}, {"amount", "total"}};
     options.consistency = consistency;
-    options.safety_lag = std::chrono::seconds(1);
+    options.safety_lag = std::chrono::seconds(3);  // well above the time a run takes to start, even sanitized
     return options;
   }
 
@@ -131,13 +131,14 @@ TEST_F(PostgresSourceTest, AQuarantinedRowIsItsJsonObjectAndIsReleased) {
        "(8, 1, NULL, NULL, 'ok', '2026-01-01 00:00:02+00')");
   const auto summary = run(options());
   EXPECT_EQ(counts_text(summary.counts), "inserted 1, invalid 1");
-  const Rows entry = query_rows(target_, "SELECT id, raw, format, detail FROM quarantine");
+  const Rows entry = query_rows(target_, "SELECT id, raw, format, detail, position FROM quarantine");
   ASSERT_EQ(entry.size(), 1U);
   EXPECT_EQ(entry[0][1],
             R"({"order_id":"7","version":1,"amount":1.5,"placed_at":"2026-01-02T03:04:05+00:00",)"
             R"("note":"far too long","updated_at":"2026-01-01T00:00:01+00:00"})");
   EXPECT_EQ(entry[0][2], "jsonl");
   EXPECT_THAT(entry[0][3], HasSubstr("note"));
+  EXPECT_EQ(entry[0][4], R"(public.shop_orders at ["2026-01-01 00:00:01+00","7"]:1 (byte 0))");
 
   // With a longer max_length the same raw row is valid: the release decodes it as the run did.
   testing::wait_for_no_tidemark_backends(target_.url());
