@@ -219,6 +219,20 @@ TEST_F(PostgresSourceTest, AnOutageOfTheSourceIsRetried) {
   EXPECT_FALSE(source->precedes(source->position(), pipeline::Position{R"(["2026-01-01 00:00:03+00","9"])"}));
 }
 
+TEST_F(PostgresSourceTest, ABatchCutByMaxBytesLeavesItsOtherRowsForTheNextRead) {
+  exec("INSERT INTO shop_orders (id, version, total, updated_at) "
+       "SELECT i, 1, i, '2026-01-01'::timestamptz + i * interval '1 s' FROM generate_series(1, 5) AS i");
+  auto source = open(options());
+  std::vector<pipeline::DecodedRecord> rows;
+  std::vector<std::string> positions;
+  while (source->read(rows, 3, 1) > 0) positions.push_back(stored_position(source->position()));
+  ASSERT_EQ(rows.size(), 5U);  // one row a read: each passes one byte
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].fields[pipeline::kKeyField]->text, std::to_string(i + 1));
+    EXPECT_EQ(positions[i], "[\"2026-01-01 00:00:0" + std::to_string(i + 1) + "+00\",\"" + std::to_string(i + 1) + "\"]");
+  }
+}
+
 TEST_F(PostgresSourceTest, TheCatalogChecksNameTheKeyAtFault) {
   exec("CREATE VIEW recent_orders AS SELECT * FROM shop_orders");
   exec("CREATE TABLE loose (id bigint, version bigint NOT NULL, updated_at timestamptz NOT NULL)");
