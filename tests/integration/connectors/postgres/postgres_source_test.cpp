@@ -98,13 +98,13 @@ class PostgresSourceTest : public ::testing::Test {
 
 TEST_F(PostgresSourceTest, LoadsTheRowsThenOnlyNewOnesFromAnExactCheckpoint) {
   exec("INSERT INTO shop_orders VALUES "
-       "(1, 1, 12345678901234567890.1234, '2026-03-01 12:34:56.123456+05:30', 'a', '2026-01-01 00:00:01+00'),"
-       "(2, 1, 0.5, NULL, NULL, '2026-01-01 00:00:02.5+00'),"
-       "(3, 4, -7, '2026-03-01 00:00:00Z', 'c', '2026-01-01 00:00:02.5+00')");
+       "(1, 1, 12345678901234567890.1234, '2026-03-01 12:34:56.123456+05:30', 'a', '2020-01-01 00:00:01+00'),"
+       "(2, 1, 0.5, NULL, NULL, '2020-01-01 00:00:02.5+00'),"
+       "(3, 4, -7, '2026-03-01 00:00:00Z', 'c', '2020-01-01 00:00:02.5+00')");
   const auto first = run(options());
   EXPECT_EQ(counts_text(first.counts), "inserted 3");
   EXPECT_EQ(first.batches, 2U);
-  EXPECT_EQ(first.checkpoint, R"(["2026-01-01 00:00:02.5+00","3"])");
+  EXPECT_EQ(first.checkpoint, R"(["2020-01-01 00:00:02.5+00","3"])");
   EXPECT_EQ(target_.scalar("SELECT position FROM checkpoint WHERE pipeline = 'orders'"), first.checkpoint);
   // Exact: the numeric keeps every digit (a double would not), the timestamp is in UTC.
   EXPECT_EQ(query_rows(target_, "SELECT order_id, version, amount::text, "
@@ -114,11 +114,11 @@ TEST_F(PostgresSourceTest, LoadsTheRowsThenOnlyNewOnesFromAnExactCheckpoint) {
                   {"2", "1", "0.5000", "<null>", "<null>"},
                   {"3", "4", "-7.0000", "2026-03-01 00:00:00.000000", "c"}}));
 
-  exec("INSERT INTO shop_orders VALUES (4, 1, 4, NULL, 'd', '2026-01-01 00:00:03+00')");
-  exec("UPDATE shop_orders SET version = 2, total = 2.25, updated_at = '2026-01-01 00:00:04+00' WHERE id = 2");
+  exec("INSERT INTO shop_orders VALUES (4, 1, 4, NULL, 'd', '2020-01-01 00:00:03+00')");
+  exec("UPDATE shop_orders SET version = 2, total = 2.25, updated_at = '2020-01-01 00:00:04+00' WHERE id = 2");
   const auto second = run(options());
   EXPECT_EQ(counts_text(second.counts), "inserted 1, updated 1");
-  EXPECT_EQ(second.checkpoint, R"(["2026-01-01 00:00:04+00","2"])");
+  EXPECT_EQ(second.checkpoint, R"(["2020-01-01 00:00:04+00","2"])");
   EXPECT_EQ(target_.scalar("SELECT amount::text FROM orders WHERE order_id = '2'"), "2.2500");
 
   const auto third = run(options());
@@ -127,18 +127,18 @@ TEST_F(PostgresSourceTest, LoadsTheRowsThenOnlyNewOnesFromAnExactCheckpoint) {
 }
 
 TEST_F(PostgresSourceTest, AQuarantinedRowIsItsJsonObjectAndIsReleased) {
-  exec("INSERT INTO shop_orders VALUES (7, 1, 1.5, '2026-01-02 03:04:05+00', 'far too long', '2026-01-01 00:00:01+00'),"
-       "(8, 1, NULL, NULL, 'ok', '2026-01-01 00:00:02+00')");
+  exec("INSERT INTO shop_orders VALUES (7, 1, 1.5, '2026-01-02 03:04:05+00', 'far too long', '2020-01-01 00:00:01+00'),"
+       "(8, 1, NULL, NULL, 'ok', '2020-01-01 00:00:02+00')");
   const auto summary = run(options());
   EXPECT_EQ(counts_text(summary.counts), "inserted 1, invalid 1");
   const Rows entry = query_rows(target_, "SELECT id, raw, format, detail, position FROM quarantine");
   ASSERT_EQ(entry.size(), 1U);
   EXPECT_EQ(entry[0][1],
             R"({"order_id":"7","version":1,"amount":1.5,"placed_at":"2026-01-02T03:04:05+00:00",)"
-            R"("note":"far too long","updated_at":"2026-01-01T00:00:01+00:00"})");
+            R"("note":"far too long","updated_at":"2020-01-01T00:00:01+00:00"})");
   EXPECT_EQ(entry[0][2], "jsonl");
   EXPECT_THAT(entry[0][3], HasSubstr("note"));
-  EXPECT_EQ(entry[0][4], R"(public.shop_orders at ["2026-01-01 00:00:01+00","7"]:1 (byte 0))");
+  EXPECT_EQ(entry[0][4], R"(public.shop_orders at ["2020-01-01 00:00:01+00","7"]:1 (byte 0))");
 
   // With a longer max_length the same raw row is valid: the release decodes it as the run did.
   testing::wait_for_no_tidemark_backends(target_.url());
@@ -208,20 +208,20 @@ TEST_F(PostgresSourceTest, SnapshotStopsBeforeAnOpenTransactionAndLoadsItsRowOnc
 
 TEST_F(PostgresSourceTest, AnOutageOfTheSourceIsRetried) {
   exec("INSERT INTO shop_orders (id, version, total, updated_at) "
-       "SELECT i, 1, i, '2026-01-01'::timestamptz + i * interval '1 s' FROM generate_series(1, 4) AS i");
+       "SELECT i, 1, i, '2020-01-01'::timestamptz + i * interval '1 s' FROM generate_series(1, 4) AS i");
   auto source = open(options());
   std::vector<pipeline::DecodedRecord> rows;
   ASSERT_EQ(source->read(rows, 2), 2U);
   EXPECT_GE(testing::terminate_tidemark_backends(source_), 1);
   EXPECT_EQ(source->read(rows, 2), 2U);
-  EXPECT_EQ(stored_position(source->position()), R"(["2026-01-01 00:00:04+00","4"])");
-  EXPECT_TRUE(source->precedes(pipeline::Position{R"(["2026-01-01 00:00:04+00","3"])"}, source->position()));
-  EXPECT_FALSE(source->precedes(source->position(), pipeline::Position{R"(["2026-01-01 00:00:03+00","9"])"}));
+  EXPECT_EQ(stored_position(source->position()), R"(["2020-01-01 00:00:04+00","4"])");
+  EXPECT_TRUE(source->precedes(pipeline::Position{R"(["2020-01-01 00:00:04+00","3"])"}, source->position()));
+  EXPECT_FALSE(source->precedes(source->position(), pipeline::Position{R"(["2020-01-01 00:00:03+00","9"])"}));
 }
 
 TEST_F(PostgresSourceTest, ABatchCutByMaxBytesLeavesItsOtherRowsForTheNextRead) {
   exec("INSERT INTO shop_orders (id, version, total, updated_at) "
-       "SELECT i, 1, i, '2026-01-01'::timestamptz + i * interval '1 s' FROM generate_series(1, 5) AS i");
+       "SELECT i, 1, i, '2020-01-01'::timestamptz + i * interval '1 s' FROM generate_series(1, 5) AS i");
   auto source = open(options());
   std::vector<pipeline::DecodedRecord> rows;
   std::vector<std::string> positions;
@@ -229,7 +229,7 @@ TEST_F(PostgresSourceTest, ABatchCutByMaxBytesLeavesItsOtherRowsForTheNextRead) 
   ASSERT_EQ(rows.size(), 5U);  // one row a read: each passes one byte
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(rows[i].fields[pipeline::kKeyField]->text, std::to_string(i + 1));
-    EXPECT_EQ(positions[i], "[\"2026-01-01 00:00:0" + std::to_string(i + 1) + "+00\",\"" + std::to_string(i + 1) + "\"]");
+    EXPECT_EQ(positions[i], "[\"2020-01-01 00:00:0" + std::to_string(i + 1) + "+00\",\"" + std::to_string(i + 1) + "\"]");
   }
 }
 
