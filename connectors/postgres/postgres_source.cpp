@@ -332,7 +332,7 @@ std::size_t PostgresSource::read(std::vector<pipeline::DecodedRecord>& out, std:
 }
 
 bool PostgresSource::precedes(const pipeline::Position& earlier, const pipeline::Position& later) const {
-  if (later.text.empty()) return false;
+  if (later.text.empty() || later == earlier) return false;
   if (earlier.text.empty()) return true;
   std::vector<std::string> parameters = cursor_of(earlier);
   const CursorValues second = cursor_of(later);
