@@ -1,6 +1,7 @@
 // tidemark check --config FILE [--offline] [--database URL]: every error of a configuration
 // at once, each with its file and line, before a run or serve meets the first of them.
 #include <algorithm>
+#include <cstdlib>
 #include <iostream>
 
 #include "app/cli/commands.hpp"
@@ -51,6 +52,19 @@ void check_destinations(const pipeline::Config& config, const std::string& file,
       findings.errors.push_back(at_line(file, destination) + "destination '" + name +
                                 "' is of kind view, but tidemark has no such view (" +
                                 pipeline::views::view_list(", ") + ")");
+    }
+  }
+}
+
+// A postgres source reads its database's URL from the environment when a run opens it.
+void check_postgres_sources(const pipeline::Config& config, Findings& findings) {
+  for (const auto& [name, pipeline] : config.pipelines) {
+    const auto& postgres = pipeline.source.postgres;
+    if (pipeline.source.kind != pipeline::SourceKind::kPostgres) continue;
+    const char* url = std::getenv(postgres.url_env.c_str());
+    if (url == nullptr || *url == '\0') {
+      findings.errors.push_back(postgres.origin + ".url_env: environment variable " + postgres.url_env +
+                                " is not set (it must hold the source database's URL)");
     }
   }
 }
@@ -131,6 +145,7 @@ void register_check_command(CLI::App& root, int& exit_code) {
     findings.errors = std::move(parsed.errors);
     check_destinations(parsed.config, file, findings);
     check_snapshot_views(parsed.config, file, findings);
+    check_postgres_sources(parsed.config, findings);
     std::string database = "not checked (--offline)";
     if (!options->offline) {
       try {

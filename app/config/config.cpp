@@ -40,7 +40,8 @@ bool is_env_var_name(std::string_view text) {
 }
 
 // Each kind with its name (YAML, stored, printed): the one place either is spelt.
-constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile}};
+constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile},
+                                                                   {"postgres", SourceKind::kPostgres}};
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {{"http", DestinationKind::kHttp},
                                                                              {"view", DestinationKind::kView}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
@@ -609,10 +610,14 @@ class Parser {
   }
 
   SourceConfig parse_source(const Entry& map) {
+    if (const YAML::Node& value = map.value; value.IsMap() && value["kind"] && value["kind"].IsScalar() &&
+                                             value["kind"].Scalar() == "postgres") {
+      return parse_postgres_source(map);
+    }
     SourceConfig source;
     const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
-      source.kind = enum_value(*kind, kSourceKinds, "file (the only source kind so far)");
+      source.kind = enum_value(*kind, kSourceKinds, "file or postgres");
     }
     source.path = non_empty_string(require(keys, map, "path"));
     if (const auto* format = find(keys, "format")) {
@@ -631,6 +636,66 @@ class Parser {
       const auto value = settle->value.IsScalar() ? parse_duration(settle->value.Scalar()) : std::nullopt;
       if (!value) fail_value(*settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
       source.settle = *value;
+    }
+    return source;
+  }
+
+  // kind: postgres (connectors/postgres/options.hpp). What only the source database's catalog
+  // can tell (the columns, their types, a unique cursor) is checked when the source opens.
+  SourceConfig parse_postgres_source(const Entry& map) {
+    SourceConfig source;
+    source.kind = SourceKind::kPostgres;
+    connectors::postgres::Options& postgres = source.postgres;
+    const auto keys = fields(map, {"kind", "url_env", "table", "cursor", "columns", "consistency", "safety_lag"},
+                             "; secrets are never in the file: url_env names the environment variable that holds "
+                             "the source database's URL");
+    postgres.origin = message_at(mark_of(map), map.path);
+    const auto& url_env = require(keys, map, "url_env");
+    postgres.url_env = string_value(url_env);
+    if (!is_env_var_name(postgres.url_env)) fail_value(url_env, "the name of an environment variable");
+    postgres.table = non_empty_string(require(keys, map, "table"));
+    const auto& cursor = require(keys, map, "cursor");
+    if (!cursor.value.IsSequence() || cursor.value.size() == 0) {
+      fail_value(cursor, "a list of the columns rows are read in order of, e.g. [updated_at, id]");
+    }
+    for (std::size_t i = 0; i < cursor.value.size(); ++i) {
+      const Entry column{cursor.key, cursor.value[i], cursor.path + "[" + std::to_string(i) + "]"};
+      postgres.cursor.push_back(non_empty_string(column));
+      if (std::count(postgres.cursor.begin(), postgres.cursor.end(), postgres.cursor.back()) > 1) {
+        fail_at(column, "column " + postgres.cursor.back() + " is in the cursor twice");
+      }
+    }
+    if (const auto* columns = find(keys, "columns")) {
+      if (!columns->value.IsMap()) fail_value(*columns, "a map from field name to source column, e.g. {order_id: id}");
+      for (const auto& pair : columns->value) {
+        if (!pair.first.IsScalar()) fail(pair.first.Mark(), columns->path + ": a field name is " + describe(pair.first));
+        const Entry rename{pair.first, pair.second, child_path(columns->path, pair.first.Scalar())};
+        const std::string column = non_empty_string(rename);
+        for (const auto& [field, earlier] : postgres.columns) {
+          if (field == pair.first.Scalar()) fail_at(rename, "duplicate field " + field);
+          if (earlier == column) fail_at(rename, "column " + column + " is already mapped to field " + field);
+        }
+        postgres.columns.emplace_back(pair.first.Scalar(), column);
+      }
+    }
+    if (const auto* consistency = find(keys, "consistency")) {
+      const auto text = string_value(*consistency);
+      if (text == "snapshot") {
+        postgres.consistency = connectors::postgres::Consistency::kSnapshot;
+      } else if (text != "safety_lag") {
+        fail_value(*consistency, "safety_lag (the default) or snapshot");
+      }
+    }
+    const bool snapshot = postgres.consistency == connectors::postgres::Consistency::kSnapshot;
+    if (const auto* safety_lag = find(keys, "safety_lag")) {
+      if (snapshot) fail_at(*safety_lag, "applies to consistency: safety_lag only (snapshot reads without a lag)");
+      postgres.safety_lag = duration_value(*safety_lag);
+    }
+    // safety_lag compares the first cursor column with now(): a timestamp, which alone is
+    // rarely unique; one column (an id) is read safely only by snapshot.
+    if (!snapshot && postgres.cursor.size() == 1) {
+      fail_at(cursor, "a cursor of one column needs consistency: snapshot; safety_lag needs a timestamp first and "
+                      "a unique column after it, e.g. cursor: [updated_at, id]");
     }
     return source;
   }

@@ -4,8 +4,10 @@
 
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
+#include "connectors/postgres/postgres_source.hpp"
 #include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
+#include "app/wiring/run_request.hpp"
 
 namespace tidemark::app {
 
@@ -18,6 +20,12 @@ const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factor
          return connectors::file::open_file_source(
              source.path, source.format, source.settle,
              std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
+       }},
+      // Rows decode through the quarantine's decoder: a release decodes a row's raw JSON
+      // object exactly as the run did.
+      {pipeline::SourceKind::kPostgres,
+       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+         return connectors::postgres::open_postgres_source(source.postgres, entity, quarantine_decoder());
        }},
   };
   return factories;

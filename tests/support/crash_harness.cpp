@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -10,6 +11,8 @@
 #include <set>
 #include <sstream>
 #include <thread>
+
+#include "pipeline/core/utf8.hpp"
 
 namespace tidemark::testing {
 
@@ -21,6 +24,7 @@ constexpr char kSecret[] = "whsec_dGlkZW1hcmstY3Jhc2gtdGVzdA==";
 constexpr char kSecretEnv[] = "TIDEMARK_CRASH_TEST_SECRET";
 const std::vector<std::string> kDestinations = {"audit", "ledger"};
 constexpr auto kDeadline = 60s;
+constexpr char kSourceUrlEnv[] = "TIDEMARK_CRASH_SOURCE_URL";
 
 std::string describe_failure(const std::string& what, const ProcessResult& result) {
   return what + " exited " + std::to_string(result.exit_code) + (result.timed_out ? " (timed out)" : "") +
@@ -34,7 +38,8 @@ bool long_tests_enabled() {
   return value != nullptr && std::string(value) == "1";
 }
 
-CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity)
+CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity,
+                           WorkloadSource source)
     : entity_(entity),
       pipeline_(entity.legacy ? "transactions" : entity.name + "_load"),
       workload_(generate_workload(seed, size, entity)),
@@ -42,15 +47,20 @@ CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const o
               ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(seed) + "-" +
                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))),
       receiver_(kSecret),
-      expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)) {
+      expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)),
+      source_(source) {
   write_workload(workload_, folder_ / "in");
+  if (source_ == WorkloadSource::kPostgresTable) load_postgres_table();
   std::ofstream config(folder_ / "config.yaml");
   config << oracle::declaration_yaml(entity) << "pipelines:\n"
          << "  " << pipeline_ << ":\n"
          << (entity.legacy ? "" : "    entity: " + entity.name + "\n")
          // The workload's files are complete, some with a last line that has no newline: it is
          // a record at once, not after source.settle.
-         << "    source: {kind: file, path: " << (folder_ / "in").string() << ", format: csv, settle: 0s}\n"
+         << (source_ == WorkloadSource::kPostgresTable
+                 ? std::string("    source: {kind: postgres, url_env: ") + kSourceUrlEnv +
+                       ", table: workload, cursor: [seq], consistency: snapshot}\n"
+                 : "    source: {kind: file, path: " + (folder_ / "in").string() + ", format: csv, settle: 0s}\n")
          << "    batch_size: " << workload_.batch_size << "\n"
          << "    destinations:\n";
   for (const auto& destination : kDestinations) {
@@ -75,9 +85,65 @@ std::uint64_t CrashHarness::records() const {
 std::uint64_t CrashHarness::batches() const { return (records() + workload_.batch_size - 1) / workload_.batch_size; }
 
 std::vector<std::string> CrashHarness::run_args() const {
-  return {"run",      "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(), "--database", db_.url(),
-          "--source", (folder_ / "in").string(), "--format", "csv", "--batch-size", std::to_string(workload_.batch_size),
-          "--json"};
+  std::vector<std::string> args = {"run", "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(),
+                                   "--database", db_.url(), "--batch-size", std::to_string(workload_.batch_size),
+                                   "--json"};
+  if (source_ == WorkloadSource::kFiles) {
+    args.insert(args.end(), {"--source", (folder_ / "in").string(), "--format", "csv"});
+  }
+  return args;
+}
+
+void CrashHarness::load_postgres_table() {
+  source_database_ = std::make_unique<TestDatabase>();
+  std::vector<std::string> columns = {entity_.key, entity_.revision};
+  for (const auto& field : entity_.fields) columns.push_back(field.name);
+  auto connection = source_database_->connect();
+  pqxx::work txn(*connection);
+  std::string create = "CREATE TABLE workload (seq bigint PRIMARY KEY";
+  std::string header;
+  for (const auto& column : columns) {
+    create += ", " + txn.quote_name(column) + " text";
+    header += (header.empty() ? "" : ",") + oracle::csv_field(column);
+  }
+  txn.exec(create + ")");
+  // The oracle predicts the table's rows as one CSV file of the same records in the same order.
+  std::string csv = header + "\n";
+  std::int64_t seq = 0;
+  for (const auto& record : oracle::well_formed_records(workload_.files)) {
+    std::vector<std::string> values;
+    bool storable = true;
+    for (const auto& column : columns) {
+      const auto found = record.find(column);
+      values.push_back(found == record.end() ? "" : found->second);
+      bool changed = false;
+      pipeline::storable_text(values.back(), changed);
+      storable = storable && !changed;  // a text column holds no NUL and no invalid UTF-8
+    }
+    if (!storable) continue;
+    std::string insert = "INSERT INTO workload VALUES (" + std::to_string(++seq);
+    std::string line;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      insert += ", " + (values[i].empty() ? std::string("NULL") : txn.quote(values[i]));
+      line += (i > 0 ? "," : "") + oracle::csv_field(values[i]);
+    }
+    txn.exec(insert + ")");
+    csv += line + "\n";
+  }
+  txn.commit();
+  expected_ = oracle::expect(entity_, {{"workload.csv", csv}}, workload_.batch_size, kDestinations);
+  expected_.checkpoint = seq > 0 ? "[\"" + std::to_string(seq) + "\"]" : "";
+  for (auto& entry : expected_.quarantine) entry.raw.clear(), entry.position.clear();
+  std::sort(expected_.quarantine.begin(), expected_.quarantine.end());
+}
+
+oracle::Outcome CrashHarness::observed() const {
+  oracle::Outcome actual = oracle::observe(db_.url(), pipeline_, entity_);
+  if (source_ == WorkloadSource::kPostgresTable) {
+    for (auto& entry : actual.quarantine) entry.raw.clear(), entry.position.clear();
+    std::sort(actual.quarantine.begin(), actual.quarantine.end());
+  }
+  return actual;
 }
 
 std::vector<std::string> CrashHarness::relay_args() const {
@@ -88,6 +154,7 @@ ProcessOptions CrashHarness::options(const std::string& failpoints) const {
   ProcessOptions options;
   options.env[kSecretEnv] = kSecret;
   if (!failpoints.empty()) options.env["TIDEMARK_FAILPOINTS"] = failpoints;
+  if (source_database_) options.env[kSourceUrlEnv] = source_database_->url();
   options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(kDeadline);
   return options;
 }
@@ -172,7 +239,7 @@ int CrashHarness::kill_relays_until_delivered(int kills, int max_delay_ms, std::
 
 std::string CrashHarness::verify() const {
   std::ostringstream diff;
-  oracle::Outcome actual = oracle::observe(db_.url(), pipeline_, entity_);
+  oracle::Outcome actual = observed();
   for (std::size_t i = 0; i < actual.totals.size(); ++i) actual.totals[i] -= replayed_[i];
   diff << oracle::compare(expected_, actual);
   // The receiver applied each expected event exactly once, and nothing else.
@@ -211,6 +278,6 @@ std::string CrashHarness::replay_and_verify() {
   return verify();
 }
 
-oracle::Tally CrashHarness::tally() const { return oracle::tally(expected_, oracle::observe(db_.url(), pipeline_, entity_)); }
+oracle::Tally CrashHarness::tally() const { return oracle::tally(expected_, observed()); }
 
 }  // namespace tidemark::testing

@@ -5,6 +5,7 @@
 // everything they left behind with the independent oracle.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,11 +21,17 @@ namespace tidemark::testing {
 // TIDEMARK_LONG_TESTS=1 turns on the long variants of the crash and kill tests.
 bool long_tests_enabled();
 
+// Where the pipeline reads the workload: its folder of CSV files, or a table of another
+// database holding the same records (those the oracle reads as well formed, each column as
+// text, an empty field as NULL), read by a `kind: postgres` source.
+enum class WorkloadSource { kFiles, kPostgresTable };
+
 class CrashHarness {
  public:
   // The pipeline loads `entity`: the built-in one, or a declaration the config file carries.
   CrashHarness(std::uint64_t seed, const WorkloadSize& size,
-               const oracle::EntitySpec& entity = oracle::transaction_entity());
+               const oracle::EntitySpec& entity = oracle::transaction_entity(),
+               WorkloadSource source = WorkloadSource::kFiles);
   ~CrashHarness();
   CrashHarness(const CrashHarness&) = delete;
   CrashHarness& operator=(const CrashHarness&) = delete;
@@ -59,6 +66,11 @@ class CrashHarness {
   std::vector<std::string> relay_args() const;
   ProcessOptions options(const std::string& failpoints) const;
   bool all_delivered() const;
+  // Loads the workload into source_database_ and predicts its outcome (kPostgresTable).
+  void load_postgres_table();
+  // What the database holds; for a postgres source, quarantine entries without their raw
+  // text and position (a row's JSON object and cursor, not the CSV line the oracle knows).
+  oracle::Outcome observed() const;
 
   const oracle::EntitySpec& entity_;
   std::string pipeline_;
@@ -68,6 +80,8 @@ class CrashHarness {
   TestReceiver receiver_;
   oracle::Outcome expected_;
   oracle::Totals replayed_{};  // ledger counts added by replays
+  WorkloadSource source_;
+  std::unique_ptr<TestDatabase> source_database_;  // kPostgresTable only
 };
 
 }  // namespace tidemark::testing

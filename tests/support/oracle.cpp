@@ -427,12 +427,37 @@ std::string csv_field(std::string_view value) {
   return quoted + "\"";
 }
 
-Outcome expect(const EntitySpec& entity, std::vector<SourceFile> files, std::size_t batch_size,
-               const std::vector<std::string>& destinations) {
+namespace {
+
+// The files a folder source reads, in its order: the .csv ones, by name.
+std::vector<SourceFile> csv_files_in_order(std::vector<SourceFile> files) {
   std::erase_if(files, [](const SourceFile& file) {
     return file.name.size() < 4 || file.name.compare(file.name.size() - 4, 4, ".csv") != 0;
   });
   std::sort(files.begin(), files.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return files;
+}
+
+}  // namespace
+
+std::vector<std::map<std::string, std::string>> well_formed_records(std::vector<SourceFile> files) {
+  std::vector<std::map<std::string, std::string>> records;
+  for (const SourceFile& file : csv_files_in_order(std::move(files))) {
+    const std::vector<CsvRow> rows = read_csv(file.content);
+    if (rows.empty()) continue;
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+      if (rows[i].malformed || rows[i].fields.size() != rows[0].fields.size()) continue;
+      std::map<std::string, std::string> record;
+      for (std::size_t c = 0; c < rows[0].fields.size(); ++c) record.emplace(rows[0].fields[c], rows[i].fields[c]);
+      records.push_back(std::move(record));
+    }
+  }
+  return records;
+}
+
+Outcome expect(const EntitySpec& entity, std::vector<SourceFile> files, std::size_t batch_size,
+               const std::vector<std::string>& destinations) {
+  files = csv_files_in_order(std::move(files));
 
   Outcome outcome;
   std::vector<InputRecord> input;

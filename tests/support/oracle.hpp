@@ -95,6 +95,11 @@ struct Outcome {
 Outcome expect(const EntitySpec& entity, std::vector<SourceFile> files, std::size_t batch_size,
                const std::vector<std::string>& destinations);
 
+// The records of the CSV `files` (read as expect() reads them) that are well formed, with as
+// many fields as their header, by column name, in reading order: for loading the same
+// records through another source (the postgres source's crash tests).
+std::vector<std::map<std::string, std::string>> well_formed_records(std::vector<SourceFile> files);
+
 // Reads the tables of `pipeline`, which loads `entity`, from the database at `url`.
 Outcome observe(const std::string& url, const std::string& pipeline, const EntitySpec& entity);
 
