@@ -25,6 +25,15 @@
 -- meanwhile is seen), and the claim takes them with SKIP LOCKED: it never waits.
 -- The functions are plpgsql because that order needs two steps: lock, then read with a
 -- snapshot taken after the lock. Change them with CREATE OR REPLACE in a later migration.
+--
+-- Plans: each step of the claim, the marks and the retries is an index probe per event, and
+-- the due heads are read in index order (destination_sequence_due) until enough are locked.
+-- Without statistics the planner guesses a handful of due heads and would rather read them all
+-- by a bitmap scan and sort them (the cost then grows with the keys that have something
+-- due), or join the events to the counters by reading every counter row in key order (a merge
+-- join). So those functions run with sequential and bitmap scans, hash and merge joins off:
+-- what is left is nested loops of index probes, and an ordered index scan that needs no sort
+-- is then the cheapest plan for the due heads whatever the estimates.
 
 ALTER TABLE tidemark_destination_sequence
   ADD COLUMN head_sequence bigint,
@@ -97,7 +106,9 @@ CREATE FUNCTION tidemark_relay_claim(p_destinations text[], p_max_events bigint,
                                      p_delivered bigint[])
 RETURNS TABLE (id bigint, destination text, idempotency_key text, partition_key text, sequence bigint,
                payload text, attempts int)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
 #variable_conflict use_column
 DECLARE
   claimed bigint := 0;
@@ -202,7 +213,9 @@ $$;
 -- Records a failed attempt of event p_id (relay/mark_failed.sql); returns the rows changed.
 CREATE FUNCTION tidemark_relay_mark_failed(p_id bigint, p_attempt int, p_status text, p_delay_ms bigint,
                                            p_error text) RETURNS bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
 DECLARE
   v_destination text;
   v_partition_key text;
@@ -241,7 +254,9 @@ $$;
 -- due now (relay/retry_one.sql, relay/retry_all_dead.sql); returns their ids. A revived
 -- event below its key's head becomes the head.
 CREATE FUNCTION tidemark_outbox_retry(p_ids bigint[], p_statuses text[]) RETURNS SETOF bigint
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+AS $$
 BEGIN
   PERFORM set_config('tidemark.outbox_heads', 'kept', true);
   PERFORM tidemark_outbox_lock_heads(p_ids);
