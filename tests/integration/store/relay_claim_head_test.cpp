@@ -235,7 +235,7 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
   auto request_up = testing::file_request(db, "up", dir.write("up.csv", up.str()), 50);
   auto request_down = testing::file_request(db, "down", dir.write("down.csv", down.str()), 50);
   std::atomic<bool> writing{true};
-  std::thread relay([&] {
+  const auto relay_loop = [&] {
     auto connection = db.connect();
     std::mt19937 random(7);
     std::vector<Claimed> in_flight;
@@ -255,6 +255,14 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the relay's idle poll
     }
+  };
+  std::string relay_error;  // a deadlock the relay's statement lost, say
+  std::thread relay([&] {
+    try {
+      relay_loop();
+    } catch (const std::exception& error) {
+      relay_error = error.what();
+    }
   });
   RunSummary summary_up;
   RunSummary summary_down;
@@ -264,6 +272,7 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
   run_down.join();
   writing = false;
   relay.join();
+  EXPECT_EQ(relay_error, "");
   testing::wait_for_no_tidemark_backends(db.url());
   EXPECT_EQ(testing::counts_text(summary_up.counts), "inserted " + std::to_string(kRows));
   EXPECT_EQ(testing::counts_text(summary_down.counts), "inserted " + std::to_string(kRows));
