@@ -4,12 +4,15 @@
 // the relay's marks lock the heads in one order, so they never deadlock.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <string_view>
 #include <thread>
 
+#include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "sql/statements.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -283,6 +286,58 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
   pqxx::nontransaction txn(*connection);
   EXPECT_EQ(txn.exec("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0][0].as<long long>(),
             0);
+}
+
+// A database at 0014 with a backlog upgrades: 0015 gives each key its lowest pending sequence
+// as head (delivered and dead events do not count), makes a counter for a key that had rows
+// but none, and rows without a key or sequence stay claimable. In a schema of its own, as in
+// migrate_test.cpp.
+TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::nontransaction txn(*connection);
+    txn.exec("CREATE SCHEMA at0014");
+    txn.exec("SET search_path TO at0014");  // for the session: migrate and the claims below too
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+  }
+  for (const auto& migration : sql::kMigrations) {
+    if (std::string_view(migration.version) > "0014_quarantine_release_position.sql") break;
+    pqxx::work txn(*connection);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
+    txn.commit();
+  }
+  {
+    pqxx::work txn(*connection);
+    txn.exec(R"(INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload, status,
+                                    next_attempt_at) VALUES
+                  ('ledger', 'a1', 'A', 1, '{}', 'delivered', now()),
+                  ('ledger', 'a2', 'A', 2, '{}', 'dead', now()),
+                  ('ledger', 'a3', 'A', 3, '{}', 'pending', '2026-01-01T00:00:03Z'),
+                  ('ledger', 'a4', 'A', 4, '{}', 'pending', '2026-01-01T00:00:04Z'),
+                  ('ledger', 'b1', 'B', 1, '{}', 'delivered', now()),
+                  ('ledger', 'c7', 'C', 7, '{}', 'pending', '2026-01-01T00:00:07Z'),
+                  ('ledger', 'legacy', NULL, NULL, '{}', 'pending', '2026-01-01T00:00:00Z'))");
+    txn.exec("INSERT INTO tidemark_destination_sequence VALUES ('ledger', 'A', 4), ('ledger', 'B', 1)");
+    txn.commit();
+  }
+  db::migrate(*connection);
+
+  pqxx::nontransaction txn(*connection);
+  const auto heads = txn.exec(
+      "SELECT partition_key || ' ' || last_sequence || ' ' || coalesce(head_sequence::text, 'none') || ' ' || "
+      "coalesce(to_char(head_due_at AT TIME ZONE 'UTC', 'SS'), 'none') FROM tidemark_destination_sequence "
+      "ORDER BY partition_key");
+  std::vector<std::string> texts;
+  for (const auto& row : heads) texts.push_back(row[0].c_str());
+  EXPECT_EQ(texts, (std::vector<std::string>{"A 4 3 03", "B 1 none none", "C 7 7 07"}));
+  std::vector<std::string> claimed;
+  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 10LL, kLeaseMs, "{}")) {
+    claimed.push_back(row[2].c_str());
+  }
+  std::sort(claimed.begin(), claimed.end());
+  EXPECT_EQ(claimed, (std::vector<std::string>{"a3", "c7", "legacy"}));
 }
 
 }  // namespace
