@@ -67,12 +67,22 @@ applied AS (
     JOIN upserted USING ({{key}})
 ),
 sequenced AS (
-  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence)
-  SELECT d.destination, a.tidemark_partition, count(*)
+  -- Counter rows are locked in (destination, partition_key) order, the order every writer and
+  -- the relay's marks use, so two writers (or a writer and a relay) cannot deadlock. A key
+  -- with nothing pending gets its first new sequence as its head, due now like its row
+  -- (migrations/0015_destination_heads.sql); a key with a head keeps it. The setting tells the
+  -- outbox's head trigger that this transaction keeps the heads itself.
+  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence, head_sequence, head_due_at)
+  SELECT d.destination, a.tidemark_partition, count(*), 1, now()
     FROM applied a CROSS JOIN unnest($2::text[]) AS d(destination)
    GROUP BY d.destination, a.tidemark_partition
-  ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
-  RETURNING destination, partition_key, last_sequence
+   ORDER BY d.destination, a.tidemark_partition
+  ON CONFLICT (destination, partition_key) DO UPDATE
+     SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence,
+         head_sequence = COALESCE(seq.head_sequence, seq.last_sequence + 1),
+         head_due_at = CASE WHEN seq.head_sequence IS NULL THEN EXCLUDED.head_due_at ELSE seq.head_due_at END
+  RETURNING destination, partition_key, last_sequence,
+            set_config('tidemark.outbox_heads', 'kept', true) AS tidemark_heads_kept
 ),
 outboxed AS (
   INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)

@@ -1,4 +1,3 @@
--- tidemark outbox retry --all-dead
-UPDATE outbox
-SET status = 'pending', attempts = 0, next_attempt_at = now(), last_error = NULL
-WHERE status = 'dead'
+-- tidemark outbox retry --all-dead: one row per event revived (tidemark_outbox_retry).
+SELECT id
+  FROM tidemark_outbox_retry(ARRAY(SELECT o.id FROM outbox o WHERE o.status = 'dead'), '{dead}') AS revived(id)

@@ -1,0 +1,344 @@
+// The relay's claim through per-key heads (issue 15, migrations/0015_destination_heads.sql):
+// its cost does not depend on the backlog or the statistics, every head stays its key's
+// lowest pending sequence whatever the relay, the operator and the writers do, and writers and
+// the relay's marks lock the heads in one order, so they never deadlock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string_view>
+#include <thread>
+
+#include "pipeline/store/migrate.hpp"
+#include "pipeline/store/pg/pg_text.hpp"
+#include "sql/statements.hpp"
+#include "tests/support/run_helpers.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::pipeline {
+namespace {
+
+using testing::TempDir;
+using testing::TestDatabase;
+
+constexpr long long kLeaseMs = 60'000;
+
+struct Claimed {
+  std::int64_t id = 0;
+  int attempt = 0;
+};
+
+// One call of relay/claim.sql: records `delivered`, claims up to `max_events` of "ledger".
+std::vector<Claimed> claim(pqxx::connection& connection, std::size_t max_events,
+                           const std::vector<std::int64_t>& delivered = {}) {
+  pqxx::nontransaction txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", static_cast<long long>(max_events),
+                                    kLeaseMs, db::bigint_array_literal(delivered));
+  std::vector<Claimed> claimed;
+  for (const auto& row : rows) claimed.push_back({row[0].as<std::int64_t>(), row[6].as<int>()});
+  return claimed;
+}
+
+void mark_failed(pqxx::connection& connection, const Claimed& event, const char* status) {
+  pqxx::nontransaction txn(connection);
+  txn.exec_params(std::string(sql::kRelayMarkFailed), event.id, event.attempt, status, 0LL, "HTTP 500");
+}
+
+// Keys whose head is not their lowest pending sequence and that event's due time ("" when
+// every head is right).
+std::string wrong_heads(const TestDatabase& db) {
+  return db.scalar(
+      "SELECT string_agg(h.partition_key || ' head ' || coalesce(h.head_sequence::text, 'none') || ' lowest ' || "
+      "coalesce(p.sequence::text, 'none'), ', ') "
+      "FROM tidemark_destination_sequence h "
+      "LEFT JOIN LATERAL (SELECT o.sequence, o.next_attempt_at FROM outbox o WHERE o.destination = h.destination "
+      "AND o.partition_key = h.partition_key AND o.status = 'pending' ORDER BY o.sequence LIMIT 1) p ON true "
+      "WHERE h.head_sequence IS DISTINCT FROM p.sequence OR h.head_due_at IS DISTINCT FROM p.next_attempt_at");
+}
+
+// Of the events `ids`, those with an earlier pending event of their key (per-key order broken).
+std::string claimed_out_of_order(const TestDatabase& db, const std::vector<Claimed>& claimed) {
+  std::vector<std::int64_t> ids;
+  for (const auto& event : claimed) ids.push_back(event.id);
+  return db.scalar("SELECT string_agg(o.id::text, ',') FROM outbox o WHERE o.id = ANY ('" +
+                   db::bigint_array_literal(ids) +
+                   "'::bigint[]) AND EXISTS (SELECT 1 FROM outbox e WHERE e.destination = o.destination "
+                   "AND e.partition_key = o.partition_key AND e.status = 'pending' AND e.sequence < o.sequence)");
+}
+
+// `events` pending events of "ledger" over `accounts` keys, written the way the statements
+// keep them (heads set in the same transaction), without ANALYZE.
+void fill_backlog(const TestDatabase& db, int events, int accounts) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
+  txn.exec_params(
+      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
+      "SELECT 'ledger', 'ledger:tx-' || i, 'acct-' || (i % $2), i / $2 + 1, jsonb_build_object('n', i) "
+      "FROM generate_series(0, $1 - 1) AS i",
+      events, accounts);
+  txn.exec_params(
+      "INSERT INTO tidemark_destination_sequence (destination, partition_key, last_sequence, head_sequence, "
+      "head_due_at) SELECT 'ledger', 'acct-' || a, ($1 - 1 - a) / $2 + 1, 1, now() "
+      "FROM generate_series(0, $2 - 1) AS a",
+      events, accounts);
+  txn.commit();
+}
+
+TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithoutStatistics) {
+  TestDatabase db;
+  db.scalar("ALTER TABLE outbox SET (autovacuum_enabled = false)");
+  db.scalar("ALTER TABLE tidemark_destination_sequence SET (autovacuum_enabled = false)");
+  fill_backlog(db, 100'000, 2'000);
+  // Never analyzed: the planner has no statistics, which is what made the old claim scan and
+  // sort every pending row.
+  ASSERT_EQ(db.scalar("SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('outbox', "
+                      "'tidemark_destination_sequence') AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
+            "2");
+  auto connection = db.connect();
+  std::vector<std::int64_t> delivered;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    // The table statistics of this transaction's own reads (pg_stat_xact_user_tables).
+    pqxx::work txn(*connection);
+    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 64LL, kLeaseMs,
+                                      db::bigint_array_literal(delivered));
+    ASSERT_EQ(rows.size(), 64u);
+    const auto read = txn.exec(
+        "SELECT relname, seq_scan, seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables "
+        "WHERE relname IN ('outbox', 'tidemark_destination_sequence') ORDER BY relname");
+    for (const auto& table : read) {
+      SCOPED_TRACE(table[0].c_str());
+      EXPECT_EQ(table[1].as<long long>(), 0) << "sequential scans";
+      // A few index fetches per claimed or delivered event, never the 100,000 pending rows.
+      EXPECT_LE(table[3].as<long long>(), 6 * 128) << "rows fetched through indexes";
+    }
+    txn.commit();
+    delivered.clear();
+    for (const auto& row : rows) delivered.push_back(row[0].as<std::int64_t>());
+  }
+  EXPECT_EQ(wrong_heads(db), "");
+}
+
+// A relay's life at random (fixed seed): claims, deliveries, retries, dead events, re-drives by
+// the operator and rows edited by hand. After every step each head is its key's lowest pending
+// sequence, and nothing claimed has an earlier pending event of its key.
+TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
+  const std::uint32_t seed = 1512;
+  std::cout << "seed " << seed << '\n';
+  std::mt19937 random(seed);
+  TestDatabase db;
+  fill_backlog(db, 600, 12);
+  auto connection = db.connect();
+  std::vector<Claimed> in_flight;
+  std::vector<std::int64_t> delivered;
+  for (int step = 0; step < 200; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step) + ", seed " + std::to_string(seed));
+    for (const auto& event : in_flight) {
+      switch (random() % 6) {
+        case 0: mark_failed(*connection, event, "pending"); break;  // due again at once
+        case 1: mark_failed(*connection, event, "dead"); break;
+        default: delivered.push_back(event.id);
+      }
+    }
+    if (random() % 8 == 0) {
+      pqxx::nontransaction txn(*connection);
+      txn.exec_params(std::string(sql::kRelayRetryOne),
+                      txn.exec("SELECT coalesce(min(id), 0) FROM outbox WHERE status = 'dead'")[0][0].as<long long>());
+    }
+    if (random() % 25 == 0) {
+      pqxx::nontransaction txn(*connection);
+      txn.exec(std::string(sql::kRelayRetryAllDead));
+    }
+    if (random() % 20 == 0) {
+      // By hand: an operator makes some waiting events due later (the trigger keeps the heads).
+      db.scalar("UPDATE outbox SET next_attempt_at = now() + interval '1 hour' WHERE status = 'pending' AND id % 7 = " +
+                std::to_string(random() % 7) + " RETURNING 1");
+    }
+    in_flight = claim(*connection, 1 + random() % 16, delivered);
+    delivered.clear();
+    ASSERT_EQ(wrong_heads(db), "");
+    ASSERT_EQ(claimed_out_of_order(db, in_flight), "");
+  }
+  // Everything left goes: the hour-later ones too, once due.
+  db.scalar("UPDATE outbox SET next_attempt_at = now() WHERE status = 'pending' RETURNING 1");
+  EXPECT_EQ(wrong_heads(db), "");
+  for (int round = 0; round < 400; ++round) {
+    std::vector<std::int64_t> ids;
+    for (const auto& event : in_flight) ids.push_back(event.id);
+    in_flight = claim(*connection, 64, ids);
+    ASSERT_EQ(claimed_out_of_order(db, in_flight), "");
+    if (in_flight.empty()) break;
+  }
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_sequence IS NOT NULL"), "0");
+}
+
+// A head whose successor is committed by a writer while the relay delivers the head: the
+// relay's mark waits for the writer's lock and then sees the new rows, so the key is not left
+// without a head (the event would never be sent).
+TEST(RelayClaimHead, DeliveryOfTheLastPendingEventWhileAWriterAddsOneLeavesTheNewOneClaimable) {
+  TestDatabase db;
+  fill_backlog(db, 1, 1);
+  auto relay = db.connect();
+  const auto first = claim(*relay, 10);
+  ASSERT_EQ(first.size(), 1u);
+  // The writer holds the key's counter row, as apply_batch.sql does until its commit.
+  auto writer = db.connect();
+  pqxx::work write(*writer);
+  write.exec(
+      "UPDATE tidemark_destination_sequence SET last_sequence = last_sequence + 1, "
+      "head_sequence = coalesce(head_sequence, last_sequence + 1) WHERE partition_key = 'acct-0'");
+  write.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
+  write.exec(
+      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
+      "VALUES ('ledger', 'ledger:tx-late', 'acct-0', 2, '{}')");
+  std::atomic<bool> marked{false};
+  std::thread mark([&] {
+    claim(*relay, 0, {first[0].id});
+    marked = true;
+  });
+  // The mark waits for the writer's lock (it would otherwise set the head to none).
+  const auto waiting_since = std::chrono::steady_clock::now();
+  while (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = '" +
+                   db.name() + "'") != "1") {
+    ASSERT_LT(std::chrono::steady_clock::now() - waiting_since, std::chrono::seconds(20)) << "the mark never waited";
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(marked);
+  write.commit();
+  mark.join();
+  EXPECT_EQ(wrong_heads(db), "");
+  const auto next = claim(*relay, 10);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(db.scalar("SELECT idempotency_key FROM outbox WHERE id = " + std::to_string(next[0].id)),
+            "ledger:tx-late");
+}
+
+// Two pipelines write batches over the same accounts, one in ascending, the other in
+// descending account order, while a relay claims and marks: counter rows are locked in one
+// order by all of them, so PostgreSQL reports no deadlock (they would be retried unseen, so
+// the database's own count is what is asserted).
+TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
+  constexpr int kRows = 2'000;
+  constexpr int kAccounts = 40;
+  std::ostringstream up;
+  std::ostringstream down;
+  up << "transaction_id,source_revision,amount,account_id\n";
+  down << "transaction_id,source_revision,amount,account_id\n";
+  for (int i = 0; i < kRows; ++i) {
+    up << "up-" << i << ",1,1.00,acct-" << i % kAccounts << '\n';
+    down << "down-" << i << ",1,1.00,acct-" << kAccounts - 1 - i % kAccounts << '\n';
+  }
+  TestDatabase db;
+  TempDir dir;
+  auto request_up = testing::file_request(db, "up", dir.write("up.csv", up.str()), 50);
+  auto request_down = testing::file_request(db, "down", dir.write("down.csv", down.str()), 50);
+  std::atomic<bool> writing{true};
+  const auto relay_loop = [&] {
+    auto connection = db.connect();
+    std::mt19937 random(7);
+    std::vector<Claimed> in_flight;
+    for (bool last = false; !last;) {
+      last = !writing;
+      for (;;) {
+        std::vector<std::int64_t> delivered;
+        for (const auto& event : in_flight) {
+          if (random() % 5 == 0) {
+            mark_failed(*connection, event, random() % 2 == 0 ? "pending" : "dead");
+          } else {
+            delivered.push_back(event.id);
+          }
+        }
+        in_flight = claim(*connection, 32, delivered);
+        if (in_flight.empty()) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the relay's idle poll
+    }
+  };
+  std::string relay_error;  // a deadlock the relay's statement lost, say
+  std::thread relay([&] {
+    try {
+      relay_loop();
+    } catch (const std::exception& error) {
+      relay_error = error.what();
+    }
+  });
+  RunSummary summary_up;
+  RunSummary summary_down;
+  std::thread run_up([&] { summary_up = run_pipeline(request_up); });
+  std::thread run_down([&] { summary_down = run_pipeline(request_down); });
+  run_up.join();
+  run_down.join();
+  writing = false;
+  relay.join();
+  EXPECT_EQ(relay_error, "");
+  testing::wait_for_no_tidemark_backends(db.url());
+  EXPECT_EQ(testing::counts_text(summary_up.counts), "inserted " + std::to_string(kRows));
+  EXPECT_EQ(testing::counts_text(summary_down.counts), "inserted " + std::to_string(kRows));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'"), "0");
+  EXPECT_EQ(wrong_heads(db), "");
+  // Sessions report their counters when they end; the relay's and the writers' have.
+  auto connection = db.connect();
+  pqxx::nontransaction txn(*connection);
+  EXPECT_EQ(txn.exec("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()")[0][0].as<long long>(),
+            0);
+}
+
+// A database at 0014 with a backlog upgrades: 0015 gives each key its lowest pending sequence
+// as head (delivered and dead events do not count), makes a counter for a key that had rows
+// but none, and rows without a key or sequence stay claimable. In a schema of its own, as in
+// migrate_test.cpp.
+TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::nontransaction txn(*connection);
+    txn.exec("CREATE SCHEMA at0014");
+    txn.exec("SET search_path TO at0014");  // for the session: migrate and the claims below too
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+  }
+  for (const auto& migration : sql::kMigrations) {
+    if (std::string_view(migration.version) > "0014_quarantine_release_position.sql") break;
+    pqxx::work txn(*connection);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
+    txn.commit();
+  }
+  {
+    pqxx::work txn(*connection);
+    txn.exec(R"(INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload, status,
+                                    next_attempt_at) VALUES
+                  ('ledger', 'a1', 'A', 1, '{}', 'delivered', now()),
+                  ('ledger', 'a2', 'A', 2, '{}', 'dead', now()),
+                  ('ledger', 'a3', 'A', 3, '{}', 'pending', '2026-01-01T00:00:03Z'),
+                  ('ledger', 'a4', 'A', 4, '{}', 'pending', '2026-01-01T00:00:04Z'),
+                  ('ledger', 'b1', 'B', 1, '{}', 'delivered', now()),
+                  ('ledger', 'c7', 'C', 7, '{}', 'pending', '2026-01-01T00:00:07Z'),
+                  ('ledger', 'legacy', NULL, NULL, '{}', 'pending', '2026-01-01T00:00:00Z'))");
+    txn.exec("INSERT INTO tidemark_destination_sequence VALUES ('ledger', 'A', 4), ('ledger', 'B', 1)");
+    txn.commit();
+  }
+  db::migrate(*connection);
+
+  pqxx::nontransaction txn(*connection);
+  const auto heads = txn.exec(
+      "SELECT partition_key || ' ' || last_sequence || ' ' || coalesce(head_sequence::text, 'none') || ' ' || "
+      "coalesce(to_char(head_due_at AT TIME ZONE 'UTC', 'SS'), 'none') FROM tidemark_destination_sequence "
+      "ORDER BY partition_key");
+  std::vector<std::string> texts;
+  for (const auto& row : heads) texts.push_back(row[0].c_str());
+  EXPECT_EQ(texts, (std::vector<std::string>{"A 4 3 03", "B 1 none none", "C 7 7 07"}));
+  std::vector<std::string> claimed;
+  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 10LL, kLeaseMs, "{}")) {
+    claimed.push_back(row[2].c_str());
+  }
+  std::sort(claimed.begin(), claimed.end());
+  EXPECT_EQ(claimed, (std::vector<std::string>{"a3", "c7", "legacy"}));
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline
