@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "connectors/file/format.hpp"
+#include "connectors/http_api/http_source.hpp"
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/run/limits.hpp"
@@ -36,7 +37,7 @@ bool is_valid_name(std::string_view text);
 
 // The kinds the config names, parsed once from their YAML names; to_string gives that name
 // back (API and JSON output). app/wiring/registry maps each kind to its factory.
-enum class SourceKind { kFile };
+enum class SourceKind { kFile, kHttp };
 enum class DestinationKind { kHttp, kView };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
@@ -48,12 +49,15 @@ std::string_view to_string(DestinationKind kind);
 std::string_view to_string(Trigger trigger);
 
 struct SourceConfig {
-  SourceKind kind = SourceKind::kFile;  // the only kind so far
+  SourceKind kind = SourceKind::kFile;
   std::string path;                     // a file or a folder, relative to the working directory
   Format format = Format::kCsv;         // from `format:` or the path's extension
   // A file's last line without a newline is read only once the file's size and mtime have
   // not changed for this long (0: at once); until then it may be half written.
   Duration settle = std::chrono::seconds(2);
+  // kind: http, a paged JSON API (docs/sources.md "http"); the auth value is read from its
+  // environment variable when the source opens, never kept here.
+  connectors::http_api::HttpSourceOptions http;
 };
 
 // A duration and its text as the config writes it: messages quote the text (`every: 60s`

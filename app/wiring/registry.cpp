@@ -4,6 +4,7 @@
 
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
+#include "connectors/http_api/http_source.hpp"
 #include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
 
@@ -18,6 +19,11 @@ const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factor
          return connectors::file::open_file_source(
              source.path, source.format, source.settle,
              std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
+       }},
+      {pipeline::SourceKind::kHttp,
+       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+         return connectors::http_api::open_http_source(
+             source.http, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
        }},
   };
   return factories;
