@@ -4,7 +4,6 @@
 #include <variant>
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -137,7 +136,10 @@ class PageClient::Impl {
   Outcome exchange(bhttp::request<bhttp::empty_body>& request) {
     Outcome outcome;
     io_.restart();
-    asio::co_spawn(io_, run(request, outcome), asio::detached);
+    // An exception inside the exchange (not an I/O error: those are in outcome) leaves run().
+    asio::co_spawn(io_, run(request, outcome), [](std::exception_ptr failure) {
+      if (failure) std::rethrow_exception(failure);
+    });
     io_.run();
     return outcome;
   }

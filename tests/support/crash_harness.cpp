@@ -35,14 +35,22 @@ bool long_tests_enabled() {
 }
 
 CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity)
+    : CrashHarness(generate_workload(seed, size, entity), entity, nullptr) {}
+
+CrashHarness::CrashHarness(const HarnessSource& source)
+    : CrashHarness(source.workload, oracle::transaction_entity(), &source) {}
+
+CrashHarness::CrashHarness(Workload workload, const oracle::EntitySpec& entity, const HarnessSource* source)
     : entity_(entity),
+      source_yaml_(source ? source->yaml : ""),
       pipeline_(entity.legacy ? "transactions" : entity.name + "_load"),
-      workload_(generate_workload(seed, size, entity)),
+      workload_(std::move(workload)),
       folder_(std::filesystem::temp_directory_path() /
               ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(seed) + "-" +
                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))),
       receiver_(kSecret),
       expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)) {
+  if (source && source->translate) source->translate(expected_);
   write_workload(workload_, folder_ / "in");
   std::ofstream config(folder_ / "config.yaml");
   config << oracle::declaration_yaml(entity) << "pipelines:\n"
@@ -50,7 +58,10 @@ CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const o
          << (entity.legacy ? "" : "    entity: " + entity.name + "\n")
          // The workload's files are complete, some with a last line that has no newline: it is
          // a record at once, not after source.settle.
-         << "    source: {kind: file, path: " << (folder_ / "in").string() << ", format: csv, settle: 0s}\n"
+         << "    source: "
+         << (source_yaml_.empty() ? "{kind: file, path: " + (folder_ / "in").string() + ", format: csv, settle: 0s}"
+                                  : source_yaml_)
+         << "\n"
          << "    batch_size: " << workload_.batch_size << "\n"
          << "    destinations:\n";
   for (const auto& destination : kDestinations) {
@@ -75,9 +86,11 @@ std::uint64_t CrashHarness::records() const {
 std::uint64_t CrashHarness::batches() const { return (records() + workload_.batch_size - 1) / workload_.batch_size; }
 
 std::vector<std::string> CrashHarness::run_args() const {
-  return {"run",      "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(), "--database", db_.url(),
-          "--source", (folder_ / "in").string(), "--format", "csv", "--batch-size", std::to_string(workload_.batch_size),
-          "--json"};
+  std::vector<std::string> args = {"run", "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(),
+                                   "--database", db_.url(), "--batch-size", std::to_string(workload_.batch_size),
+                                   "--json"};
+  if (source_yaml_.empty()) args.insert(args.end(), {"--source", (folder_ / "in").string(), "--format", "csv"});
+  return args;
 }
 
 std::vector<std::string> CrashHarness::relay_args() const {

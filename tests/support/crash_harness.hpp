@@ -5,6 +5,7 @@
 // everything they left behind with the independent oracle.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,11 +21,22 @@ namespace tidemark::testing {
 // TIDEMARK_LONG_TESTS=1 turns on the long variants of the crash and kill tests.
 bool long_tests_enabled();
 
+// A source other than the workload's CSV folder (an HTTP API, say) for the built-in entity:
+// the YAML of its `source:`, the records it serves written as the CSV files the oracle
+// predicts from (the same records in the same order), and how the prediction's
+// source-specific parts (quarantine positions and raw texts, the checkpoint) read for it.
+struct HarnessSource {
+  std::string yaml;
+  Workload workload;
+  std::function<void(oracle::Outcome&)> translate;
+};
+
 class CrashHarness {
  public:
   // The pipeline loads `entity`: the built-in one, or a declaration the config file carries.
   CrashHarness(std::uint64_t seed, const WorkloadSize& size,
                const oracle::EntitySpec& entity = oracle::transaction_entity());
+  explicit CrashHarness(const HarnessSource& source);
   ~CrashHarness();
   CrashHarness(const CrashHarness&) = delete;
   CrashHarness& operator=(const CrashHarness&) = delete;
@@ -60,7 +72,10 @@ class CrashHarness {
   ProcessOptions options(const std::string& failpoints) const;
   bool all_delivered() const;
 
+  CrashHarness(Workload workload, const oracle::EntitySpec& entity, const HarnessSource* source);
+
   const oracle::EntitySpec& entity_;
+  std::string source_yaml_;  // "" for the workload's folder
   std::string pipeline_;
   Workload workload_;
   std::filesystem::path folder_;

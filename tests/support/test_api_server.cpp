@@ -34,6 +34,7 @@ struct TestApiServer::State {
   std::string retry_after = "1";
   std::chrono::milliseconds slow_delay{2000};
   std::vector<ApiRequest> requests;
+  std::size_t connections = 0;
   unsigned short port = 0;
   bool tls = false;
 
@@ -124,6 +125,7 @@ class TestApiServer::Server {
       {
         std::lock_guard lock(state_->mutex);
         if (state_->stopping) return;
+        if (!error) ++state_->connections;
       }
       if (error) continue;
       std::lock_guard lock(connections_mutex_);
@@ -304,6 +306,11 @@ void TestApiServer::set_slow_delay(std::chrono::milliseconds delay) {
 std::vector<ApiRequest> TestApiServer::requests() const {
   std::lock_guard lock(state_->mutex);
   return state_->requests;
+}
+
+std::size_t TestApiServer::connections() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->connections;
 }
 
 }  // namespace tidemark::testing

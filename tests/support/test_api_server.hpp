@@ -57,6 +57,8 @@ class TestApiServer {
   void set_slow_delay(std::chrono::milliseconds delay);
 
   std::vector<ApiRequest> requests() const;
+  // Connections accepted so far (a kept-alive client uses one for many requests).
+  std::size_t connections() const;
 
  private:
   struct State;
