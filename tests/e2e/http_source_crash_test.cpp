@@ -7,6 +7,7 @@
 // default; TIDEMARK_LONG_TESTS=1 runs more seeds and kills.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <string>
 #include <vector>
@@ -91,6 +92,7 @@ class HttpSourceCrash : public ::testing::Test {
         entry.position = http_position(json, index, identity);
         entry.raw = json[index];
       }
+      std::sort(expected.quarantine.begin(), expected.quarantine.end());  // compared as sorted sets
       const std::size_t last_page = (count - 1) / kPageSize;
       const std::string cursor =
           last_page == 0 ? "" : identity.substr(0, identity.size() - 4) + "?cursor=after%3A" +

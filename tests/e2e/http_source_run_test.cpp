@@ -114,7 +114,8 @@ TEST_F(HttpSourceRun, ARunLoadsEveryPageAndASecondLoadsOnlyWhatTheApiAdded) {
 TEST_F(HttpSourceRun, A4xxFailsTheRunNamingTheRedactedUrlAndTheStatus) {
   server_.set_records({order(1)});
   server_.fail_next(ApiFailure::kNotFound);
-  const std::string port = server_.base_url().substr(server_.base_url().rfind(':') + 1);
+  const std::string url = server_.base_url();
+  const std::string port = url.substr(url.rfind(':') + 1, url.find('/', url.rfind(':')) - url.rfind(':') - 1);
   std::string yaml = config();
   const std::string plain = "url: \"https://127.0.0.1:" + port;
   yaml.replace(yaml.find(plain), plain.size(), "url: \"https://user:pw-in-url@127.0.0.1:" + port);

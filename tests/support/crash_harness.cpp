@@ -46,7 +46,7 @@ CrashHarness::CrashHarness(Workload workload, const oracle::EntitySpec& entity, 
       pipeline_(entity.legacy ? "transactions" : entity.name + "_load"),
       workload_(std::move(workload)),
       folder_(std::filesystem::temp_directory_path() /
-              ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(seed) + "-" +
+              ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(workload_.seed) + "-" +
                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))),
       receiver_(kSecret),
       expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)) {
