@@ -210,9 +210,12 @@ std::string CrashHarness::replay_and_verify() {
   args.push_back("--replay");
   const ProcessResult result = run_tidemark(args, options(""));
   if (result.exit_code != 0) return describe_failure("replay", result);
-  const auto brace = result.out.rfind('{');
-  if (brace == std::string::npos) return describe_failure("replay without a --json summary", result);
-  const std::string last_line = result.out.substr(brace);
+  // The summary is stdout's last line (a position may hold braces of its own).
+  const auto end = result.out.find_last_not_of('\n');
+  const auto newline = end == std::string::npos ? end : result.out.rfind('\n', end);
+  const std::string last_line =
+      end == std::string::npos ? "" : result.out.substr(newline == std::string::npos ? 0 : newline + 1, end - newline);
+  if (!last_line.starts_with("{")) return describe_failure("replay without a --json summary", result);
   for (std::size_t i = 0; i < replayed_.size(); ++i) {
     const std::string field = "\"" + std::string(oracle::kOutcomes[i]) + "\":";
     const auto at = last_line.find(field);
