@@ -227,7 +227,8 @@ class HttpSource final : public pipeline::Source {
     if (!options_.max_rps) return;
     const auto now = Clock::now();
     if (last_request_ && now < *last_request_ + interval()) {
-      client_->pause(std::chrono::duration_cast<std::chrono::milliseconds>(*last_request_ + interval() - now));
+      // Rounded up: a wait cut short by truncation would let requests start too close.
+      client_->pause(std::chrono::ceil<std::chrono::milliseconds>(*last_request_ + interval() - now));
     }
     last_request_ = Clock::now();
   }
