@@ -41,7 +41,8 @@ bool is_env_var_name(std::string_view text) {
 
 // Each kind with its name (YAML, stored, printed): the one place either is spelt.
 constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile},
-                                                                   {"postgres", SourceKind::kPostgres}};
+                                                                   {"postgres", SourceKind::kPostgres},
+                                                                   {"http", SourceKind::kHttp}};
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {{"http", DestinationKind::kHttp},
                                                                              {"view", DestinationKind::kView}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
@@ -610,14 +611,17 @@ class Parser {
   }
 
   SourceConfig parse_source(const Entry& map) {
-    if (const YAML::Node& value = map.value; value.IsMap() && value["kind"] && value["kind"].IsScalar() &&
-                                             value["kind"].Scalar() == "postgres") {
-      return parse_postgres_source(map);
+    // The kind decides which other keys a source takes.
+    if (map.value.IsMap()) {
+      if (const YAML::Node kind = map.value["kind"]; kind && kind.IsScalar()) {
+        if (kind.Scalar() == "postgres") return parse_postgres_source(map);
+        if (kind.Scalar() == "http") return parse_http_source(map);
+      }
     }
     SourceConfig source;
     const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
-      source.kind = enum_value(*kind, kSourceKinds, "file or postgres");
+      source.kind = enum_value(*kind, kSourceKinds, "file, postgres or http");
     }
     source.path = non_empty_string(require(keys, map, "path"));
     if (const auto* format = find(keys, "format")) {
@@ -699,6 +703,121 @@ class Parser {
     }
     return source;
   }
+
+  // ---- kind: http (connectors/http_api, docs/sources.md "http") ----
+
+  // A PEM file of trusted certificates (ca_file of an http destination or source), checked
+  // here so that a typo fails at start-up, naming the line, not at the first request.
+  std::string ca_file_value(const Entry& entry) const {
+    std::string path = non_empty_string(entry);
+    if (std::filesystem::is_directory(path)) {
+      fail_at(entry, "'" + path + "' is a folder, not a PEM file of trusted certificates");
+    }
+    if (!std::ifstream(path)) fail_at(entry, "cannot read '" + path + "': " + std::strerror(errno));
+    return path;
+  }
+
+  connectors::http_api::JsonPath json_path_value(const Entry& entry) const {
+    const auto path = connectors::http_api::parse_json_path(string_value(entry));
+    if (!path) fail_value(entry, "a dotted path of member names (e.g. data or meta.next_cursor)");
+    return *path;
+  }
+
+  SourceConfig parse_http_source(const Entry& map) {
+    using connectors::http_api::PageFormat;
+    using connectors::http_api::Paging;
+    SourceConfig source;
+    source.kind = SourceKind::kHttp;
+    auto& http = source.http;
+    const auto keys = fields(map, {"kind", "url", "records", "next", "format", "auth", "max_rps", "ca_file", "timeout",
+                                   "max_attempts"},
+                             "; secrets are never in the file: use auth: {header: NAME, value_env: VARIABLE}");
+    const auto& url = require(keys, map, "url");
+    attempt([&] {
+      http.url = string_value(url);
+      if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
+        fail_value(url, "a URL starting with http:// or https://");
+      }
+    });
+    if (const auto* format = find(keys, "format")) {
+      attempt([&] {
+        const auto text = string_value(*format);
+        if (text != "json" && text != "ndjson") fail_value(*format, "json or ndjson");
+        http.format = text == "json" ? PageFormat::kJson : PageFormat::kNdjson;
+      });
+    }
+    if (const auto* records = find(keys, "records")) {
+      attempt([&] {
+        if (http.format == PageFormat::kNdjson) fail_at(*records, "an ndjson page is its records: leave records out");
+        http.records = json_path_value(*records);
+      });
+    }
+    if (const auto* next = find(keys, "next")) {
+      attempt([&] {
+        const auto ways = fields(*next, {"json", "link_header"});
+        const auto* json = find(ways, "json");
+        const auto* link = find(ways, "link_header");
+        if ((json == nullptr) == (link == nullptr)) {
+          fail_at(*next, "expected exactly one of json (a dotted path to the next cursor, e.g. {json: next_cursor}) "
+                         "or link_header (a Link relation, e.g. {link_header: next})");
+        }
+        if (json != nullptr) {
+          if (http.format == PageFormat::kNdjson) {
+            fail_at(*json, "an ndjson page has no member to read a cursor from: use {link_header: next}");
+          }
+          http.paging = Paging::kJsonField;
+          http.next_json = json_path_value(*json);
+        } else {
+          http.paging = Paging::kLinkHeader;
+          http.next_relation = non_empty_string(*link);
+        }
+      });
+    }
+    if (const auto* auth = find(keys, "auth")) {
+      attempt([&] {
+        const auto parts = fields(*auth, {"header", "value_env"},
+                                  "; the value comes from the environment variable value_env names");
+        const auto& header = require(parts, *auth, "header");
+        http.auth_header = non_empty_string(header);
+        if (!std::all_of(http.auth_header.begin(), http.auth_header.end(), [](char c) {
+              return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
+            })) {
+          fail_value(header, "a header name (letters, digits, '-' and '_')");
+        }
+        const auto& value_env = require(parts, *auth, "value_env");
+        http.auth_value_env = string_value(value_env);
+        if (!is_env_var_name(http.auth_value_env)) fail_value(value_env, "the name of an environment variable");
+      });
+    }
+    if (const auto* max_rps = find(keys, "max_rps")) {
+      attempt([&] {
+        const std::string text = max_rps->value.IsScalar() ? max_rps->value.Scalar() : "";
+        double value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc{} || end != text.data() + text.size() || !(value > 0) ||
+            value > 1e6) {
+          fail_value(*max_rps, "a positive number of requests per second (e.g. 10 or 0.5)");
+        }
+        http.max_rps = value;
+      });
+    }
+    if (const auto* ca_file = find(keys, "ca_file")) {
+      attempt([&] {
+        if (!http.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
+        http.ca_file = ca_file_value(*ca_file);
+      });
+    }
+    if (const auto* timeout = find(keys, "timeout")) {
+      attempt([&] { http.request_timeout = duration_value(*timeout); });
+    }
+    if (const auto* max_attempts = find(keys, "max_attempts")) {
+      attempt([&] {
+        http.max_attempts = static_cast<int>(integer_value(*max_attempts, 1, 100, "an integer from 1 to 100"));
+      });
+    }
+    return source;
+  }
+  // ---- end of kind: http ----
 
   ScheduleConfig parse_schedule(const Entry& map) {
     ScheduleConfig schedule;
@@ -782,15 +901,8 @@ class Parser {
       destination.secret_env = string_value(secret_env);
       if (!is_env_var_name(destination.secret_env)) fail_value(secret_env, "the name of an environment variable");
       if (const auto* ca_file = find(keys, "ca_file")) {
-        destination.ca_file = non_empty_string(*ca_file);
         if (!destination.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
-        // Checked here so that a typo fails at start-up, naming the line, not at the first delivery.
-        if (std::filesystem::is_directory(destination.ca_file)) {
-          fail_at(*ca_file, "'" + destination.ca_file + "' is a folder, not a PEM file of trusted certificates");
-        }
-        if (!std::ifstream(destination.ca_file)) {
-          fail_at(*ca_file, "cannot read '" + destination.ca_file + "': " + std::strerror(errno));
-        }
+        destination.ca_file = ca_file_value(*ca_file);
       }
     } else {
       for (const auto key : {"url", "secret_env", "ca_file"}) {

@@ -5,6 +5,7 @@
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
 #include "connectors/postgres/postgres_source.hpp"
+#include "connectors/http_api/http_source.hpp"
 #include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/run_request.hpp"
@@ -26,6 +27,11 @@ const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factor
       {pipeline::SourceKind::kPostgres,
        [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
          return connectors::postgres::open_postgres_source(source.postgres, entity, quarantine_decoder());
+       }},
+      {pipeline::SourceKind::kHttp,
+       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+         return connectors::http_api::open_http_source(
+             source.http, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
        }},
   };
   return factories;

@@ -20,6 +20,7 @@
 #include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
+#include "pipeline/core/retry_after.hpp"
 
 namespace tidemark::connectors::http {
 
@@ -58,21 +59,6 @@ Target parse_target(const std::string& raw_url) {
   target.path = std::string(parsed->encoded_target());
   if (target.path.empty()) target.path = "/";
   return target;
-}
-
-// delay-seconds is 1*DIGIT (RFC 9110 §10.2.3): any number of digits is well-formed, so a
-// huge value is capped (at kMaxRetryAfter) rather than converted, which could overflow.
-std::optional<std::chrono::seconds> parse_retry_after(std::string_view header) {
-  // The HTTP-date form is rare for webhooks; without a number the relay's own backoff applies.
-  if (header.empty() || !std::all_of(header.begin(), header.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-    return std::nullopt;
-  }
-  std::chrono::seconds::rep seconds = 0;
-  for (char digit : header) {
-    seconds = seconds * 10 + (digit - '0');  // below 10 × kMaxRetryAfter + 9: no overflow
-    if (seconds >= pipeline::relay::kMaxRetryAfter.count()) return pipeline::relay::kMaxRetryAfter;
-  }
-  return std::chrono::seconds(seconds);
 }
 
 // A response body of any size is read (so the connection stays usable) but only its first
@@ -168,7 +154,8 @@ DeliveryResult classify_status(int status, std::string_view retry_after_header, 
   std::string error = "HTTP " + std::to_string(status);
   if (!body.empty()) error += ": " + pipeline::relay::bounded_error_text(body, kErrorBodyExcerpt);
   if (status == 408 || status == 429 || status >= 500) {
-    return DeliveryResult::retry(std::move(error), parse_retry_after(retry_after_header));
+    return DeliveryResult::retry(std::move(error),
+                                 pipeline::parse_retry_after(retry_after_header, pipeline::relay::kMaxRetryAfter));
   }
   if (status >= 300 && status < 400) error += " (redirects are not followed; fix the destination URL)";
   return DeliveryResult::dead(std::move(error));

@@ -40,15 +40,24 @@ bool long_tests_enabled() {
 
 CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const oracle::EntitySpec& entity,
                            WorkloadSource source)
+    : CrashHarness(generate_workload(seed, size, entity), entity, nullptr, source) {}
+
+CrashHarness::CrashHarness(const HarnessSource& source)
+    : CrashHarness(source.workload, oracle::transaction_entity(), &source, WorkloadSource::kFiles) {}
+
+CrashHarness::CrashHarness(Workload workload, const oracle::EntitySpec& entity, const HarnessSource* harness_source,
+                           WorkloadSource source)
     : entity_(entity),
+      source_yaml_(harness_source ? harness_source->yaml : ""),
       pipeline_(entity.legacy ? "transactions" : entity.name + "_load"),
-      workload_(generate_workload(seed, size, entity)),
+      workload_(std::move(workload)),
       folder_(std::filesystem::temp_directory_path() /
-              ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(seed) + "-" +
+              ("tidemark-crash-" + std::to_string(getpid()) + "-" + std::to_string(workload_.seed) + "-" +
                std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()))),
       receiver_(kSecret),
       expected_(oracle::expect(entity, workload_.files, workload_.batch_size, kDestinations)),
       source_(source) {
+  if (harness_source && harness_source->translate) harness_source->translate(expected_);
   write_workload(workload_, folder_ / "in");
   if (source_ == WorkloadSource::kPostgresTable) load_postgres_table();
   std::ofstream config(folder_ / "config.yaml");
@@ -57,10 +66,13 @@ CrashHarness::CrashHarness(std::uint64_t seed, const WorkloadSize& size, const o
          << (entity.legacy ? "" : "    entity: " + entity.name + "\n")
          // The workload's files are complete, some with a last line that has no newline: it is
          // a record at once, not after source.settle.
+         << "    source: "
          << (source_ == WorkloadSource::kPostgresTable
-                 ? std::string("    source: {kind: postgres, url_env: ") + kSourceUrlEnv +
-                       ", table: workload, cursor: [seq], consistency: snapshot}\n"
-                 : "    source: {kind: file, path: " + (folder_ / "in").string() + ", format: csv, settle: 0s}\n")
+                 ? std::string("{kind: postgres, url_env: ") + kSourceUrlEnv +
+                       ", table: workload, cursor: [seq], consistency: snapshot}"
+             : source_yaml_.empty() ? "{kind: file, path: " + (folder_ / "in").string() + ", format: csv, settle: 0s}"
+                                    : source_yaml_)
+         << "\n"
          << "    batch_size: " << workload_.batch_size << "\n"
          << "    destinations:\n";
   for (const auto& destination : kDestinations) {
@@ -88,7 +100,7 @@ std::vector<std::string> CrashHarness::run_args() const {
   std::vector<std::string> args = {"run", "--pipeline", pipeline_, "--config", (folder_ / "config.yaml").string(),
                                    "--database", db_.url(), "--batch-size", std::to_string(workload_.batch_size),
                                    "--json"};
-  if (source_ == WorkloadSource::kFiles) {
+  if (source_ == WorkloadSource::kFiles && source_yaml_.empty()) {
     args.insert(args.end(), {"--source", (folder_ / "in").string(), "--format", "csv"});
   }
   return args;
@@ -264,9 +276,12 @@ std::string CrashHarness::replay_and_verify() {
   args.push_back("--replay");
   const ProcessResult result = run_tidemark(args, options(""));
   if (result.exit_code != 0) return describe_failure("replay", result);
-  const auto brace = result.out.rfind('{');
-  if (brace == std::string::npos) return describe_failure("replay without a --json summary", result);
-  const std::string last_line = result.out.substr(brace);
+  // The summary is stdout's last line (a position may hold braces of its own).
+  const auto end = result.out.find_last_not_of('\n');
+  const auto newline = end == std::string::npos ? end : result.out.rfind('\n', end);
+  const std::string last_line =
+      end == std::string::npos ? "" : result.out.substr(newline == std::string::npos ? 0 : newline + 1, end - newline);
+  if (!last_line.starts_with("{")) return describe_failure("replay without a --json summary", result);
   for (std::size_t i = 0; i < replayed_.size(); ++i) {
     const std::string field = "\"" + std::string(oracle::kOutcomes[i]) + "\":";
     const auto at = last_line.find(field);

@@ -5,6 +5,7 @@
 // everything they left behind with the independent oracle.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -26,12 +27,23 @@ bool long_tests_enabled();
 // text, an empty field as NULL), read by a `kind: postgres` source.
 enum class WorkloadSource { kFiles, kPostgresTable };
 
+// A source other than the workload's CSV folder (an HTTP API, say) for the built-in entity:
+// the YAML of its `source:`, the records it serves written as the CSV files the oracle
+// predicts from (the same records in the same order), and how the prediction's
+// source-specific parts (quarantine positions and raw texts, the checkpoint) read for it.
+struct HarnessSource {
+  std::string yaml;
+  Workload workload;
+  std::function<void(oracle::Outcome&)> translate;
+};
+
 class CrashHarness {
  public:
   // The pipeline loads `entity`: the built-in one, or a declaration the config file carries.
   CrashHarness(std::uint64_t seed, const WorkloadSize& size,
                const oracle::EntitySpec& entity = oracle::transaction_entity(),
                WorkloadSource source = WorkloadSource::kFiles);
+  explicit CrashHarness(const HarnessSource& source);
   ~CrashHarness();
   CrashHarness(const CrashHarness&) = delete;
   CrashHarness& operator=(const CrashHarness&) = delete;
@@ -72,7 +84,11 @@ class CrashHarness {
   // text and position (a row's JSON object and cursor, not the CSV line the oracle knows).
   oracle::Outcome observed() const;
 
+  CrashHarness(Workload workload, const oracle::EntitySpec& entity, const HarnessSource* harness_source,
+               WorkloadSource source);
+
   const oracle::EntitySpec& entity_;
+  std::string source_yaml_;  // a HarnessSource's; "" otherwise
   std::string pipeline_;
   Workload workload_;
   std::filesystem::path folder_;

@@ -93,7 +93,7 @@ TEST(ParsePostgresSource, EachRuleIsAnErrorNamingTheKeyAndLine) {
   EXPECT_THAT(config_error(with_source("{kind: postgres, url_env: U, table: t}")),
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'cursor'"));
   EXPECT_THAT(config_error(with_source("{kind: nats, path: a.csv}")),
-              StartsWith("config.yaml:3: pipelines.orders.source.kind: expected file or postgres"));
+              StartsWith("config.yaml:3: pipelines.orders.source.kind: expected file, postgres or http"));
 }
 
 }  // namespace
