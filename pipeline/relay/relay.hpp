@@ -114,7 +114,8 @@ class Relay {
                         const std::vector<long long>& delays, std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
-  void send(std::vector<OutboxEvent> events);
+  // Hands `event` to its sink; the answer comes back through answered().
+  void send(OutboxEvent event);
   // The pending events per destination into `pending`. On the database thread.
   void count_pending(pqxx::connection& connection, std::map<std::string, double>& pending);
   void publish_pending(const std::map<std::string, double>& pending);
@@ -129,7 +130,6 @@ class Relay {
   db::ConnectionPool database_;  // one connection in use at a time: the database thread only
   std::mt19937_64 rng_;
   RelayStats stats_;
-  std::size_t in_flight_ = 0;  // touched by the loop only
   bool once_ = false;          // the loop running is drain()'s
   std::atomic<bool> waiting_for_database_{false};
 
