@@ -5,10 +5,16 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <system_error>
+#include <utility>
+
+#include <poll.h>
+#include <unistd.h>
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -20,6 +26,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
+#include "pipeline/store/outbox.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
@@ -125,6 +132,7 @@ constexpr std::size_t kDatabaseSlots = 2;
 constexpr std::size_t kClaimAhead = 8;
 // The answer rate that sizes the queue is counted over periods this long.
 constexpr auto kRatePeriod = std::chrono::milliseconds(250);
+constexpr Duration kMaxListenRetry = std::chrono::seconds(30);
 
 // The loop's Asio state. The loop runs on a strand of the io_context it was started on; the
 // libpqxx work runs on `database_threads`, the only threads that touch the connection pool.
@@ -164,6 +172,13 @@ struct Relay::Async {
   static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long, bool* expired);
   // Sends queued events while the window has room.
   void send_queued(Relay& relay);
+  // run() only, on the strand: true when a notification came. Connects the LISTEN
+  // connection when it is due (in the background), reads what its socket holds and awaits
+  // more beside the wake timer; any failure drops it and polling goes on.
+  bool listen(Relay& relay, bool stopping);
+  static asio::awaitable<void> connect_listener(Async* async);
+  void listener_connected(Relay& relay, std::exception_ptr failure);
+  void drop_listener(Relay& relay, const std::string& why);
 
   asio::thread_pool database_threads{kDatabaseSlots};
   std::optional<Strand> executor;          // guarded by the relay's mutex_: the running loop's
@@ -182,6 +197,18 @@ struct Relay::Async {
   // On the strand: requests sent whose answers the loop has not taken yet. Kept across
   // loops: the answers of a loop that failed are taken (and recorded) by the next one.
   std::size_t sending = 0;
+
+  // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
+  // `listen_connecting`, the database thread makes `connecting` with `listen_connect`.
+  std::unique_ptr<pqxx::connection> listener;
+  std::optional<asio::posix::stream_descriptor> listen_socket;
+  std::unique_ptr<pqxx::connection> connecting;
+  std::function<void()> listen_connect;
+  bool listen_connecting = false;
+  bool listen_armed = false;  // a wait on listen_socket is outstanding
+  bool listen_fresh = false;  // connected since the last look
+  std::chrono::steady_clock::time_point listen_next{};  // when to connect it again
+  Duration listen_delay{};
 };
 
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
@@ -198,6 +225,11 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
     };
     task.count_pending = [this, &task](pqxx::connection& connection) { count_pending(connection, task.pending); };
   }
+  async_->listen_connect = [this] {
+    auto connection = db::connect(database_.url());
+    pqxx::nontransaction(*connection).exec(std::string("LISTEN ") + kOutboxChannel);
+    async_->connecting = std::move(connection);
+  };
   if (metrics_ == nullptr) return;
   // Every series exists from the start, so that increase() and the alerts see the first
   // dead event as a change from 0 rather than as a new series.
@@ -321,6 +353,82 @@ void Relay::Async::send_queued(Relay& relay) {
   }
 }
 
+asio::awaitable<void> Relay::Async::connect_listener(Async* async) {
+  co_await async::offload(&async->database_threads, &async->listen_connect);
+}
+
+bool Relay::Async::listen(Relay& relay, bool stopping) {
+  if (!listener) {
+    if (!stopping && !listen_connecting && std::chrono::steady_clock::now() >= listen_next) {
+      listen_connecting = true;
+      asio::co_spawn(*executor, connect_listener(this),
+                     asio::bind_executor(*executor, [this, &relay](std::exception_ptr failure) {
+                       listener_connected(relay, std::move(failure));
+                     }));
+    }
+    return false;
+  }
+  if (listen_armed) return false;  // the socket has not become readable since the last read
+  // Just connected: what was committed while nobody listened is looked for once.
+  bool notified = std::exchange(listen_fresh, false);
+  try {
+    // Until the socket holds nothing more: one read may stop short of what came (a backend
+    // that was terminated sends its error, then closes; the close shows on the next read).
+    for (;;) {
+      notified = listener->get_notifs() > 0 || notified;
+      if (!listener->is_open()) throw std::runtime_error("the connection is closed");
+      pollfd readable{listener->sock(), POLLIN, 0};
+      if (::poll(&readable, 1, 0) <= 0) break;
+    }
+  } catch (const std::exception& error) {
+    drop_listener(relay, error.what());
+    return false;
+  }
+  // After the read: what comes from now on makes the socket readable again. The handler
+  // only ends the wait; the next look reads the notifications.
+  if (!listen_armed) {
+    listen_armed = true;
+    listen_socket->async_wait(asio::posix::stream_descriptor::wait_read,
+                              asio::bind_executor(*executor, [this](const boost::system::error_code& error) {
+                                listen_armed = false;
+                                if (!error && wake) wake->cancel();
+                              }));
+  }
+  return notified;
+}
+
+void Relay::Async::listener_connected(Relay& relay, std::exception_ptr failure) {
+  listen_connecting = false;
+  try {
+    if (failure) std::rethrow_exception(failure);
+    listener = std::move(connecting);
+    // A duplicate: the descriptor closes its own, libpq its socket.
+    const int socket = ::dup(listener->sock());
+    if (socket < 0) throw std::system_error(errno, std::generic_category(), "dup of the connection's socket");
+    listen_socket.emplace(*executor, socket);
+    listen_fresh = true;
+    listen_delay = relay.options_.listen_retry;
+    spdlog::debug("the outbox relay listens on {}", kOutboxChannel);
+  } catch (const std::exception& error) {
+    connecting.reset();
+    drop_listener(relay, error.what());
+  }
+  if (wake) wake->cancel();
+}
+
+void Relay::Async::drop_listener(Relay& relay, const std::string& why) {
+  listen_socket.reset();  // cancels its wait
+  listener.reset();
+  if (why.empty()) return;
+  std::string reason = redact_urls(why);
+  while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())) != 0) reason.pop_back();
+  if (listen_delay == Duration::zero()) listen_delay = relay.options_.listen_retry;
+  spdlog::warn("the outbox relay's LISTEN connection failed: {}; it polls every {} ms and connects it again in {} ms",
+               reason, relay.options_.poll_interval.count(), listen_delay.count());
+  listen_next = std::chrono::steady_clock::now() + listen_delay;
+  listen_delay = std::min(listen_delay * 2, kMaxListenRetry);
+}
+
 asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   Relay& self = *relay;
   Async& async = *self.async_;
@@ -339,6 +447,8 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   const double periods_per_quarter_lease = std::chrono::duration<double>(self.options_.lease / 4) / kRatePeriod;
   std::size_t queue_limit = window;
   async.queued.clear();  // a failed loop's: their leases run out
+  async.listen_next = {};
+  async.listen_delay = self.options_.listen_retry;
   for (;;) {
     bool stopping = false;
     {
@@ -405,15 +515,31 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     // No suspension from the look at the queue to the wait: an answer, a statement's end or
     // a stop() that comes after the look cancels the wait, on this strand.
     const bool busy = running || !async.queued.empty() || async.sending > 0 || !answered.empty();
+    if (!self.once_ && !failure && async.listen(self, stopping)) {
+      look = true;
+      continue;
+    }
     {
       std::lock_guard lock(self.mutex_);
       if (!self.answers_.empty()) continue;
-      if (failure && !running) break;
-      if (!busy && (self.stop_requested_ || (self.once_ && !look))) break;
+      if (async.listen_connecting) {
+        // its completion touches this loop's state: wait for it
+      } else if (failure && !running) {
+        break;
+      } else if (!busy && (self.stop_requested_ || (self.once_ && !look))) {
+        break;
+      }
     }
-    co_await Async::wait(&*async.wake, self.options_.poll_interval, &expired);
+    Duration how_long = self.options_.poll_interval;
+    if (!self.once_ && !async.listener && !async.listen_connecting) {
+      // Awake when the LISTEN connection is due to be made again.
+      const auto until_listen = std::chrono::duration_cast<Duration>(async.listen_next - std::chrono::steady_clock::now());
+      how_long = std::clamp(until_listen, Duration::zero(), how_long);
+    }
+    co_await Async::wait(&*async.wake, how_long, &expired);
     if (expired) look = true;
   }
+  async.drop_listener(self, "");
   if (failure) std::rethrow_exception(failure);
   if (self.metrics_ != nullptr) {
     Task& task = async.tasks.front();

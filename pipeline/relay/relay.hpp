@@ -51,6 +51,10 @@ struct RelayOptions {
   // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
   Duration lease = std::chrono::seconds(30);
   Duration poll_interval = std::chrono::milliseconds(500);  // when idle, how often to look again
+  // run() also LISTENs on the channel a commit that wrote outbox rows NOTIFYs, so such a
+  // commit ends an idle wait at once; polling stays the fallback. A LISTEN connection that
+  // fails is connected again after this long, doubling up to 30 s.
+  Duration listen_retry = std::chrono::seconds(1);
   std::uint64_t seed = std::random_device{}();              // backoff jitter
   // One round of database retries. drain() gives up after one round (RetriesExhausted);
   // run() waits an outage out for ever, round after round, until it ends or stop() is called.
