@@ -151,6 +151,7 @@ struct Relay::Async {
     std::size_t capacity = 0;
     std::vector<OutboxEvent> claimed;
     std::chrono::steady_clock::time_point started;  // before the claim: its leases began later
+    std::uint64_t view = 0;  // the loop's `clock` at the start: what its snapshot includes
     bool count = false;
     std::map<std::string, double> pending;
     std::function<void(pqxx::connection&)> record_and_claim;
@@ -436,9 +437,14 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   // Taken from the sinks, not yet handed to a statement (the slots were busy).
   std::vector<Answer> answered;
   std::exception_ptr failure;  // of a statement: the loop ends once the others have ended too
-  // Due rows may be waiting: true at the start, after a statement that claimed all it asked
-  // for, and when the poll interval passes; false after one that found fewer.
-  bool look = true;
+  // Due rows may be waiting while wanted > covered. Each reason to look again (the start,
+  // answers recorded, a claim that got all it asked for, the poll, a notification) takes the
+  // next tick of `clock` into `wanted`; a claim that found fewer than it asked for covers
+  // the ticks before its start, which its snapshot includes. A statement whose snapshot
+  // predates another's marks cannot see their successors, so it covers no later tick.
+  std::uint64_t clock = 1;
+  std::uint64_t wanted = 1;
+  std::uint64_t covered = 0;
   bool expired = false;
   auto next_refresh = std::chrono::steady_clock::now();
   // Answers taken in the current rate period, and the queue the last one allows.
@@ -475,7 +481,11 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         }
         self.account(task.answers);
         if (task.count) self.publish_pending(task.pending);
-        look = task.claimed.size() >= task.capacity;
+        if (task.capacity > 0 && task.claimed.size() < task.capacity) {
+          covered = std::max(covered, task.view);
+        } else if (task.capacity > 0 || !task.answers.empty()) {
+          wanted = ++clock;  // more may be due, or the successors of what it recorded
+        }
         for (auto& event : task.claimed) async.queued.push_back({std::move(event), task.started});
         task.claimed.clear();
       } else if (task.running) {
@@ -485,8 +495,8 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     }
     if (!failure) async.send_queued(self);
 
-    // Statements on the idle slots: the answers in hand, and claims up to one window ahead
-    // of the window in flight.
+    // Statements on the idle slots: the answers in hand, and claims while fewer than the
+    // window plus the queue the answer rate allows are claimed and not yet answered.
     const auto now = std::chrono::steady_clock::now();
     if (now >= period_end) {
       const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers_in_period) * periods_per_quarter_lease);
@@ -498,7 +508,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     for (Task& task : async.tasks) {
       if (failure || task.running) continue;
       const std::size_t outstanding = async.queued.size() + async.sending + requested;
-      const bool claim = look && !stopping && !self.sinks_.empty() && outstanding < limit;
+      const bool claim = wanted > covered && !stopping && !self.sinks_.empty() && outstanding < limit;
       const bool count = self.metrics_ != nullptr && now >= next_refresh;
       if (answered.empty() && !claim && !count) break;
       task.answers = std::move(answered);
@@ -506,6 +516,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       self.settle(task.answers, task.delays);
       task.capacity = claim ? limit - outstanding : 0;
       task.count = count;
+      task.view = clock;
       if (count) next_refresh = now + kPendingRefreshInterval;
       requested += task.capacity;
       running = true;
@@ -516,7 +527,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     // a stop() that comes after the look cancels the wait, on this strand.
     const bool busy = running || !async.queued.empty() || async.sending > 0 || !answered.empty();
     if (!self.once_ && !failure && async.listen(self, stopping)) {
-      look = true;
+      wanted = ++clock;
       continue;
     }
     {
@@ -526,7 +537,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         // its completion touches this loop's state: wait for it
       } else if (failure && !running) {
         break;
-      } else if (!busy && (self.stop_requested_ || (self.once_ && !look))) {
+      } else if (!busy && (self.stop_requested_ || (self.once_ && wanted <= covered))) {
         break;
       }
     }
@@ -537,7 +548,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       how_long = std::clamp(until_listen, Duration::zero(), how_long);
     }
     co_await Async::wait(&*async.wake, how_long, &expired);
-    if (expired) look = true;
+    if (expired) wanted = ++clock;
   }
   async.drop_listener(self, "");
   if (failure) std::rethrow_exception(failure);

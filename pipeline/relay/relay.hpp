@@ -2,7 +2,7 @@
 // The outbox relay (docs/rules.md rules 6, 9, 11, 12): claims due outbox rows in short
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
-// The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on a thread of
+// The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on threads of
 // the relay's own. This header stays free of Asio: the CLI and the tests include it.
 #include <atomic>
 #include <chrono>
@@ -113,14 +113,14 @@ class Relay {
   // Settles the answers' final status (out of attempts = dead) and retry delays.
   void settle(std::vector<Answer>& answers, std::vector<long long>& delays);
   // Records the answers, then claims up to `capacity` due events into `claimed`; each
-  // statement commits. On the database thread.
+  // statement commits. On a database thread.
   void record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
                         const std::vector<long long>& delays, std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
   // Hands `event` to its sink; the answer comes back through answered().
   void send(OutboxEvent event);
-  // The pending events per destination into `pending`. On the database thread.
+  // The pending events per destination into `pending`. On a database thread.
   void count_pending(pqxx::connection& connection, std::map<std::string, double>& pending);
   void publish_pending(const std::map<std::string, double>& pending);
   // Called by the sinks, from any thread: queues the answer and wakes the loop.
@@ -131,7 +131,7 @@ class Relay {
   RelayOptions options_;
   metrics::Metrics* metrics_;
   std::string destinations_;  // '{"a","b"}', the claim's destination filter
-  db::ConnectionPool database_;  // one connection in use at a time: the database thread only
+  db::ConnectionPool database_;  // used by the relay's database threads only (relay.cpp), two at once
   std::mt19937_64 rng_;
   RelayStats stats_;
   bool once_ = false;          // the loop running is drain()'s
