@@ -1,27 +1,136 @@
 #!/usr/bin/env bash
-# Outbox relay throughput (issue 3): events/s from a pre-filled outbox to a loopback
-# receiver that answers at once, next to that receiver's ceiling measured with the same
-# client (the webhook sink, signing on) at the same concurrency without the database.
-# Each line runs bench/relay_bench.cpp once; see docs/performance.md. Usage:
+# Outbox relay throughput against a fair wire ceiling (issue 15): the receiver is a plain
+# Node.js server in its own process (bench/receiver.js, 200 at once); its ceiling is
+# measured by wrk with the relay's connection count, body and signing headers; then
+# `tidemark relay --once` (max_in_flight CONNECTIONS, signing on) delivers PENDING events
+# from a fresh copy of a filled outbox to it. See docs/performance.md. Usage:
 #
-#   bench/relay_bench.sh                       # 20000 events over 1000 accounts, in flight 16 and 64
-#   EVENTS=50000 IN_FLIGHT="16 64 128" bench/relay_bench.sh
+#   bench/relay_bench.sh                                   # 10,000 pending events, 3 rounds
+#   PENDING="10000 100000 1000000" ROUNDS=1 bench/relay_bench.sh   # the backlog sweep
+#   TIDEMARKS="old/tidemark build-bench/tidemark" bench/relay_bench.sh   # A/B, alternating per round
 #
-# BUILD (build-bench)  build folder (cmake -B build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release)
+# PENDING (10000)        backlog sizes; each is filled once by `tidemark run` on generated
+#                        input (PENDING new keys over PENDING/10 accounts, so every event is
+#                        one outbox row) into a template database, cloned for every relay run
+# ROUNDS (3)             per backlog: ROUNDS × (wrk ceiling, then each binary's relay run)
+# CONNECTIONS (64)       wrk connections = the relay's max_in_flight
+# WRK_SECONDS (5)        length of each wrk run
+# TIDEMARKS (build-bench/tidemark)  the binaries to measure; the first fills the outbox
+# WORK (/tmp/tidemark-relay-bench), PGBIN (/usr/lib/postgresql/15/bin)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
-BUILD="${BUILD:-$repo/build-bench}"
-EVENTS="${EVENTS:-20000}"
-ACCOUNTS="${ACCOUNTS:-1000}"
-IN_FLIGHT="${IN_FLIGHT:-16 64}"
+PENDING="${PENDING:-10000}"
+ROUNDS="${ROUNDS:-3}"
+CONNECTIONS="${CONNECTIONS:-64}"
+WRK_SECONDS="${WRK_SECONDS:-5}"
+TIDEMARKS="${TIDEMARKS:-$repo/build-bench/tidemark}"
+WORK="${WORK:-/tmp/tidemark-relay-bench}"
+PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
+source "$here/bench_lib.sh"
 
-if [[ ! -f "$BUILD/build.ninja" ]]; then
-  cmake -S "$repo" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
-ninja -C "$BUILD" relay_bench >/dev/null
-echo "cpus: $(nproc), load: $(cut -d' ' -f1-3 /proc/loadavg)"
-for in_flight in $IN_FLIGHT; do
-  "$BUILD/relay_bench" "$EVENTS" "$ACCOUNTS" "$in_flight" 2> >(grep -v 'applying migration\|embedded PostgreSQL' >&2)
+require_tool wrk "apt-get install -y wrk"
+require_tool node "apt-get install -y nodejs"
+read -r -a binaries <<<"$TIDEMARKS"
+for binary in "${binaries[@]}"; do
+  [[ -x "$binary" ]] || die "$binary not found: build it with cmake -S $repo -B $repo/build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C $repo/build-bench tidemark"
 done
+mkdir -p "$WORK/data"
+start_cluster
+start_receiver
+
+export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
+config="$WORK/relay.yaml"
+cat >"$config" <<EOF
+pipelines:
+  bench:
+    source: {kind: file, path: $WORK/data, format: csv}
+    batch_size: 10000
+    destinations:
+      - {name: ledger, kind: http, url: $receiver_url/events, secret_env: BENCH_LEDGER_SECRET}
+relay:
+  max_in_flight: $CONNECTIONS
+EOF
+
+# One template database per backlog, filled through the real write path.
+fill() {  # pending -> template name
+  local pending="$1" template="relay_fill_$1" csv="$WORK/data/relay-$1.csv"
+  if [[ ! -s "$csv" ]]; then
+    awk -v n="$pending" -v accounts=$(( pending / 10 > 0 ? pending / 10 : 1 )) 'BEGIN {
+      print "transaction_id,source_revision,amount,account_id,occurred_at"
+      for (i = 0; i < n; i++) printf "T%09d,1,%d.%02d,A%07d,2024-05-01T00:00:00Z\n", i, 1 + i % 5000, i % 100, i % accounts
+    }' >"$csv.tmp"
+    mv "$csv.tmp" "$csv"
+  fi
+  psql_q postgres "DROP DATABASE IF EXISTS $template" >/dev/null 2>&1
+  psql_q postgres "CREATE DATABASE $template" >/dev/null
+  "${binaries[0]}" migrate --database "$base_url/$template" >"$WORK/logs/fill-$pending.log" 2>&1 &&
+    "${binaries[0]}" run --pipeline bench --config "$config" --database "$base_url/$template" --source "$csv" \
+    >>"$WORK/logs/fill-$pending.log" 2>&1 || die "filling $pending events failed, see $WORK/logs/fill-$pending.log"
+  psql_q "$template" "VACUUM ANALYZE" >/dev/null
+  psql_q postgres "CHECKPOINT" >/dev/null
+  local count
+  count="$(psql_q "$template" "SELECT count(*) FROM outbox WHERE status = 'pending'")"
+  [[ "$count" == "$pending" ]] || die "the template of $pending holds $count pending events"
+  echo "$template"
+}
+
+# wrk's request: the body and headers of a real event of the outbox, signed as the relay
+# signs it (Standard Webhooks: HMAC-SHA256 over "id.timestamp.body").
+wrk_request() {  # template
+  local row
+  row="$(psql_q "$1" "SELECT idempotency_key || E'\t' || payload::text FROM outbox ORDER BY id LIMIT 1")"
+  export WRK_ID="${row%%$'\t'*}" WRK_BODY="${row#*$'\t'}" WRK_TIMESTAMP="$(date +%s)"
+  WRK_SIGNATURE="$(python3 - <<'PY'
+import base64, hashlib, hmac, os
+key = base64.b64decode(os.environ["BENCH_LEDGER_SECRET"][len("whsec_"):])
+content = ".".join(os.environ[name] for name in ("WRK_ID", "WRK_TIMESTAMP", "WRK_BODY")).encode()
+print("v1," + base64.b64encode(hmac.new(key, content, hashlib.sha256).digest()).decode())
+PY
+)"
+  export WRK_SIGNATURE
+}
+
+ceiling() {  # -> requests/s
+  curl -s "$receiver_url/stats" >/dev/null
+  wrk -t2 -c"$CONNECTIONS" -d"${WRK_SECONDS}s" -s "$here/wrk_post.lua" "$receiver_url/events" >"$WORK/logs/wrk.log" 2>&1 ||
+    die "wrk failed, see $WORK/logs/wrk.log"
+  awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$WORK/logs/wrk.log"
+}
+
+results="$WORK/logs/relay-$(date +%Y%m%d-%H%M%S).tsv"
+printf 'pending\tround\tbinary\twrk_req_per_s\tseconds\tevents_per_s\tshare\treceiver_events_per_s\tload\n' >"$results"
+log "cpus $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg); results in $results"
+printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' pending round binary wrk_req/s seconds events/s share recv_ev/s
+for pending in $PENDING; do
+  log "filling $pending pending events"
+  template="$(fill "$pending")"
+  wrk_request "$template"
+  for round in $(seq "$ROUNDS"); do
+    wire="$(ceiling)"
+    for binary in "${binaries[@]}"; do
+      db="relay_run"
+      psql_q postgres "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
+      psql_q postgres "CREATE DATABASE $db TEMPLATE $template" >/dev/null
+      psql_q postgres "CHECKPOINT" >/dev/null
+      curl -s "$receiver_url/stats" >/dev/null
+      t0=$(date +%s.%N)
+      "$binary" relay --once --config "$config" --database "$base_url/$db" >"$WORK/logs/relay.log" 2>&1 ||
+        die "relay --once failed, see $WORK/logs/relay.log"
+      t1=$(date +%s.%N)
+      delivered="$(psql_q "$db" "SELECT count(*) FROM outbox WHERE status = 'delivered'")"
+      [[ "$delivered" == "$pending" ]] || die "$binary delivered $delivered of $pending events, see $WORK/logs/relay.log"
+      read -r seconds rate share recv_rate < <(curl -s "$receiver_url/stats" | python3 -c "
+import json, sys
+s = json.load(sys.stdin)
+seconds = $t1 - $t0
+span = (s['last_us'] - s['first_us']) / 1e6
+print(f'{seconds:.2f} {$pending / seconds:.0f} {$pending / seconds / $wire:.2f} {(s[\"received\"] - 1) / span if span > 0 else 0:.0f}')")
+      load="$(cut -d' ' -f1 /proc/loadavg)"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pending" "$round" "$binary" "$wire" "$seconds" "$rate" "$share" "$recv_rate" "$load" >>"$results"
+      printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' "$pending" "$round" "${binary: -34}" "$wire" "$seconds" "$rate" "$share" "$recv_rate"
+    done
+  done
+done
+log "load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,12 +1,20 @@
 #include "pipeline/relay/relay.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <optional>
+#include <system_error>
+#include <utility>
 
+#include <poll.h>
+#include <unistd.h>
+
+#include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -18,6 +26,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
+#include "pipeline/store/outbox.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
@@ -113,23 +122,94 @@ std::string redact_urls(std::string_view text) {
   return redacted;
 }
 
+// Statements in flight at once, each on a connection (and a database thread) of its own:
+// while one waits for its commit to reach the disk, the next records the answers that came
+// in meanwhile and claims more, and PostgreSQL flushes commits that meet with one write.
+constexpr std::size_t kDatabaseSlots = 2;
+// How many windows (max_in_flight) may be claimed and not yet answered: claims this far
+// ahead make each statement record and claim hundreds of events, so its fixed cost (the
+// commit's flush, above all) is spread over them.
+constexpr std::size_t kClaimAhead = 8;
+// The answer rate that sizes the queue is counted over periods this long.
+constexpr auto kRatePeriod = std::chrono::milliseconds(250);
+constexpr Duration kMaxListenRetry = std::chrono::seconds(30);
+
 // The loop's Asio state. The loop runs on a strand of the io_context it was started on; the
-// libpqxx work runs on `database_thread`, the only thread that touches the connection pool.
+// libpqxx work runs on `database_threads`, the only threads that touch the connection pool.
 struct Relay::Async {
   using Strand = asio::strand<asio::io_context::executor_type>;
 
-  static asio::awaitable<void> loop(Relay* relay);
-  // Runs `*work` on the relay's pooled connection with database retries; for ever in run()
-  // (see RelayOptions::database_retries), throws when stopping or in drain().
-  static asio::awaitable<void> with_database(Relay* relay, const char* what,
-                                             const std::function<void(pqxx::connection&)>* work);
-  // Waits `how_long` on `timer`, or until the wait is cancelled (an answer or stop()).
-  static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long);
+  // One statement's work, handed to a database thread and back to the loop: the answers it
+  // records, the events it claims and, when due, the pending counts. On the strand, except
+  // while the statement runs.
+  struct Task {
+    bool running = false;
+    bool finished = false;  // ended; its results are not yet taken by the loop
+    std::exception_ptr failure;
+    std::vector<Answer> answers;
+    std::vector<long long> delays;
+    std::size_t capacity = 0;
+    std::vector<OutboxEvent> claimed;
+    std::chrono::steady_clock::time_point started;  // before the claim: its leases began later
+    std::uint64_t view = 0;  // the loop's `clock` at the start: what its snapshot includes
+    bool count = false;
+    std::map<std::string, double> pending;
+    std::function<void(pqxx::connection&)> record_and_claim;
+    std::function<void(pqxx::connection&)> count_pending;
+    std::optional<asio::steady_timer> outage;  // the wait a database outage out
+  };
 
-  asio::thread_pool database_thread{1};
-  std::optional<Strand> executor;           // guarded by the relay's mutex_: the running loop's
-  std::optional<asio::steady_timer> wake;   // on the strand: the wait for an answer or the idle poll
-  std::optional<asio::steady_timer> outage;  // on the strand: the wait a database outage out
+  static asio::awaitable<void> loop(Relay* relay);
+  // The loop's body, and what it does when a statement ends; both on the strand.
+  static void start_task(Relay* relay, Task* task);
+  static asio::awaitable<void> run_task(Relay* relay, Task* task);
+  // Runs `*work` on a pooled connection with database retries; for ever in run() (see
+  // RelayOptions::database_retries), throws when stopping or in drain().
+  static asio::awaitable<void> with_database(Relay* relay, const char* what,
+                                             const std::function<void(pqxx::connection&)>* work,
+                                             asio::steady_timer* outage);
+  // Waits `how_long` on `timer`, or until the wait is cancelled (an answer, a statement's end
+  // or stop()); `*expired` says which.
+  static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long, bool* expired);
+  // Sends queued events while the window has room.
+  void send_queued(Relay& relay);
+  // run() only, on the strand: true when a notification came. Connects the LISTEN
+  // connection when it is due (in the background), reads what its socket holds and awaits
+  // more beside the wake timer; any failure drops it and polling goes on.
+  bool listen(Relay& relay, bool stopping);
+  static asio::awaitable<void> connect_listener(Async* async);
+  void listener_connected(Relay& relay, std::exception_ptr failure);
+  void drop_listener(Relay& relay, const std::string& why);
+
+  asio::thread_pool database_threads{kDatabaseSlots};
+  std::optional<Strand> executor;          // guarded by the relay's mutex_: the running loop's
+  std::optional<asio::steady_timer> wake;  // on the strand: the loop's wait for something to do
+  std::array<Task, kDatabaseSlots> tasks;  // on the strand
+  // On the strand. Claimed ahead, not yet sent: an answer frees a place in the window and
+  // the next event goes at once, without waiting for a statement. The queue holds what the
+  // window sends in a quarter of a lease (at least one window, at most kClaimAhead - 1), so
+  // an event's lease outlasts its wait here and its attempt; one claimed more than half a
+  // lease ago (the receiver slowed down) is not sent: its lease runs out and it goes again.
+  struct Queued {
+    OutboxEvent event;
+    std::chrono::steady_clock::time_point claimed;
+  };
+  std::deque<Queued> queued;
+  // On the strand: requests sent whose answers the loop has not taken yet. Kept across
+  // loops: the answers of a loop that failed are taken (and recorded) by the next one.
+  std::size_t sending = 0;
+
+  // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
+  // `listen_connecting`, the database thread makes `connecting` with `listen_connect`.
+  std::unique_ptr<pqxx::connection> listener;
+  std::optional<asio::posix::stream_descriptor> listen_socket;
+  std::unique_ptr<pqxx::connection> connecting;
+  std::function<void()> listen_connect;
+  bool listen_connecting = false;
+  bool listen_armed = false;  // a wait on listen_socket is outstanding
+  bool listen_fresh = false;  // connected since the last look
+  std::chrono::steady_clock::time_point listen_next{};  // when to connect it again
+  Duration listen_delay{};
 };
 
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
@@ -140,6 +220,17 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
       rng_(options_.seed),
       async_(std::make_unique<Async>()),
       sinks_(std::move(sinks)) {
+  for (Async::Task& task : async_->tasks) {
+    task.record_and_claim = [this, &task](pqxx::connection& connection) {
+      record_and_claim(connection, task.answers, task.delays, task.capacity, task.claimed);
+    };
+    task.count_pending = [this, &task](pqxx::connection& connection) { count_pending(connection, task.pending); };
+  }
+  async_->listen_connect = [this] {
+    auto connection = db::connect(database_.url());
+    pqxx::nontransaction(*connection).exec(std::string("LISTEN ") + kOutboxChannel);
+    async_->connecting = std::move(connection);
+  };
   if (metrics_ == nullptr) return;
   // Every series exists from the start, so that increase() and the alerts see the first
   // dead event as a change from 0 rather than as a new series.
@@ -177,7 +268,7 @@ void Relay::begin(asio::io_context& io, bool once, std::function<void(std::excep
   once_ = once;
   const Async::Strand strand = asio::make_strand(io);
   async_->wake.emplace(strand);
-  async_->outage.emplace(strand);
+  for (Async::Task& task : async_->tasks) task.outage.emplace(strand);
   {
     std::lock_guard lock(mutex_);
     async_->executor = strand;
@@ -188,7 +279,7 @@ void Relay::begin(asio::io_context& io, bool once, std::function<void(std::excep
       async_->executor.reset();  // no more wakes: this io_context may go now
     }
     async_->wake.reset();
-    async_->outage.reset();
+    for (Async::Task& task : async_->tasks) task.outage.reset();
     ended(std::move(error));
   });
 }
@@ -200,7 +291,9 @@ void Relay::stop() {
   if (async_->executor) {
     asio::post(*async_->executor, [async = async_.get()] {
       if (async->wake) async->wake->cancel();
-      if (async->outage) async->outage->cancel();
+      for (Async::Task& task : async->tasks) {
+        if (task.outage) task.outage->cancel();
+      }
     });
   }
 }
@@ -220,87 +313,260 @@ void Relay::answered(Answer answer) {
   }
 }
 
-asio::awaitable<void> Relay::Async::wait(asio::steady_timer* timer, Duration how_long) {
+asio::awaitable<void> Relay::Async::wait(asio::steady_timer* timer, Duration how_long, bool* expired) {
   timer->expires_after(how_long);
   boost::system::error_code cancelled;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+  *expired = !cancelled;
+}
+
+asio::awaitable<void> Relay::Async::run_task(Relay* relay, Task* task) {
+  co_await with_database(relay, "record delivery results and claim due outbox events", &task->record_and_claim,
+                         &*task->outage);
+  if (task->count) co_await with_database(relay, "count pending outbox events", &task->count_pending, &*task->outage);
+}
+
+void Relay::Async::start_task(Relay* relay, Task* task) {
+  Async* async = relay->async_.get();
+  task->running = true;
+  task->claimed.clear();
+  task->started = std::chrono::steady_clock::now();
+  asio::co_spawn(*async->executor, run_task(relay, task),
+                 asio::bind_executor(*async->executor, [async, task](std::exception_ptr failure) {
+                   task->failure = std::move(failure);
+                   task->finished = true;
+                   if (async->wake) async->wake->cancel();
+                 }));
+}
+
+void Relay::Async::send_queued(Relay& relay) {
+  const auto stale = std::chrono::steady_clock::now() - relay.options_.lease / 2;
+  while (!queued.empty() && sending < relay.options_.config.max_in_flight) {
+    Queued next = std::move(queued.front());
+    queued.pop_front();
+    if (next.claimed < stale) {
+      spdlog::debug("not sending outbox event {} ({}): claimed too long ago, it goes again when its lease runs out",
+                    next.event.id, next.event.idempotency_key);
+      continue;
+    }
+    relay.send(std::move(next.event));
+    ++sending;
+  }
+}
+
+asio::awaitable<void> Relay::Async::connect_listener(Async* async) {
+  co_await async::offload(&async->database_threads, &async->listen_connect);
+}
+
+bool Relay::Async::listen(Relay& relay, bool stopping) {
+  if (!listener) {
+    if (!stopping && !listen_connecting && std::chrono::steady_clock::now() >= listen_next) {
+      listen_connecting = true;
+      asio::co_spawn(*executor, connect_listener(this),
+                     asio::bind_executor(*executor, [this, &relay](std::exception_ptr failure) {
+                       listener_connected(relay, std::move(failure));
+                     }));
+    }
+    return false;
+  }
+  if (listen_armed) return false;  // the socket has not become readable since the last read
+  // Just connected: what was committed while nobody listened is looked for once.
+  bool notified = std::exchange(listen_fresh, false);
+  try {
+    // Until the socket holds nothing more: one read may stop short of what came (a backend
+    // that was terminated sends its error, then closes; the close shows on the next read).
+    for (;;) {
+      notified = listener->get_notifs() > 0 || notified;
+      if (!listener->is_open()) throw std::runtime_error("the connection is closed");
+      pollfd readable{listener->sock(), POLLIN, 0};
+      if (::poll(&readable, 1, 0) <= 0) break;
+    }
+  } catch (const std::exception& error) {
+    drop_listener(relay, error.what());
+    return false;
+  }
+  // After the read: what comes from now on makes the socket readable again. The handler
+  // only ends the wait; the next look reads the notifications.
+  if (!listen_armed) {
+    listen_armed = true;
+    listen_socket->async_wait(asio::posix::stream_descriptor::wait_read,
+                              asio::bind_executor(*executor, [this](const boost::system::error_code& error) {
+                                listen_armed = false;
+                                if (!error && wake) wake->cancel();
+                              }));
+  }
+  return notified;
+}
+
+void Relay::Async::listener_connected(Relay& relay, std::exception_ptr failure) {
+  listen_connecting = false;
+  try {
+    if (failure) std::rethrow_exception(failure);
+    listener = std::move(connecting);
+    // A duplicate: the descriptor closes its own, libpq its socket.
+    const int socket = ::dup(listener->sock());
+    if (socket < 0) throw std::system_error(errno, std::generic_category(), "dup of the connection's socket");
+    listen_socket.emplace(*executor, socket);
+    listen_fresh = true;
+    listen_delay = relay.options_.listen_retry;
+    spdlog::debug("the outbox relay listens on {}", kOutboxChannel);
+  } catch (const std::exception& error) {
+    connecting.reset();
+    drop_listener(relay, error.what());
+  }
+  if (wake) wake->cancel();
+}
+
+void Relay::Async::drop_listener(Relay& relay, const std::string& why) {
+  listen_socket.reset();  // cancels its wait
+  listener.reset();
+  if (why.empty()) return;
+  std::string reason = redact_urls(why);
+  while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())) != 0) reason.pop_back();
+  if (listen_delay == Duration::zero()) listen_delay = relay.options_.listen_retry;
+  spdlog::warn("the outbox relay's LISTEN connection failed: {}; it polls every {} ms and connects it again in {} ms",
+               reason, relay.options_.poll_interval.count(), listen_delay.count());
+  listen_next = std::chrono::steady_clock::now() + listen_delay;
+  listen_delay = std::min(listen_delay * 2, kMaxListenRetry);
 }
 
 asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   Relay& self = *relay;
-  // The loop's state, in named locals that the database work (on the database thread, while
-  // the loop awaits it) reads and fills.
-  std::vector<Answer> answers;
-  std::vector<long long> delays;
-  std::size_t capacity = 0;
-  std::vector<OutboxEvent> claimed;
-  std::map<std::string, double> pending;
-  const std::function<void(pqxx::connection&)> record_and_claim = [&](pqxx::connection& connection) {
-    self.record_and_claim(connection, answers, delays, capacity, claimed);
-  };
-  const std::function<void(pqxx::connection&)> count_pending = [&](pqxx::connection& connection) {
-    self.count_pending(connection, pending);
-  };
+  Async& async = *self.async_;
+  const std::size_t window = self.options_.config.max_in_flight;
+  // Taken from the sinks, not yet handed to a statement (the slots were busy).
+  std::vector<Answer> answered;
+  std::exception_ptr failure;  // of a statement: the loop ends once the others have ended too
+  // Due rows may be waiting while wanted > covered. Each reason to look again (the start,
+  // answers recorded, a claim that got all it asked for, the poll, a notification) takes the
+  // next tick of `clock` into `wanted`; a claim that found fewer than it asked for covers
+  // the ticks before its start, which its snapshot includes. A statement whose snapshot
+  // predates another's marks cannot see their successors, so it covers no later tick.
+  std::uint64_t clock = 1;
+  std::uint64_t wanted = 1;
+  std::uint64_t covered = 0;
+  bool expired = false;
   auto next_refresh = std::chrono::steady_clock::now();
+  // Answers taken in the current rate period, and the queue the last one allows.
+  std::size_t answers_in_period = 0;
+  auto period_end = next_refresh + kRatePeriod;
+  const double periods_per_quarter_lease = std::chrono::duration<double>(self.options_.lease / 4) / kRatePeriod;
+  std::size_t queue_limit = window;
+  async.queued.clear();  // a failed loop's: their leases run out
+  async.listen_next = {};
+  async.listen_delay = self.options_.listen_retry;
   for (;;) {
     bool stopping = false;
     {
       std::lock_guard lock(self.mutex_);
-      answers.assign(std::make_move_iterator(self.answers_.begin()), std::make_move_iterator(self.answers_.end()));
+      async.sending -= self.answers_.size();
+      answers_in_period += self.answers_.size();
+      for (auto& answer : self.answers_) answered.push_back(std::move(answer));
       self.answers_.clear();
       stopping = self.stop_requested_;
     }
-    self.settle(answers, delays);
-    capacity = stopping || self.sinks_.empty() ? 0 : self.options_.config.max_in_flight - (self.in_flight_ - answers.size());
-    claimed.clear();
-    if (!answers.empty() || capacity > 0) {
-      try {
-        co_await with_database(relay, "record delivery results and claim due outbox events", &record_and_claim);
-      } catch (...) {
-        // Unrecorded, these answers' leases run out and the events go again (at least once).
-        // They are no longer in flight, so a loop started again counts its capacity right.
-        self.in_flight_ -= answers.size();
-        throw;
+
+    // What the statements that ended recorded and claimed.
+    bool running = false;
+    std::size_t requested = 0;  // what the statements still running may claim
+    for (Task& task : async.tasks) {
+      if (task.finished) {
+        task.finished = false;
+        task.running = false;
+        if (task.failure) {
+          // Unrecorded, these answers' leases run out and the events go again (at least once).
+          if (!failure) failure = task.failure;
+          task.failure = nullptr;
+          continue;
+        }
+        self.account(task.answers);
+        if (task.count) self.publish_pending(task.pending);
+        if (task.capacity > 0 && task.claimed.size() < task.capacity) {
+          covered = std::max(covered, task.view);
+        } else if (task.capacity > 0 || !task.answers.empty()) {
+          wanted = ++clock;  // more may be due, or the successors of what it recorded
+        }
+        for (auto& event : task.claimed) async.queued.push_back({std::move(event), task.started});
+        task.claimed.clear();
+      } else if (task.running) {
+        running = true;
+        requested += task.capacity;
       }
     }
-    self.account(answers);
-    const bool claimed_any = !claimed.empty();
-    self.send(std::move(claimed));
+    if (!failure) async.send_queued(self);
 
-    if (self.metrics_ != nullptr && std::chrono::steady_clock::now() >= next_refresh) {
-      co_await with_database(relay, "count pending outbox events", &count_pending);
-      self.publish_pending(pending);
-      next_refresh = std::chrono::steady_clock::now() + kPendingRefreshInterval;
+    // Statements on the idle slots: the answers in hand, and claims while fewer than the
+    // window plus the queue the answer rate allows are claimed and not yet answered.
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= period_end) {
+      const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers_in_period) * periods_per_quarter_lease);
+      queue_limit = std::clamp(rate_limit, window, (kClaimAhead - 1) * window);
+      answers_in_period = 0;
+      period_end = now + kRatePeriod;
+    }
+    const std::size_t limit = window + queue_limit;
+    for (Task& task : async.tasks) {
+      if (failure || task.running) continue;
+      const std::size_t outstanding = async.queued.size() + async.sending + requested;
+      const bool claim = wanted > covered && !stopping && !self.sinks_.empty() && outstanding < limit;
+      const bool count = self.metrics_ != nullptr && now >= next_refresh;
+      if (answered.empty() && !claim && !count) break;
+      task.answers = std::move(answered);
+      answered.clear();
+      self.settle(task.answers, task.delays);
+      task.capacity = claim ? limit - outstanding : 0;
+      task.count = count;
+      task.view = clock;
+      if (count) next_refresh = now + kPendingRefreshInterval;
+      requested += task.capacity;
+      running = true;
+      start_task(relay, &task);
     }
 
-    // No suspension from the look at the queue to the wait: an answer or a stop() that comes
-    // after the look cancels the wait, on this strand.
-    bool wait = false;
+    // No suspension from the look at the queue to the wait: an answer, a statement's end or
+    // a stop() that comes after the look cancels the wait, on this strand.
+    const bool busy = running || !async.queued.empty() || async.sending > 0 || !answered.empty();
+    if (!self.once_ && !failure && async.listen(self, stopping)) {
+      wanted = ++clock;
+      continue;
+    }
     {
       std::lock_guard lock(self.mutex_);
-      if (self.in_flight_ > 0) {
-        // Wake for the first answer; the timeout lets newly due rows in while slow ones run.
-        wait = self.answers_.empty();
-      } else if (!claimed_any && self.answers_.empty()) {
-        if (self.once_ || self.stop_requested_) break;
-        wait = true;
+      if (!self.answers_.empty()) continue;
+      if (async.listen_connecting) {
+        // its completion touches this loop's state: wait for it
+      } else if (failure && !running) {
+        break;
+      } else if (!busy && (self.stop_requested_ || (self.once_ && wanted <= covered))) {
+        break;
       }
     }
-    if (wait) co_await Async::wait(&*self.async_->wake, self.options_.poll_interval);
+    Duration how_long = self.options_.poll_interval;
+    if (!self.once_ && !async.listener && !async.listen_connecting) {
+      // Awake when the LISTEN connection is due to be made again.
+      const auto until_listen = std::chrono::duration_cast<Duration>(async.listen_next - std::chrono::steady_clock::now());
+      how_long = std::clamp(until_listen, Duration::zero(), how_long);
+    }
+    co_await Async::wait(&*async.wake, how_long, &expired);
+    if (expired) wanted = ++clock;
   }
+  async.drop_listener(self, "");
+  if (failure) std::rethrow_exception(failure);
   if (self.metrics_ != nullptr) {
-    co_await with_database(relay, "count pending outbox events", &count_pending);
-    self.publish_pending(pending);
+    Task& task = async.tasks.front();
+    co_await with_database(relay, "count pending outbox events", &task.count_pending, &*task.outage);
+    self.publish_pending(task.pending);
   }
 }
 
 asio::awaitable<void> Relay::Async::with_database(Relay* relay, const char* what,
-                                                  const std::function<void(pqxx::connection&)>* work) {
+                                                  const std::function<void(pqxx::connection&)>* work,
+                                                  asio::steady_timer* outage) {
   Relay& self = *relay;
   const std::function<void()> attempt = [&self, what, work] { self.database_.with_connection(what, *work); };
   for (;;) {
     try {
-      co_await async::offload(&self.async_->database_thread, &attempt);
+      co_await async::offload(&self.async_->database_threads, &attempt);
       if (self.waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
       co_return;
     } catch (const db::RetriesExhausted& error) {
@@ -311,7 +577,8 @@ asio::awaitable<void> Relay::Async::with_database(Relay* relay, const char* what
       spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
     }
     // Cancelled by stop(), which then ends the wait for the database with the next failure.
-    co_await Async::wait(&*self.async_->outage, self.options_.database_retries.max_delay);
+    bool expired = false;
+    co_await Async::wait(outage, self.options_.database_retries.max_delay, &expired);
   }
 }
 
@@ -381,22 +648,19 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
   }
 }
 
-void Relay::send(std::vector<OutboxEvent> events) {
-  for (auto& event : events) {
-    Answer answer;
-    answer.id = event.id;
-    answer.destination = event.destination;
-    answer.idempotency_key = event.idempotency_key;
-    answer.attempt = event.attempt;
-    const auto started = std::chrono::steady_clock::now();
-    ++in_flight_;
-    sinks_.at(event.destination)
-        ->deliver(std::move(event), [this, answer = std::move(answer), started](DeliveryResult result) mutable {
-          answer.result = std::move(result);
-          answer.elapsed = std::chrono::steady_clock::now() - started;
-          answered(std::move(answer));
-        });
-  }
+void Relay::send(OutboxEvent event) {
+  Answer answer;
+  answer.id = event.id;
+  answer.destination = event.destination;
+  answer.idempotency_key = event.idempotency_key;
+  answer.attempt = event.attempt;
+  const auto started = std::chrono::steady_clock::now();
+  sinks_.at(event.destination)
+      ->deliver(std::move(event), [this, answer = std::move(answer), started](DeliveryResult result) mutable {
+        answer.result = std::move(result);
+        answer.elapsed = std::chrono::steady_clock::now() - started;
+        answered(std::move(answer));
+      });
 }
 
 Duration Relay::retry_delay(const Answer& answer) {
@@ -412,7 +676,6 @@ Duration Relay::retry_delay(const Answer& answer) {
 
 void Relay::account(const std::vector<Answer>& answers) {
   for (const auto& answer : answers) {
-    --in_flight_;
     switch (answer.result.status) {
       case DeliveryResult::Status::kDelivered:
         ++stats_.delivered;

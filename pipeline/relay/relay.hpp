@@ -2,7 +2,7 @@
 // The outbox relay (docs/rules.md rules 6, 9, 11, 12): claims due outbox rows in short
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
-// The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on a thread of
+// The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on threads of
 // the relay's own. This header stays free of Asio: the CLI and the tests include it.
 #include <atomic>
 #include <chrono>
@@ -51,6 +51,10 @@ struct RelayOptions {
   // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
   Duration lease = std::chrono::seconds(30);
   Duration poll_interval = std::chrono::milliseconds(500);  // when idle, how often to look again
+  // run() also LISTENs on the channel a commit that wrote outbox rows NOTIFYs, so such a
+  // commit ends an idle wait at once; polling stays the fallback. A LISTEN connection that
+  // fails is connected again after this long, doubling up to 30 s.
+  Duration listen_retry = std::chrono::seconds(1);
   std::uint64_t seed = std::random_device{}();              // backoff jitter
   // One round of database retries. drain() gives up after one round (RetriesExhausted);
   // run() waits an outage out for ever, round after round, until it ends or stop() is called.
@@ -109,13 +113,14 @@ class Relay {
   // Settles the answers' final status (out of attempts = dead) and retry delays.
   void settle(std::vector<Answer>& answers, std::vector<long long>& delays);
   // Records the answers, then claims up to `capacity` due events into `claimed`; each
-  // statement commits. On the database thread.
+  // statement commits. On a database thread.
   void record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
                         const std::vector<long long>& delays, std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
-  void send(std::vector<OutboxEvent> events);
-  // The pending events per destination into `pending`. On the database thread.
+  // Hands `event` to its sink; the answer comes back through answered().
+  void send(OutboxEvent event);
+  // The pending events per destination into `pending`. On a database thread.
   void count_pending(pqxx::connection& connection, std::map<std::string, double>& pending);
   void publish_pending(const std::map<std::string, double>& pending);
   // Called by the sinks, from any thread: queues the answer and wakes the loop.
@@ -126,10 +131,9 @@ class Relay {
   RelayOptions options_;
   metrics::Metrics* metrics_;
   std::string destinations_;  // '{"a","b"}', the claim's destination filter
-  db::ConnectionPool database_;  // one connection in use at a time: the database thread only
+  db::ConnectionPool database_;  // used by the relay's database threads only (relay.cpp), two at once
   std::mt19937_64 rng_;
   RelayStats stats_;
-  std::size_t in_flight_ = 0;  // touched by the loop only
   bool once_ = false;          // the loop running is drain()'s
   std::atomic<bool> waiting_for_database_{false};
 

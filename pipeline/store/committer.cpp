@@ -6,6 +6,7 @@
 
 #include "pipeline/store/pg/copy_writer.hpp"
 #include "pipeline/store/entity_sql.hpp"
+#include "pipeline/store/outbox.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
 #include "pipeline/core/utf8.hpp"
@@ -306,6 +307,8 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       txn.exec_params(std::string(sql::kCommitAdvanceCheckpoint), pipeline_, source_, batch.end->text, run_id);
     }
   }
+  // Wakes the relays that LISTEN (pipeline/relay): PostgreSQL delivers it at the commit.
+  if (result.outbox_rows > 0) txn.exec(std::string("NOTIFY ") + relay::kOutboxChannel);
   failpoint("before_commit");
   txn.commit();
   return result;

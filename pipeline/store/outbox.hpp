@@ -10,6 +10,9 @@
 
 namespace tidemark::pipeline::relay {
 
+// The channel a commit that wrote outbox rows NOTIFYs, and that a serving relay LISTENs on.
+inline constexpr char kOutboxChannel[] = "tidemark_outbox";
+
 struct OutboxEntry {
   std::int64_t id = 0;
   std::string destination;

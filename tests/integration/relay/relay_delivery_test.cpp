@@ -776,3 +776,119 @@ TEST(Relay, StartRunsTheLoopOnTheGivenIoContextAndStopCancelsItsWait) {
 
 }  // namespace
 }  // namespace tidemark::pipeline::relay
+
+namespace tidemark::pipeline::relay {
+namespace {
+
+// A relay serving on a thread of its own (run()), stopped and joined when the test ends.
+class ServingRelay {
+ public:
+  ServingRelay(const TestDatabase& db, const TestReceiver& receiver, const RelayOptions& options)
+      : relay_(db.url(), sinks_for(receiver, options), options), ended_(std::async(std::launch::async, [this] {
+          relay_.run();
+        })) {}
+  ~ServingRelay() {
+    relay_.stop();
+    ended_.wait();
+  }
+  bool running() const { return ended_.wait_for(0s) != std::future_status::ready; }
+
+ private:
+  Relay relay_;
+  std::future<void> ended_;
+};
+
+// Waits until `condition` holds; false on timeout.
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds timeout = 20s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(10ms);
+  }
+  return true;
+}
+
+// The backend of the relay's LISTEN connection, "" while there is none.
+std::string listener_pid(const TestDatabase& db) {
+  return db.scalar("SELECT COALESCE(min(pid)::text, '') FROM pg_stat_activity WHERE query = 'LISTEN " +
+                   std::string(kOutboxChannel) + "'");
+}
+
+// Its claim has run and committed: the relay idles until its poll interval passes.
+bool claimed_and_idle(const TestDatabase& db) {
+  return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%WITH delivered AS%' AND state = 'idle'") !=
+         "0";
+}
+
+// One event committed as the commit step does: its outbox row, and a NOTIFY when `notify`.
+void commit_event(const TestDatabase& db, const std::string& transaction_id, bool notify) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  insert_event(txn, transaction_id, "acct-" + transaction_id, 1);
+  if (notify) txn.exec(std::string("NOTIFY ") + kOutboxChannel);
+  txn.commit();
+}
+
+TEST(RelayListen, ACommitThatNotifiesWakesAnIdleRelayLongBeforeItsPollInterval) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  auto options = fast_options();
+  options.poll_interval = 60s;
+  ServingRelay relay(db, receiver, options);
+  ASSERT_TRUE(eventually([&] { return !listener_pid(db).empty() && claimed_and_idle(db); }));
+
+  commit_event(db, "tx-quiet", false);
+  EXPECT_FALSE(receiver.wait_for_applied(1, 1s)) << "delivered without a notification: the relay was not idle";
+  const auto committed = std::chrono::steady_clock::now();
+  commit_event(db, "tx-notified", true);
+  ASSERT_TRUE(receiver.wait_for_applied(2, 20s)) << "not woken by the NOTIFY (it polls every 60 s)";
+  EXPECT_LT(std::chrono::steady_clock::now() - committed, 20s);
+  EXPECT_TRUE(relay.running());
+}
+
+// The LISTEN connection's backend is terminated. With a reconnect an hour away, polling still
+// delivers and the relay goes on.
+TEST(RelayListen, PollingDeliversWhileTheListenConnectionIsBroken) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  auto options = fast_options();
+  options.poll_interval = 200ms;
+  options.listen_retry = 1h;
+  ServingRelay relay(db, receiver, options);
+  ASSERT_TRUE(eventually([&] { return !listener_pid(db).empty(); }));
+  db.scalar("SELECT pg_terminate_backend(" + listener_pid(db) + ")::text");
+  ASSERT_TRUE(eventually([&] { return listener_pid(db).empty(); }));
+
+  commit_event(db, "tx-after-break", true);
+  EXPECT_TRUE(receiver.wait_for_applied(1, 20s)) << "polling did not deliver while LISTEN was down";
+  EXPECT_TRUE(relay.running()) << "the broken LISTEN connection ended the relay";
+  EXPECT_TRUE(listener_pid(db).empty()) << "connected again before listen_retry";
+}
+
+// ...and with a short reconnect delay, a new LISTEN connection is made, and a commit during
+// the gap (its notification lost) is delivered without waiting for the poll.
+TEST(RelayListen, ABrokenListenConnectionIsMadeAgainAndWhatCameMeanwhileIsDelivered) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  auto options = fast_options();
+  options.poll_interval = 60s;
+  options.listen_retry = 300ms;
+  ServingRelay relay(db, receiver, options);
+  ASSERT_TRUE(eventually([&] { return !listener_pid(db).empty() && claimed_and_idle(db); }));
+  const std::string first = listener_pid(db);
+  db.scalar("SELECT pg_terminate_backend(" + first + ")::text");
+  commit_event(db, "tx-in-the-gap", true);
+
+  ASSERT_TRUE(eventually([&] {
+    const std::string now = listener_pid(db);
+    return !now.empty() && now != first;
+  })) << "the LISTEN connection was not made again";
+  EXPECT_TRUE(receiver.wait_for_applied(1, 20s)) << "the event committed in the gap waits for the 60 s poll";
+  commit_event(db, "tx-after-reconnect", true);
+  EXPECT_TRUE(receiver.wait_for_applied(2, 20s)) << "the new LISTEN connection does not wake the relay";
+  EXPECT_TRUE(relay.running());
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline::relay

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "connectors/file/record_stream.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
+#include "pipeline/store/outbox.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "pipeline/core/validate.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -61,6 +63,31 @@ class CommitTest : public ::testing::Test {
   TempDir dir_;
   int sends_ = 0;
 };
+
+// The payloads of the notifications on the relays' channel, in the order they came.
+class OutboxNotifications : public pqxx::notification_receiver {
+ public:
+  explicit OutboxNotifications(pqxx::connection& connection)
+      : pqxx::notification_receiver(connection, relay::kOutboxChannel) {}
+  void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+  std::vector<std::string> payloads;
+};
+
+// A serving relay LISTENs on the channel (docs/delivery.md): a batch that wrote outbox rows
+// wakes it at its commit; one that wrote none (all unchanged) sends nothing. A marker NOTIFY
+// sent after both shows, by its place, that nothing else came.
+TEST_F(CommitTest, ABatchThatWritesOutboxRowsNotifiesTheRelaysAtItsCommitAndOneThatWritesNoneDoesNot) {
+  auto connection = db_.connect();
+  OutboxNotifications notifications(*connection);
+  EXPECT_EQ(counts_text(send(kStored).counts), "inserted 1");
+  EXPECT_EQ(counts_text(send(kStored).counts), "unchanged 1");
+  db_.scalar("SELECT 'sent' FROM (SELECT pg_notify('" + std::string(relay::kOutboxChannel) + "', 'marker')) n");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (notifications.payloads.size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    connection->await_notification(1, 0);
+  }
+  EXPECT_EQ(notifications.payloads, (std::vector<std::string>{"", "marker"}));
+}
 
 // --- The design note's table: revision 2 (130.00) stored, each record sent twice. ---
 
