@@ -65,11 +65,13 @@ class View {
   virtual ~View() = default;
   // The destination name, and the prefix of its tables.
   virtual std::string_view name() const = 0;
-  // Creates one version's table (a statement with the {table} placeholder).
+  // Creates one version's tables (statements with the {table} placeholder).
   virtual std::string_view create_statement() const = 0;
   // Applies `event` to the version whose table is `table`, inside `txn`.
   virtual ApplyOutcome apply(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event,
                              Feed feed) const = 0;
+  // Drops a retired version's tables ({table}).
+  virtual std::string_view drop_statement() const = 0;
   // Fills a new version's table from transaction_state, in the rebuild's REPEATABLE READ
   // transaction ({table}); nullopt when the state cannot give the view's content.
   virtual std::optional<std::string_view> snapshot_statement() const = 0;
