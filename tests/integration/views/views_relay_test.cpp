@@ -522,7 +522,8 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
   // A database as 0015 left it: daily_totals versions with their totals and inbox but no
   // transactions table, outbox_destination_partition still there. v1 applied everything,
   // some of its inbox rows cleaned up already; the last batch is still pending. v2 is
-  // building and has applied nothing; v3 is retired (its table is gone).
+  // building and has applied nothing; v3 is retired (its table is gone). t9 moved accounts
+  // and the previous code applied its revision 2 before its revision 1, which is pending.
   const std::uint64_t seed = 1516;
   std::cout << "seed " << seed << '\n';
   TestDatabase db;
@@ -531,12 +532,19 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
   for (int round = 0; round < 3; ++round) load(db, dir, round, workload.batch(80));
   drain(db, false);
   load(db, dir, 3, workload.batch(80));
-  const Rows counted_before = counted_transactions(db, 1);
-  const Rows days_before = days(db, 1);
+  const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+  load(db, dir, 4, header + "t9,1,10.00,x,2025-03-01T10:00:00Z\n");
+  load(db, dir, 5, header + "t9,2,30.00,y,2025-03-05T10:00:00Z\n");
+  Rows counted_before = counted_transactions(db, 1);
+  counted_before.push_back({"t9", "2", "2025-03-05", "30.00"});
   {
     auto connection = db.connect();
     pqxx::work txn(*connection);
     txn.exec("DROP TABLE daily_totals_v1_transactions");
+    // What the previous code did with t9's revision 2: its amount onto Mar 5, revision 1's off Mar 1.
+    txn.exec("UPDATE outbox SET status = 'delivered' WHERE idempotency_key = 'daily_totals:t9:2'");
+    txn.exec("INSERT INTO inbox (consumer, event_id) VALUES ('daily_totals_v1', 'daily_totals:t9:2')");
+    txn.exec("INSERT INTO daily_totals_v1 (day, total, events) VALUES ('2025-03-05', 30, 1), ('2025-03-01', -10, -1)");
     txn.exec("DELETE FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id IN "
              "(SELECT event_id FROM inbox WHERE consumer = 'daily_totals_v1' ORDER BY event_id LIMIT 50)");
     txn.exec("CREATE TABLE daily_totals_v2 (day date PRIMARY KEY, total numeric NOT NULL, events bigint NOT NULL)");
@@ -545,14 +553,26 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
     txn.exec("CREATE INDEX outbox_destination_partition ON outbox (destination, partition_key, sequence)");
     txn.exec("DELETE FROM schema_migrations WHERE version = '0016_daily_totals_transactions.sql'");
     txn.commit();
+  }
+  Rows days_after = days(db, 1);
+  {
+    auto connection = db.connect();
     db::migrate(*connection);
   }
-  EXPECT_EQ(counted_transactions(db, 1), counted_before);
-  EXPECT_EQ(days(db, 1), days_before);
+  const auto sorted = [](Rows rows) {
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  };
+  EXPECT_EQ(sorted(counted_transactions(db, 1)), sorted(counted_before));
+  // Revision 1 of t9 is applied as the previous code would have: Mar 1 back to nothing.
+  days_after.erase(std::remove(days_after.begin(), days_after.end(), std::vector<std::string>{"2025-03-01", "-10.00", "-1"}),
+                   days_after.end());
+  EXPECT_EQ(days(db, 1), days_after);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id = 'daily_totals:t9:1'"), "1");
   EXPECT_EQ(counted_transactions(db, 2), Rows{});
   EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v3_transactions') IS NULL"), "t");
   EXPECT_EQ(db.scalar("SELECT to_regclass('outbox_destination_partition') IS NULL"), "t");
-  // The pending batch and the building version's replay then count as if nothing happened.
+  // The pending batches and the building version's replay then count as if nothing happened.
   drain(db, false);
   rebuild_view(db.url(), kDailyTotals, 4, RebuildSource::kFullHistory);
   expect_views_match_state(db, 1);
