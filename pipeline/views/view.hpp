@@ -31,7 +31,6 @@ std::string statement(std::string_view query, const std::string& table);
 // The fields of an outbox payload that the views read.
 struct ViewEvent {
   std::int64_t outbox_id = 0;
-  std::string destination;
   std::string event_id;
   std::string partition_key;  // the account, or the transaction id when it has none
   std::int64_t sequence = 0;
@@ -41,7 +40,6 @@ struct ViewEvent {
   std::optional<std::string> previous_amount;
   std::optional<std::string> previous_account_id;
   std::optional<std::string> occurred_at;
-  std::optional<std::string> previous_occurred_at;
 };
 
 // nullopt when the payload lacks a field the views need (such an event is dead: no retry
