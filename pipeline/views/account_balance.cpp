@@ -38,6 +38,8 @@ class AccountBalanceView final : public View {
     return ApplyOutcome::kGap;
   }
 
+  std::string_view drop_statement() const override { return sql::kViewsDropTable; }
+
   std::optional<std::string_view> snapshot_statement() const override { return sql::kViewsAccountBalanceSnapshot; }
 
   // In per-account order, the events its table does not reflect yet (all of them after no

@@ -174,7 +174,7 @@ void drop_view(pqxx::connection& connection, const std::string& view, int versio
   // table after it is gone.
   txn.exec_params(std::string(sql::kViewsRetireVersion), view,
                   version);
-  txn.exec(statement(sql::kViewsDropTable, table));
+  txn.exec(statement(known_view(view).drop_statement(), table));
   txn.exec_params(std::string(sql::kViewsForgetInbox), table);
   txn.commit();
 }

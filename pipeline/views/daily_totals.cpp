@@ -12,18 +12,17 @@ class DailyTotalsView final : public View {
 
   std::string_view create_statement() const override { return sql::kViewsDailyTotalsCreate; }
 
-  // The inbox drops a redelivery whatever the feed; per-day sums need no order.
+  // The inbox drops a redelivery and the transaction's recorded revision a superseded one,
+  // whatever the feed; per-day sums need no order.
   ApplyOutcome apply(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event,
                      Feed /*feed*/) const override {
-    const auto applied = txn.exec_params(
-        statement(sql::kViewsDailyTotalsApply, table), table, event.event_id, event.outbox_id, event.destination,
-        event.transaction_id, event.source_revision, event.amount,
-        event.occurred_at ? event.occurred_at->c_str() : nullptr,
-        event.previous_amount ? event.previous_amount->c_str() : nullptr,
-        event.previous_occurred_at ? event.previous_occurred_at->c_str() : nullptr,
-        event.previous_account_id.value_or(event.transaction_id));
+    const auto applied = txn.exec_params(statement(sql::kViewsDailyTotalsApply, table), table, event.event_id,
+                                         event.outbox_id, event.transaction_id, event.source_revision, event.amount,
+                                         event.occurred_at ? event.occurred_at->c_str() : nullptr);
     return applied.empty() ? ApplyOutcome::kAlreadyApplied : ApplyOutcome::kApplied;
   }
+
+  std::string_view drop_statement() const override { return sql::kViewsDailyTotalsDrop; }
 
   // A snapshot would need the inbox seeded with the id of every event it reflects, and the
   // day of a record without occurred_at depends on event creation times (docs/views.md).

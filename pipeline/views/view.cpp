@@ -41,7 +41,6 @@ std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event) {
   const auto& object = json.as_object();
   ViewEvent view_event;
   view_event.outbox_id = event.id;
-  view_event.destination = event.destination;
   view_event.event_id = event.idempotency_key;
   view_event.partition_key = event.partition_key;
   view_event.sequence = event.sequence;
@@ -57,7 +56,6 @@ std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event) {
   view_event.previous_amount = optional_string(object, "previous_amount");
   view_event.previous_account_id = optional_string(object, "previous_account_id");
   view_event.occurred_at = optional_string(object, "occurred_at");
-  view_event.previous_occurred_at = optional_string(object, "previous_occurred_at");
   return view_event;
 }
 

@@ -31,7 +31,6 @@ std::string statement(std::string_view query, const std::string& table);
 // The fields of an outbox payload that the views read.
 struct ViewEvent {
   std::int64_t outbox_id = 0;
-  std::string destination;
   std::string event_id;
   std::string partition_key;  // the account, or the transaction id when it has none
   std::int64_t sequence = 0;
@@ -41,7 +40,6 @@ struct ViewEvent {
   std::optional<std::string> previous_amount;
   std::optional<std::string> previous_account_id;
   std::optional<std::string> occurred_at;
-  std::optional<std::string> previous_occurred_at;
 };
 
 // nullopt when the payload lacks a field the views need (such an event is dead: no retry
@@ -65,11 +63,13 @@ class View {
   virtual ~View() = default;
   // The destination name, and the prefix of its tables.
   virtual std::string_view name() const = 0;
-  // Creates one version's table (a statement with the {table} placeholder).
+  // Creates one version's tables (statements with the {table} placeholder).
   virtual std::string_view create_statement() const = 0;
   // Applies `event` to the version whose table is `table`, inside `txn`.
   virtual ApplyOutcome apply(pqxx::transaction_base& txn, const std::string& table, const ViewEvent& event,
                              Feed feed) const = 0;
+  // Drops a retired version's tables ({table}).
+  virtual std::string_view drop_statement() const = 0;
   // Fills a new version's table from transaction_state, in the rebuild's REPEATABLE READ
   // transaction ({table}); nullopt when the state cannot give the view's content.
   virtual std::optional<std::string_view> snapshot_statement() const = 0;

@@ -1,35 +1,40 @@
 -- Applies one event to a daily_totals version, deduplicated through the inbox of consumer
--- $1 in the same statement (docs/rules.md rules 13, 14): the delta is written only when this
--- statement inserted the (consumer, event_id) row. A revision adds its amount to its day
--- and takes the previous amount off the previous revision's day, which may differ.
--- A day is the UTC date of occurred_at, or of the event's creation when it has none; for
--- the previous revision, that is the creation of the transaction's previous event.
--- $1 consumer, $2 event_id, $3 outbox id, $4 destination, $5 transaction_id,
--- $6 source_revision, $7 amount, $8 occurred_at, $9 previous_amount,
--- $10 previous_occurred_at, $11 previous partition key.
+-- $1 in the same statement (docs/rules.md rules 13, 14), then through the version's record
+-- of the transaction ({table}_transactions): the event's revision replaces the recorded one
+-- only when it is newer. The event carries the transaction's whole state (amount, day), so
+-- an older revision arriving late (another account's queue) is superseded, not lost; it is
+-- a filter on state, not on deltas (rule 15). The day totals then move by the difference:
+-- the new revision's amount onto its day, the replaced one's off the day it was counted on.
+-- A day is the UTC date of occurred_at, or of the event's creation when it has none.
+-- $1 consumer, $2 event_id, $3 outbox id, $4 transaction_id, $5 source_revision,
+-- $6 amount, $7 occurred_at.
 WITH ins AS (
   INSERT INTO inbox (consumer, event_id) VALUES ($1, $2)
   ON CONFLICT (consumer, event_id) DO NOTHING
   RETURNING 1
 ),
+-- The upsert locks the transaction's row, so concurrent appliers (the relay and a rebuild's
+-- replay) take turns; replaced_* are read from the locked, latest row.
+counted AS (
+  INSERT INTO {table}_transactions AS t (transaction_id, source_revision, day, amount)
+  SELECT $4, $5::bigint,
+         (COALESCE($7::timestamptz, (SELECT created_at FROM outbox WHERE id = $3::bigint)) AT TIME ZONE 'UTC')::date,
+         $6::numeric
+   WHERE EXISTS (SELECT 1 FROM ins)
+  ON CONFLICT (transaction_id) DO UPDATE
+     SET source_revision = EXCLUDED.source_revision, day = EXCLUDED.day, amount = EXCLUDED.amount,
+         replaced_day = t.day, replaced_amount = t.amount
+   WHERE t.source_revision < EXCLUDED.source_revision
+  RETURNING day, amount, replaced_day, replaced_amount
+),
 deltas AS (
-  SELECT COALESCE($8::timestamptz, (SELECT created_at FROM outbox WHERE id = $3::bigint)) AS happened,
-         $7::numeric AS total, 1 AS events
+  SELECT day, amount AS total, 1 AS events FROM counted WHERE day IS NOT NULL
   UNION ALL
-  SELECT COALESCE($10::timestamptz,
-                  (SELECT p.created_at FROM outbox p
-                    WHERE p.destination = $4 AND p.partition_key = $11
-                      AND p.payload->>'transaction_id' = $5
-                      AND (p.payload->>'source_revision')::bigint < $6::bigint
-                    ORDER BY (p.payload->>'source_revision')::bigint DESC
-                    LIMIT 1)),
-         -($9::numeric), -1
-   WHERE $9::numeric IS NOT NULL
+  SELECT replaced_day, -replaced_amount, -1 FROM counted WHERE replaced_day IS NOT NULL
 )
 INSERT INTO {table} AS v (day, total, events)
-SELECT (happened AT TIME ZONE 'UTC')::date, sum(total), sum(events)
+SELECT day, sum(total), sum(events)
   FROM deltas
- WHERE EXISTS (SELECT 1 FROM ins) AND happened IS NOT NULL
- GROUP BY 1
+ GROUP BY day
 ON CONFLICT (day) DO UPDATE SET total = v.total + EXCLUDED.total, events = v.events + EXCLUDED.events
 RETURNING 1

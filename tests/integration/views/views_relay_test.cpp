@@ -14,6 +14,7 @@
 
 #include "app/wiring/options.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "pipeline/store/migrate.hpp"
 #include "pipeline/views/view_sink.hpp"
 #include "pipeline/views/views.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -130,6 +131,33 @@ void drain(const TestDatabase& db, bool twice) {
   EXPECT_EQ(stats.dead, 0u);
 }
 
+// An outbox row (id, idempotency_key, partition_key, sequence, payload) as the relay hands it over.
+relay::OutboxEvent outbox_event(const std::string& destination, const std::vector<std::string>& row) {
+  relay::OutboxEvent event;
+  event.id = std::stoll(row[0]);
+  event.destination = destination;
+  event.idempotency_key = row[1];
+  event.partition_key = row[2];
+  event.sequence = std::stoll(row[3]);
+  event.payload = row[4];
+  event.attempt = 1;
+  return event;
+}
+
+Rows outbox_rows(const TestDatabase& db, const std::string& destination, const std::string& order) {
+  return query_rows(db, "SELECT id, idempotency_key, partition_key, sequence, payload::text FROM outbox "
+                        "WHERE destination = '" + destination + "' ORDER BY " + order);
+}
+
+// Delivers one event to a sink and waits for its answer (deliver returns at once, the Sink
+// contract; the answer comes from the sink's thread).
+relay::DeliveryResult::Status deliver_to(relay::Sink& sink, relay::OutboxEvent event) {
+  std::promise<relay::DeliveryResult> answered;
+  auto result = answered.get_future();
+  sink.deliver(std::move(event), [&](relay::DeliveryResult answer) { answered.set_value(std::move(answer)); });
+  return result.get().status;
+}
+
 // The answers computed directly from transaction_state (and the view's sequences for versions).
 Rows expected_balances(const TestDatabase& db) {
   return query_rows(db,
@@ -158,12 +186,39 @@ Rows days(const TestDatabase& db, int version) {
                             std::to_string(version) + " WHERE total <> 0 OR events <> 0 ORDER BY 1");
 }
 
+// What a daily_totals version records per transaction, and what it should: each transaction's
+// current revision, day and amount.
+Rows counted_transactions(const TestDatabase& db, int version) {
+  return query_rows(db, "SELECT transaction_id, source_revision, day, amount::numeric(20,2)::text FROM daily_totals_v" +
+                            std::to_string(version) + "_transactions ORDER BY 1");
+}
+Rows expected_transactions(const TestDatabase& db) {
+  return query_rows(db,
+                    "SELECT transaction_id, source_revision, (COALESCE(occurred_at, updated_at) AT TIME ZONE 'UTC')::date, "
+                    "amount::numeric(20,2)::text FROM transaction_state ORDER BY 1");
+}
+
+// Applies every daily_totals event still in the outbox to `version` once more, newest first:
+// each older revision meets a newer one already counted.
+void replay_daily_totals_newest_first(const TestDatabase& db, int version) {
+  const auto events = outbox_rows(db, kDailyTotals, "id DESC");
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  for (const auto& row : events) {
+    const auto event = parse_view_event(outbox_event(kDailyTotals, row));
+    ASSERT_TRUE(event);
+    known_view(kDailyTotals).apply(txn, table_name(kDailyTotals, version), *event, Feed::kHistory);
+  }
+  txn.commit();
+}
+
 void expect_views_match_state(const TestDatabase& db, int version) {
   SCOPED_TRACE("version " + std::to_string(version));
   EXPECT_FALSE(expected_balances(db).empty());
   EXPECT_EQ(balances(db, version), expected_balances(db));
   EXPECT_EQ(versions(db, version), expected_versions(db));
   EXPECT_EQ(days(db, version), expected_days(db));
+  EXPECT_EQ(counted_transactions(db, version), expected_transactions(db));
 }
 
 TEST(ViewsTest, EveryEventDeliveredTwiceInRandomAccountInterleavingMatchesState) {
@@ -194,27 +249,11 @@ TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
   for (int round = 0; round < 3; ++round) {
     load(db, dir, round, "transaction_id,source_revision,amount,account_id,occurred_at\n" + rows[round]);
   }
-  auto events = query_rows(db,
-                           "SELECT id, idempotency_key, partition_key, sequence, payload::text FROM outbox "
-                           "WHERE destination = 'account_balance' ORDER BY sequence");
+  const auto events = outbox_rows(db, kAccountBalance, "sequence");
   ASSERT_EQ(events.size(), 3u);
   auto sinks = app::make_view_sinks(view_config(), db.url());
   auto& sink = *sinks.at(kAccountBalance);
-  auto deliver = [&](int index) {
-    relay::OutboxEvent event;
-    event.id = std::stoll(events[index][0]);
-    event.destination = kAccountBalance;
-    event.idempotency_key = events[index][1];
-    event.partition_key = events[index][2];
-    event.sequence = std::stoll(events[index][3]);
-    event.payload = events[index][4];
-    event.attempt = 1;
-    // deliver returns at once (the Sink contract); the answer comes from the sink's thread.
-    std::promise<relay::DeliveryResult> answered;
-    auto result = answered.get_future();
-    sink.deliver(event, [&](relay::DeliveryResult answer) { answered.set_value(std::move(answer)); });
-    return result.get().status;
-  };
+  auto deliver = [&](int index) { return deliver_to(sink, outbox_event(kAccountBalance, events[index])); };
   const auto balance = [&] {
     return query_rows(db, "SELECT balance::numeric(20,2)::text, version FROM account_balance_v1");
   };
@@ -248,6 +287,7 @@ TEST(ViewsTest, NewVersionAfterTheOldProcessedEverythingIsComplete) {
   auto connection = db.connect();
   drop_view(*connection, kDailyTotals, 1);
   EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v1') IS NULL"), "t");
+  EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v1_transactions') IS NULL"), "t");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1'"), "0");
   EXPECT_THROW(drop_view(*connection, kDailyTotals, 2), ViewError);
   load(db, dir, 3, workload.batch(80));
@@ -421,6 +461,125 @@ TEST(ViewsTest, LagIsTheAgeOfTheOldestEventNotYetApplied) {
   EXPECT_EQ(health[kAccountBalance].lag_seconds, 0.0);
   EXPECT_EQ(health[kDailyTotals].lag_seconds, 0.0);
   EXPECT_EQ(days(db, 1).size(), 1u);  // no occurred_at: the day the event was created
+}
+
+TEST(ViewsTest, DailyTotalsRevisionMovingDayAndAmountCountsOnceWhateverTheOrder) {
+  // t1 moves from account a to b, from Jan 1 to Jan 3, and its amount changes; revision 3
+  // has no occurred_at (its day is its event's creation). The events sit in different
+  // accounts' queues, so they may arrive in any order.
+  TestDatabase db;
+  TempDir dir;
+  const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+  load(db, dir, 0, header + "t1,1,10.00,a,2024-01-01T10:00:00Z\nt2,1,1.00,c,2024-01-01T12:00:00Z\n");
+  load(db, dir, 1, header + "t1,2,25.00,b,2024-01-03T23:30:00-05:00\n");
+  const auto events = outbox_rows(db, kDailyTotals, "id");
+  ASSERT_EQ(events.size(), 3u);
+  auto sinks = app::make_view_sinks(view_config(), db.url());
+  auto& sink = *sinks.at(kDailyTotals);
+  auto deliver = [&](int index) { return deliver_to(sink, outbox_event(kDailyTotals, events[index])); };
+  // Revision 2 first: it counts 25.00 on Jan 4 (UTC) and nothing is taken off.
+  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(days(db, 1), (Rows{{"2024-01-04", "25.00", "1"}}));
+  // Revision 1 late: superseded, not counted, and the delivery is acknowledged.
+  EXPECT_EQ(deliver(0), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(days(db, 1), (Rows{{"2024-01-01", "1.00", "1"}, {"2024-01-04", "25.00", "1"}}));
+  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);  // a redelivery changes nothing
+  EXPECT_EQ(days(db, 1), expected_days(db));
+  EXPECT_EQ(counted_transactions(db, 1), expected_transactions(db));
+
+  // Revision 3, with no occurred_at: off Jan 4, onto the day of its creation.
+  load(db, dir, 2, header + "t1,3,-7.25,a,\n");
+  drain(db, false);
+  const std::string today = db.scalar("SELECT (created_at AT TIME ZONE 'UTC')::date FROM outbox "
+                                      "WHERE idempotency_key = 'daily_totals:t1:3'");
+  EXPECT_EQ(days(db, 1), (Rows{{"2024-01-01", "1.00", "1"}, {today, "-7.25", "1"}}));
+  EXPECT_EQ(days(db, 1), expected_days(db));
+  EXPECT_EQ(counted_transactions(db, 1), expected_transactions(db));
+}
+
+TEST(ViewsTest, DailyTotalsReplayedNewestFirstWithoutItsInboxChangesNothing) {
+  // The transactions table is a dedup of its own: with the inbox emptied (as its cleanup
+  // does after the retention), a replay of the whole history, newest event first, counts
+  // nothing twice. A rebuild from it gives the same version.
+  const std::uint64_t seed = 777;
+  std::cout << "seed " << seed << '\n';
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(seed);
+  for (int round = 0; round < 4; ++round) load(db, dir, round, workload.batch(80));
+  drain(db, false);
+  expect_views_match_state(db, 1);
+  db.scalar("DELETE FROM inbox WHERE consumer = 'daily_totals_v1' RETURNING 1");
+  replay_daily_totals_newest_first(db, 1);
+  expect_views_match_state(db, 1);
+  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
+  EXPECT_EQ(days(db, 2), days(db, 1));
+  EXPECT_EQ(counted_transactions(db, 2), counted_transactions(db, 1));
+}
+
+TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsTheIndex) {
+  // A database as 0015 left it: daily_totals versions with their totals and inbox but no
+  // transactions table, outbox_destination_partition still there. v1 applied everything,
+  // some of its inbox rows cleaned up already; the last batch is still pending. v2 is
+  // building and has applied nothing; v3 is retired (its table is gone). t9 moved accounts
+  // and the previous code applied its revision 2 before its revision 1, which is pending.
+  const std::uint64_t seed = 1516;
+  std::cout << "seed " << seed << '\n';
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(seed);
+  for (int round = 0; round < 3; ++round) load(db, dir, round, workload.batch(80));
+  drain(db, false);
+  load(db, dir, 3, workload.batch(80));
+  const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+  load(db, dir, 4, header + "t9,1,10.00,x,2025-03-01T10:00:00Z\n");
+  load(db, dir, 5, header + "t9,2,30.00,y,2025-03-05T10:00:00Z\n");
+  Rows counted_before = counted_transactions(db, 1);
+  counted_before.push_back({"t9", "2", "2025-03-05", "30.00"});
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    txn.exec("DROP TABLE daily_totals_v1_transactions");
+    // What the previous code did with t9's revision 2: its amount onto Mar 5, revision 1's off Mar 1.
+    txn.exec("UPDATE outbox SET status = 'delivered' WHERE idempotency_key = 'daily_totals:t9:2'");
+    txn.exec("INSERT INTO inbox (consumer, event_id) VALUES ('daily_totals_v1', 'daily_totals:t9:2')");
+    txn.exec("INSERT INTO daily_totals_v1 (day, total, events) VALUES ('2025-03-05', 30, 1), ('2025-03-01', -10, -1)");
+    txn.exec("DELETE FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id IN "
+             "(SELECT event_id FROM inbox WHERE consumer = 'daily_totals_v1' ORDER BY event_id LIMIT 50)");
+    txn.exec("CREATE TABLE daily_totals_v2 (day date PRIMARY KEY, total numeric NOT NULL, events bigint NOT NULL)");
+    txn.exec("INSERT INTO views (name, version, status, position) VALUES "
+             "('daily_totals', 2, 'building', 'full history'), ('daily_totals', 3, 'retired', 'full history')");
+    txn.exec("CREATE INDEX outbox_destination_partition ON outbox (destination, partition_key, sequence)");
+    txn.exec("DELETE FROM schema_migrations WHERE version = '0016_daily_totals_transactions.sql'");
+    txn.commit();
+  }
+  Rows days_after = days(db, 1);
+  {
+    auto connection = db.connect();
+    db::migrate(*connection);
+  }
+  const auto sorted = [](Rows rows) {
+    std::sort(rows.begin(), rows.end());
+    return rows;
+  };
+  EXPECT_EQ(sorted(counted_transactions(db, 1)), sorted(counted_before));
+  // Revision 1 of t9 is applied as the previous code would have: Mar 1 back to nothing.
+  days_after.erase(std::remove(days_after.begin(), days_after.end(), std::vector<std::string>{"2025-03-01", "-10.00", "-1"}),
+                   days_after.end());
+  EXPECT_EQ(days(db, 1), days_after);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id = 'daily_totals:t9:1'"), "1");
+  EXPECT_EQ(counted_transactions(db, 2), Rows{});
+  EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v3_transactions') IS NULL"), "t");
+  EXPECT_EQ(db.scalar("SELECT to_regclass('outbox_destination_partition') IS NULL"), "t");
+  // The pending batches and the building version's replay then count as if nothing happened.
+  drain(db, false);
+  rebuild_view(db.url(), kDailyTotals, 4, RebuildSource::kFullHistory);
+  expect_views_match_state(db, 1);
+  replay_daily_totals_newest_first(db, 2);
+  EXPECT_EQ(days(db, 2), expected_days(db));
+  EXPECT_EQ(counted_transactions(db, 2), expected_transactions(db));
+  EXPECT_EQ(days(db, 4), expected_days(db));
 }
 
 }  // namespace
