@@ -135,6 +135,32 @@ HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& ro
   return stored_document(context, route.segments[2], sql::kServeRunStatus, "reading a run", "no run");
 }
 
+namespace {
+
+// What a pipeline reads, by the keys its kind has (a postgres or http source has no path).
+boost::json::object source_document(const pipeline::SourceConfig& source) {
+  boost::json::object document{{"kind", to_string(source.kind)}};
+  switch (source.kind) {
+    case pipeline::SourceKind::kFile:
+      document["path"] = source.path;
+      document["format"] = to_string(source.format);
+      break;
+    case pipeline::SourceKind::kPostgres: {
+      document["table"] = source.postgres.table;
+      boost::json::array cursor;
+      for (const auto& column : source.postgres.cursor) cursor.emplace_back(column);
+      document["cursor"] = std::move(cursor);
+      break;
+    }
+    case pipeline::SourceKind::kHttp:
+      document["url"] = source.http.url;
+      break;
+  }
+  return document;
+}
+
+}  // namespace
+
 HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route&) {
   boost::json::array list;
   context.pool.with_connection("reading pipelines", [&](pqxx::connection& connection) {
@@ -142,8 +168,7 @@ HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route
     list.clear();
     for (const auto& [name, pipeline] : context.config.pipelines) {
       boost::json::object entry{{"name", name},
-                                {"source", {{"kind", to_string(pipeline.source.kind)}, {"path", pipeline.source.path},
-                                            {"format", to_string(pipeline.source.format)}}},
+                                {"source", source_document(pipeline.source)},
                                 {"batch_size", pipeline.batch_size}};
       entry["schedule"] = pipeline.schedule ? boost::json::value(Schedule(name, *pipeline.schedule).describe())
                                             : boost::json::value(nullptr);

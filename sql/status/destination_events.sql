@@ -6,6 +6,6 @@ SELECT destination,
        count(*) FILTER (WHERE status = 'pending'),
        count(*) FILTER (WHERE status = 'dead')
   FROM outbox
- WHERE status IN ('pending', 'dead') AND payload->>'pipeline' = $1
+ WHERE (status = 'pending' OR status = 'dead') AND payload->>'pipeline' = $1
  GROUP BY destination
  ORDER BY destination

@@ -5,5 +5,5 @@
 SELECT d.name, COALESCE(extract(epoch FROM now() - min(o.created_at)), 0)::float8,
        count(o.id) FILTER (WHERE o.status = 'dead')
   FROM unnest($1::text[]) AS d(name)
-  LEFT JOIN outbox o ON o.destination = d.name AND o.status IN ('pending', 'dead')
+  LEFT JOIN outbox o ON o.destination = d.name AND (o.status = 'pending' OR o.status = 'dead')
  GROUP BY d.name

@@ -11,5 +11,5 @@ SELECT v.name, v.version, v.status, v.position,
   LEFT JOIN LATERAL (
     SELECT min(o.created_at) AS oldest, count(*) FILTER (WHERE o.status = 'pending') AS pending,
            count(*) FILTER (WHERE o.status = 'dead') AS dead
-      FROM outbox o WHERE o.status IN ('pending', 'dead') AND o.destination = v.name) p ON true
+      FROM outbox o WHERE (o.status = 'pending' OR o.status = 'dead') AND o.destination = v.name) p ON true
  ORDER BY v.name, v.version

@@ -815,10 +815,17 @@ std::string listener_pid(const TestDatabase& db) {
                    std::string(kOutboxChannel) + "'");
 }
 
-// Its claim has run and committed: the relay idles until its poll interval passes.
+// Its claim has run and committed: the relay idles until its poll interval passes. (The
+// statement is known by its first comment: pg_stat_activity keeps only its first 1 KiB.)
 bool claimed_and_idle(const TestDatabase& db) {
-  return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%WITH delivered AS%' AND state = 'idle'") !=
+  return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '-- Records the deliveries%' AND state = 'idle'") !=
          "0";
+}
+
+// The client sessions and what each ran last, for a failure's message.
+std::string sessions(const TestDatabase& db) {
+  return db.scalar("SELECT string_agg(state || ': ' || left(query, 100), E'\\n') FROM pg_stat_activity "
+                   "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
 }
 
 // One event committed as the commit step does: its outbox row, and a NOTIFY when `notify`.
@@ -836,7 +843,7 @@ TEST(RelayListen, ACommitThatNotifiesWakesAnIdleRelayLongBeforeItsPollInterval) 
   auto options = fast_options();
   options.poll_interval = 60s;
   ServingRelay relay(db, receiver, options);
-  ASSERT_TRUE(eventually([&] { return !listener_pid(db).empty() && claimed_and_idle(db); }));
+  ASSERT_TRUE(eventually([&] { return !listener_pid(db).empty() && claimed_and_idle(db); })) << sessions(db);
 
   commit_event(db, "tx-quiet", false);
   EXPECT_FALSE(receiver.wait_for_applied(1, 1s)) << "delivered without a notification: the relay was not idle";

@@ -123,6 +123,52 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
   EXPECT_EQ(wrong_heads(db), "");
 }
 
+// Status and view lag count a destination's pending and dead events (migration 0017): the
+// pending through outbox_partition, the dead through outbox_dead, so that a new row enters one
+// secondary index. Over 100,000 delivered events never analyzed, each count reads only the
+// undelivered rows, never the delivered ones.
+TEST(RelayClaimHead, CountsOfUndeliveredEventsReadNoDeliveredRowWithoutStatistics) {
+  TestDatabase db;
+  // Beside the keys, the one index a new (pending, ordered) row enters, and two it does not.
+  EXPECT_EQ(db.scalar("SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'outbox'"),
+            "outbox_dead outbox_idempotency_key_key outbox_partition outbox_pkey outbox_unordered_due");
+  db.scalar("ALTER TABLE outbox SET (autovacuum_enabled = false)");
+  fill_backlog(db, 100'010, 10);
+  {
+    // The heads do not matter here: the head trigger is told they are kept.
+    auto writer = db.connect();
+    pqxx::work txn(*writer);
+    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
+    txn.exec("UPDATE outbox SET status = 'delivered' WHERE sequence > 1");
+    txn.exec("UPDATE outbox SET status = 'dead' WHERE sequence = 1 AND partition_key < 'acct-3'");
+    txn.commit();
+  }
+  // A connection of its own: PostgreSQL 15 reports a session's table statistics lazily, so
+  // the writer's scans could still show in its pg_stat_xact_user_tables.
+  auto connection = db.connect();
+  const auto reads = [&](const std::string& statement, const auto&... parameters) {
+    pqxx::work txn(*connection);
+    const auto result = txn.exec_params(statement, parameters...);
+    const auto read = txn.exec1(
+        "SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables WHERE relname = 'outbox'");
+    std::string plan;
+    for (const auto& line : txn.exec_params("EXPLAIN " + statement, parameters...)) plan += std::string(line[0].c_str()) + "\n";
+    EXPECT_EQ(read[0].as<long long>(), 0) << "sequential scans of the outbox:\n" << plan;
+    EXPECT_LE(read[1].as<long long>(), 20) << "rows fetched:\n" << statement;
+    std::string text;
+    for (const auto& row : result) {
+      for (const auto& field : row) text += std::string(field.is_null() ? "NULL" : field.c_str()) + " ";
+      text += "| ";
+    }
+    return text;
+  };
+  EXPECT_EQ(reads(std::string(sql::kStatusDestinationEvents), "p"), "");  // no event names pipeline p
+  const std::string lag = reads(std::string(sql::kViewsLag), "{ledger}");
+  EXPECT_TRUE(lag.starts_with("ledger ") && lag.ends_with(" 3 | ")) << lag;  // 3 dead events
+  db.scalar("INSERT INTO views (name, version, status, position) VALUES ('daily_totals', 1, 'live', '') RETURNING 1");
+  reads(std::string(sql::kViewsList));
+}
+
 // A relay's life at random (fixed seed): claims, deliveries, retries, dead events, re-drives by
 // the operator and rows edited by hand. After every step each head is its key's lowest pending
 // sequence, and nothing claimed has an earlier pending event of its key.

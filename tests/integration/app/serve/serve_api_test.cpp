@@ -221,6 +221,25 @@ TEST_F(ServeApiTest, ValidSignedTriggerAnswers202WithLocationAndTheRunCompletesT
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 1);
 }
 
+// Each source is described by the keys of its kind: a postgres or http source has no path.
+TEST_F(ServeApiTest, ThePipelineListDescribesEachSourceByTheKeysOfItsKind) {
+  extra_yaml_ =
+      "  from_db:\n    source: {kind: postgres, url_env: SOURCE_DB_URL, table: public.orders, cursor: [updated_at, id]}\n"
+      "  from_api:\n    source: {kind: http, url: \"http://127.0.0.1:9/v1/orders?since={checkpoint}\", records: data}\n";
+  start(1);
+  const HttpAnswer answer = http_request(port_, "GET", "/v1/pipelines");
+  ASSERT_EQ(answer.status, 200) << answer.body;
+  std::map<std::string, std::string> sources;
+  const boost::json::value list = boost::json::parse(answer.body);
+  for (const auto& entry : list.as_array()) {
+    sources[std::string(entry.at("name").as_string())] = boost::json::serialize(entry.at("source"));
+  }
+  EXPECT_EQ(sources["transactions"],
+            R"({"kind":"file","path":")" + (directory_ / "in.csv").string() + R"(","format":"csv"})");
+  EXPECT_EQ(sources["from_db"], R"({"kind":"postgres","table":"public.orders","cursor":["updated_at","id"]})");
+  EXPECT_EQ(sources["from_api"], R"({"kind":"http","url":"http://127.0.0.1:9/v1/orders?since={checkpoint}"})");
+}
+
 TEST_F(ServeApiTest, ARunOfAPipelineLoadingADeclaredEntityCreatesAndLoadsItsTableAndCountsByEntity) {
   {
     std::ofstream(directory_ / "orders.csv") << "order_id,version,amount\no1,1,1.5\no2,1,2\no3,1,x\n";
