@@ -54,6 +54,14 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
                        " (it defines: " + (known.empty() ? "none" : known) + ")");
     }
     pipeline = found->second;
+    // --source and --format name a file; silently reading the config's table or API instead
+    // would load something else than the user asked for.
+    if (pipeline.source.kind != pipeline::SourceKind::kFile && (!options.source.empty() || !options.format.empty())) {
+      throw UsageError(std::string(options.source.empty() ? "--format" : "--source") + " applies to file sources only: " +
+                       "pipeline " + options.pipeline + " reads its kind " +
+                       std::string(pipeline::to_string(pipeline.source.kind)) + " source as " +
+                       options.database.config_file + " configures it");
+    }
   } else if (options.source.empty()) {
     throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -91,6 +92,21 @@ TEST_F(PostgresSourceCli, AFileRuleIsExitTwoAndACatalogRuleExitOneEachNamingTheK
   EXPECT_THAT(by_id.err, HasSubstr("tidemark.yaml:9: pipelines.orders.source.cursor: safety_lag (the default "
                                    "consistency) needs a timestamp as the first cursor column, and id is bigint"));
   EXPECT_EQ(target_.scalar("SELECT count(*) FROM checkpoint"), "0");
+}
+
+// --source names a file: given for a pipeline that reads a table, it is a usage error, not
+// silently ignored.
+TEST_F(PostgresSourceCli, SourceOrFormatForAPipelineOfAnotherKindIsAUsageError) {
+  const std::string file = config("cursor: [updated_at, id], safety_lag: 1s");
+  for (const auto& option : {std::vector<std::string>{"--source", "in.csv"}, std::vector<std::string>{"--format", "csv"}}) {
+    std::vector<std::string> args = {"run", "--pipeline", "orders", "--config", file, "--database", target_.url()};
+    args.insert(args.end(), option.begin(), option.end());
+    const ProcessResult result = run_tidemark(args, options_);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_THAT(result.err, HasSubstr(option[0] + " applies to file sources only: pipeline orders reads its kind "
+                                                  "postgres source as " + file + " configures it"));
+  }
+  EXPECT_EQ(target_.scalar("SELECT count(*) FROM runs"), "0");
 }
 
 }  // namespace

@@ -118,6 +118,9 @@ TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Mea
   insert_event("hooks:first");
   ASSERT_TRUE(receiver_.wait_for_applied(1, 20s));
   EXPECT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }));
+  // Recorded, not only answered: a 2xx rides on the relay's next statement, and a mark lost
+  // to the failure below would leave the event to its lease (a redelivery), not this test's.
+  EXPECT_TRUE(eventually([&] { return db_.scalar("SELECT status FROM outbox") == "delivered"; }));
 
   auto connection = db_.connect();
   pqxx::nontransaction(*connection).exec("ALTER TABLE outbox RENAME TO outbox_away");
