@@ -7,24 +7,6 @@ namespace tidemark::connectors::postgres {
 
 namespace {
 
-void append_utf8(std::string& out, char32_t code_point) {
-  if (code_point < 0x80) {
-    out += static_cast<char>(code_point);
-  } else if (code_point < 0x800) {
-    out += static_cast<char>(0xC0 | (code_point >> 6));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else if (code_point < 0x10000) {
-    out += static_cast<char>(0xE0 | (code_point >> 12));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (code_point >> 18));
-    out += static_cast<char>(0x80 | ((code_point >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((code_point >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (code_point & 0x3F));
-  }
-}
-
 class Reader {
  public:
   explicit Reader(std::string_view text) : text_(text) {}
@@ -77,7 +59,7 @@ class Reader {
               if (!low || *low < 0xDC00 || *low > 0xDFFF) return std::nullopt;
               code_point = 0x10000 + ((code_point - 0xD800) << 10) + (*low - 0xDC00);
             }
-            append_utf8(out, code_point);
+            pipeline::append_utf8(out, code_point);
             break;
           }
           default: return std::nullopt;

@@ -19,6 +19,9 @@ struct Utf8Sequence {
   char32_t code_point = 0;
 };
 
+// Appends the UTF-8 encoding of `code_point` (a scalar value: the caller has checked it).
+void append_utf8(std::string& out, char32_t code_point);
+
 // Decodes the sequence at the start of `bytes`. NUL is well-formed here (code point 0):
 // whether it is allowed is the caller's rule.
 Utf8Sequence decode_utf8(std::string_view bytes);
