@@ -1,5 +1,5 @@
-# Shared by bench/relay_bench.sh and bench/latency.sh (sourced, not run): logging, the
-# tool checks, a private PostgreSQL 15 cluster under $WORK/pg, and the Node.js receiver.
+# Shared by the bench/ scripts (sourced, not run): logging, the tool checks, a private
+# PostgreSQL 15 cluster under $WORK/pg, and the Node.js receiver.
 # The caller sets WORK and PGBIN; `set -euo pipefail` is the caller's.
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -12,8 +12,9 @@ require_tool() {
 
 as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
-# Starts the cluster (initdb once) on a free loopback port, fsync on, and stops it on exit.
-# Sets base_url (postgresql://postgres@127.0.0.1:PORT, no database).
+# Starts the cluster (initdb once) on a free loopback port, fsync on, and stops it on exit;
+# arguments are more server settings ("-c autovacuum=off"). Sets base_url
+# (postgresql://postgres@127.0.0.1:PORT, no database).
 start_cluster() {
   local pgdata="$WORK/pg" port
   [[ -x "$PGBIN/initdb" ]] || die "PostgreSQL 15 server binaries not found in $PGBIN (set PGBIN)"
@@ -27,7 +28,7 @@ start_cluster() {
     as_pg "$PGBIN/initdb" -D "$pgdata" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/logs/initdb.log"
   fi
   as_pg "$PGBIN/pg_ctl" -D "$pgdata" -l "$pgdata/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB" \
+    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB $*" \
     start >/dev/null
   cleanups+=("as_pg $PGBIN/pg_ctl -D $pgdata -m fast stop")
   base_url="postgresql://postgres@127.0.0.1:$port"

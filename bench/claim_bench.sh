@@ -36,8 +36,8 @@ WORK="${WORK:-/tmp/tidemark-claim-bench}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 BATCH=64
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/bench_lib.sh
+source "$here/bench_lib.sh"
 [[ -x "$TIDEMARK" ]] || die "$TIDEMARK not found (ninja -C build tidemark, or set TIDEMARK)"
 [[ -x "$PGBIN/initdb" ]] || die "PostgreSQL 15 server binaries not found in $PGBIN (set PGBIN)"
 old_claim="$(git -C "$repo" show "$OLD_REF:sql/relay/claim.sql")" || die "no sql/relay/claim.sql at $OLD_REF"
@@ -45,38 +45,17 @@ new_claim="$(cat "$repo/sql/relay/claim.sql")"
 
 # --- a private cluster: loopback only, fsync on, autovacuum off -----------------------------
 mkdir -p "$WORK"
-chmod 755 "$WORK"
-as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pgdata="$WORK/pg"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-if [[ ! -f "$pgdata/PG_VERSION" ]]; then
-  mkdir -p "$pgdata"
-  [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$pgdata"
-  as_pg "$PGBIN/initdb" -D "$pgdata" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/initdb.log"
-fi
-as_pg "$PGBIN/pg_ctl" -D "$pgdata" -l "$pgdata/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c autovacuum=off -c max_wal_size=4GB" \
-  start >/dev/null
-receiver_pid=""
-cleanup() {
-  [[ -n "$receiver_pid" ]] && kill "$receiver_pid" 2>/dev/null || true
-  as_pg "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-base_url="postgresql://postgres@127.0.0.1:$port"
+start_cluster -c autovacuum=off
 psql_db() { local db="$1"; shift; psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$base_url/$db" "$@"; }
 
 # --- the receiver and the relay's config -----------------------------------------------------
-receiver_port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-node -e "require('http').createServer((q, s) => { q.resume(); q.on('end', () => { s.writeHead(200); s.end(); }); })
-  .listen($receiver_port, '127.0.0.1')" &
-receiver_pid=$!
+start_receiver  # bench/receiver.js in its own process: 200 at once
 cat >"$WORK/relay.yaml" <<EOF
 pipelines:
   bench:
     source: {kind: file, path: $WORK/none.csv}
     destinations:
-      - {name: ledger, kind: http, url: http://127.0.0.1:$receiver_port/events, secret_env: BENCH_SECRET}
+      - {name: ledger, kind: http, url: $receiver_url/events, secret_env: BENCH_SECRET}
 relay: {max_in_flight: 64}
 EOF
 export BENCH_SECRET="whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ="

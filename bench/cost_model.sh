@@ -56,8 +56,8 @@ TIDEMARK="${TIDEMARK:-$repo/build-bench/tidemark}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 PIPELINE=bench
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/bench_lib.sh
+source "$here/bench_lib.sh"
 [[ -x "$TIDEMARK" ]] || die "$TIDEMARK not found (see docs/performance.md, 'The command')"
 [[ -x "$PGBIN/initdb" ]] || die "PostgreSQL 15 server binaries not found in $PGBIN (set PGBIN)"
 
@@ -69,20 +69,8 @@ printf 'stored\tbatch\tdestinations\tvariant\trep\tpart\tms\twal_bytes\tinput_ro
 
 # The same cluster settings as run_bench.sh; autovacuum off, so that no vacuum runs inside
 # a measurement (the script vacuums between measurements itself).
-as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pgdata="$WORK/pg"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-if [[ ! -f "$pgdata/PG_VERSION" ]]; then
-  mkdir -p "$pgdata"
-  [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$pgdata"
-  as_pg "$PGBIN/initdb" -D "$pgdata" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/logs/initdb.log"
-fi
-as_pg "$PGBIN/pg_ctl" -D "$pgdata" -l "$pgdata/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB -c autovacuum=off" \
-  start >/dev/null
-trap 'as_pg "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null 2>&1 || true' EXIT
-url="postgresql://postgres@127.0.0.1:$port/cost"
-psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$url" -c "$1"; }
+start_cluster -c autovacuum=off
+url="$base_url/cost"
 
 lines() { sed -n "$2,$3p;$3q" "$1"; }  # file first last: lines first..last (1 is the header)
 
@@ -109,12 +97,12 @@ pipelines:
 EOF
 export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
 
-psql -X -q -d "postgresql://postgres@127.0.0.1:$port/postgres" -c "DROP DATABASE IF EXISTS cost" -c "CREATE DATABASE cost"
+psql -X -q -d "$base_url/postgres" -c "DROP DATABASE IF EXISTS cost" -c "CREATE DATABASE cost"
 "$TIDEMARK" migrate --database "$url" >"$WORK/logs/migrate.log" 2>&1 || die "migrate failed, see $WORK/logs/migrate.log"
 # The index migration 0016 dropped is priced too (PRE_0016=0 leaves the binary's own set).
 [[ "${PRE_0016:-1}" == 1 ]] &&
-  psql_q "CREATE INDEX IF NOT EXISTS outbox_destination_partition ON outbox (destination, partition_key, sequence)"
-indexes="$(psql_q "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY 1) FROM pg_index
+  psql_q cost "CREATE INDEX IF NOT EXISTS outbox_destination_partition ON outbox (destination, partition_key, sequence)"
+indexes="$(psql_q cost "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY 1) FROM pg_index
                    WHERE indrelid = 'outbox'::regclass AND NOT indisprimary AND NOT indisunique")"
 log "outbox secondary indexes of this binary: ${indexes:-none}"
 
@@ -178,8 +166,8 @@ SQL
     -v part="$part" -d "$url" -f "$script" >"$WORK/logs/cost-$stored-$batch-$dests.out" 2>&1 ||
     die "measurement failed, see $WORK/logs/cost-$stored-$batch-$dests.out"
   grep -P '^\d+\t\d+\t\d+\t' "$WORK/logs/cost-$stored-$batch-$dests.out" >>"$results"
-  psql_q "VACUUM transaction_state, outbox, tidemark_destination_sequence" >/dev/null
-  psql_q "CHECKPOINT" >/dev/null
+  psql_q cost "VACUUM transaction_state, outbox, tidemark_destination_sequence" >/dev/null
+  psql_q cost "CHECKPOINT" >/dev/null
 }
 
 loaded=0
@@ -192,9 +180,9 @@ for stored in $SIZES; do
     die "load failed, see $WORK/logs/load-$stored.err"
   rm -f "$WORK/data/load.csv"
   loaded=$stored
-  psql_q "VACUUM ANALYZE" >/dev/null
-  psql_q "CHECKPOINT" >/dev/null
-  log "stored: $(psql_q "SELECT count(*) FROM transaction_state") transactions, $(psql_q "SELECT count(*) FROM outbox") outbox rows; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  psql_q cost "VACUUM ANALYZE" >/dev/null
+  psql_q cost "CHECKPOINT" >/dev/null
+  log "stored: $(psql_q cost "SELECT count(*) FROM transaction_state") transactions, $(psql_q cost "SELECT count(*) FROM outbox") outbox rows; load $(cut -d' ' -f1-3 /proc/loadavg)"
   # After the first size, only batch DEST_BATCH with one destination, unless FULL=1: how
   # the commit grows with the table is that one figure, and each measurement vacuums.
   if [[ "$stored" != "${SIZES%% *}" && "${FULL:-0}" != 1 ]]; then

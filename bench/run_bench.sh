@@ -54,8 +54,8 @@ PIPELINE=bench
 ENTITY_PIPELINE=bench_entity
 ENTITY_TABLE=orders  # the table of the declared entity `orders` (its name)
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+# shellcheck source=bench/bench_lib.sh
+source "$here/bench_lib.sh"
 
 [[ -x "$TIDEMARK" ]] || die "$TIDEMARK not found: build it with cmake -S $repo -B $repo/build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C $repo/build-bench tidemark"
 [[ "$ENTITY_FORMAT" == csv || "$ENTITY_FORMAT" == jsonl ]] || die "ENTITY_FORMAT must be csv or jsonl"
@@ -67,23 +67,9 @@ stamp="$(date +%Y%m%d-%H%M%S)"
 results="$WORK/logs/results-$stamp.tsv"
 printf 'kind\tbatch\trows\tseconds\trows_per_s\tpeak_rss_kib\tcpu_s\tfingerprint\tinput_bytes\tmb_per_s\n' >"$results"
 
+
 # --- PostgreSQL: a private cluster, loopback only, fsync on, the same for B and P --------
-as_pg() { if [[ $(id -u) -eq 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-pgdata="$WORK/pg"
-port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
-if [[ ! -f "$pgdata/PG_VERSION" ]]; then
-  log "initdb $pgdata"
-  mkdir -p "$pgdata"
-  [[ $(id -u) -eq 0 ]] && chown postgres:postgres "$pgdata"
-  as_pg "$PGBIN/initdb" -D "$pgdata" -U postgres -A trust -E UTF8 --locale=C.UTF-8 >"$WORK/logs/initdb.log"
-fi
-as_pg "$PGBIN/pg_ctl" -D "$pgdata" -l "$pgdata/server.log" -w \
-  -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=/tmp -c fsync=on -c synchronous_commit=on -c max_wal_size=4GB" \
-  start >/dev/null
-stop_cluster() { as_pg "$PGBIN/pg_ctl" -D "$pgdata" -m fast stop >/dev/null 2>&1 || true; }
-trap stop_cluster EXIT
-base_url="postgresql://postgres@127.0.0.1:$port"
-psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$base_url/${1}" -c "$2"; }
+start_cluster
 
 # --- datasets (generated once per rows/seed/conflicts, outside the timing) ----------------
 dataset() {  # rows [orders] -> path of the built-in entity's CSV, or of the declared entity's file
