@@ -162,7 +162,13 @@ BEGIN
   ),
   due AS (
     -- The head's outbox row; the first pending one from the head on, so that a head whose
-    -- row went (deleted by hand) heals itself. NULL when the key has nothing pending.
+    -- row went (deleted by hand) heals itself. NULL when this statement's snapshot sees none:
+    -- a head locked here is its newest version, which another claim may have moved, after
+    -- this snapshot, to a row a writer committed after it too. Such a head keeps its
+    -- sequence and is due again a lease later, like a claimed row (below): a later claim's
+    -- snapshot sees its row. Setting it to NULL would strand that row for good (the next
+    -- batch of the key makes its own first row the head). A head with truly nothing from it
+    -- on (its row skipped or deleted) is looked at once a lease, never on every claim.
     SELECT hd.destination, hd.partition_key, n.id, n.sequence
       FROM heads hd
       LEFT JOIN LATERAL (
@@ -176,9 +182,8 @@ BEGIN
   moved AS (
     -- Leased heads are due again when the lease runs out, like their rows.
     UPDATE tidemark_destination_sequence h
-       SET head_sequence = due.sequence,
-           head_due_at = CASE WHEN due.id IS NULL THEN NULL
-                              ELSE now() + p_lease_ms * interval '1 millisecond' END
+       SET head_sequence = COALESCE(due.sequence, h.head_sequence),
+           head_due_at = now() + p_lease_ms * interval '1 millisecond'
       FROM due
      WHERE h.destination = due.destination AND h.partition_key = due.partition_key
   )

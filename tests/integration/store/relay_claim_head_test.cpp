@@ -123,6 +123,45 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
   EXPECT_EQ(wrong_heads(db), "");
 }
 
+// A claim locks the newest version of a head, which another claim may have moved, after this
+// claim's snapshot, to a row a writer committed after that snapshot too: the claim cannot see
+// the head's row. The head must keep its sequence (due a lease later), not become "nothing
+// pending", or that row would never be claimed. The invisible row is modelled here as one not
+// yet written when the claim runs; the writer then adds it without touching the head, as a
+// writer does for a key that has one.
+TEST(RelayClaimHead, AHeadWhoseRowTheClaimCannotSeeKeepsItsSequenceAndItsRowIsClaimedLater) {
+  TestDatabase db;
+  fill_backlog(db, 1, 1);  // acct-0: sequence 1, the head
+  auto connection = db.connect();
+  const auto first = claim(*connection, 64);
+  ASSERT_EQ(first.size(), 1u);
+  {
+    // Another claim recorded sequence 1 as delivered and moved the head on to sequence 2,
+    // which this claim's snapshot does not hold.
+    pqxx::work txn(*connection);
+    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
+    txn.exec("UPDATE outbox SET status = 'delivered' WHERE sequence = 1");
+    txn.exec("UPDATE tidemark_destination_sequence SET last_sequence = 2, head_sequence = 2, head_due_at = now()");
+    txn.commit();
+  }
+  EXPECT_TRUE(claim(*connection, 64).empty());
+  EXPECT_EQ(db.scalar("SELECT head_sequence::text || ' ' || (head_due_at > now() + interval '30 seconds')::text "
+                      "FROM tidemark_destination_sequence"),
+            "2 true")
+      << "the head lost its sequence, or is probed again on every claim";
+  {
+    pqxx::work txn(*connection);
+    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
+    txn.exec("INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
+             "VALUES ('ledger', 'ledger:tx-late', 'acct-0', 2, '{}')");
+    txn.exec("UPDATE tidemark_destination_sequence SET head_due_at = now()");  // the lease ran out
+    txn.commit();
+  }
+  const auto later = claim(*connection, 64);
+  ASSERT_EQ(later.size(), 1u);
+  EXPECT_EQ(db.scalar("SELECT sequence FROM outbox WHERE id = " + std::to_string(later[0].id)), "2");
+}
+
 // Status and view lag count a destination's pending and dead events (migration 0017): the
 // pending through outbox_partition, the dead through outbox_dead, so that a new row enters one
 // secondary index. Over 100,000 delivered events never analyzed, each count reads only the
