@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <random>
+#include <string>
+#include <unordered_set>
 #include <variant>
 
 #include <boost/url/parse.hpp>
@@ -70,6 +72,7 @@ class HttpSource final : public pipeline::Source {
     }
     position_ = *parsed;
     page_.reset();
+    visited_.clear();
   }
 
   std::size_t read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
@@ -93,8 +96,10 @@ class HttpSource final : public pipeline::Source {
         ++position_.consumed;
         continue;
       }
-      // The page is done: on to the next one, if it names one that is not itself.
-      if (!page_->next || *page_->next == position_.cursor) break;
+      // The page is done: on to the next one, unless it names a page this read has been to
+      // (itself, or an earlier one: a cycle would read the same records for ever).
+      visited_.insert(position_.cursor);
+      if (!page_->next || visited_.contains(*page_->next)) break;
       position_ = PagePosition{position_.page + 1, *page_->next, 0};
       page_.reset();
     }
@@ -244,6 +249,7 @@ class HttpSource final : public pipeline::Source {
   std::unique_ptr<PageClient> client_;
   PagePosition position_;
   std::unique_ptr<LoadedPage> page_;  // the page position_ is on, once fetched
+  std::unordered_set<std::string> visited_;  // the cursors of the pages read since seek
   std::mt19937_64 rng_;
   std::optional<Clock::time_point> last_request_;
 };

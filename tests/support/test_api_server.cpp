@@ -37,6 +37,7 @@ struct TestApiServer::State {
   std::size_t connections = 0;
   unsigned short port = 0;
   bool tls = false;
+  bool link_back = false;  // the last page names a next page: the first one again
 
   std::string base_url() const {
     return (tls ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port) + "/v1/orders";
@@ -72,6 +73,13 @@ std::string query_parameter(std::string_view target, std::string_view name) {
     query.remove_prefix(std::min(amp + 1, query.size()));
   }
   return "";
+}
+
+// ':' as the Link header's URL writes it.
+std::string percent_encoded(const std::string& cursor) {
+  std::string out;
+  for (const char c : cursor) out += c == ':' ? std::string("%3A") : std::string(1, c);
+  return out;
 }
 
 // The records' offset a cursor names: "after:N" is N, anything else the start.
@@ -224,8 +232,9 @@ class TestApiServer::Server {
     const auto& records = state_->records;
     const std::size_t begin = std::min(offset_of(cursor), records.size());
     const std::size_t end = std::min(begin + state_->page_size, records.size());
-    const bool more = end < records.size();
-    const std::string next = "after:" + std::to_string(end);
+    // A last page that links back names "again", a cursor the server reads as the start.
+    const bool more = end < records.size() || state_->link_back;
+    const std::string next = end < records.size() ? "after:" + std::to_string(end) : "again";
     std::string body;
     if (state_->shape == PageShape::kNdjson) {
       for (std::size_t i = begin; i < end; ++i) body += records[i] + "\n";
@@ -242,7 +251,7 @@ class TestApiServer::Server {
     }
     if (state_->shape != PageShape::kCursorObject && more) {
       // Relative, as many APIs send it: the client resolves it against the page's URL.
-      response.set(bhttp::field::link, "</v1/orders?cursor=after%3A" + std::to_string(end) +
+      response.set(bhttp::field::link, "</v1/orders?cursor=" + percent_encoded(next) +
                                            ">; rel=\"next\", </v1/orders>; rel=\"first\"");
     }
     response.body() = std::move(body);
@@ -296,6 +305,11 @@ void TestApiServer::fail_next(ApiFailure failure, int times) {
 void TestApiServer::set_retry_after(std::string value) {
   std::lock_guard lock(state_->mutex);
   state_->retry_after = std::move(value);
+}
+
+void TestApiServer::link_back_to_the_start() {
+  std::lock_guard lock(state_->mutex);
+  state_->link_back = true;
 }
 
 void TestApiServer::set_slow_delay(std::chrono::milliseconds delay) {

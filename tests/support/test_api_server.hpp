@@ -55,6 +55,9 @@ class TestApiServer {
   void fail_next(ApiFailure failure, int times = 1);
   void set_retry_after(std::string value);
   void set_slow_delay(std::chrono::milliseconds delay);
+  // From now on the last page names a next page, the first one again (cursor "again"): a
+  // paging cycle, as a broken API makes.
+  void link_back_to_the_start();
 
   std::vector<ApiRequest> requests() const;
   // Connections accepted so far (a kept-alive client uses one for many requests).

@@ -121,6 +121,23 @@ TEST_F(HttpSourceTest, ReadsEveryPageOfEachShapeOverVerifiedTlsWithExactNumbers)
   }
 }
 
+// A cycle of pages ends the read at the first page this read has been to, instead of reading
+// the same records for ever. The first page's cursor is "" and its link back is "again", so
+// that page is read once more (its records are then unchanged replays) before the cycle shows.
+TEST_F(HttpSourceTest, APagingCycleEndsTheReadAtThePageItWasAtBefore) {
+  for (const PageShape shape : {PageShape::kCursorObject, PageShape::kLinkArray}) {
+    SCOPED_TRACE(static_cast<int>(shape));
+    TestApiServer server(shape, 2, identity_);
+    server.set_records(records(5));
+    server.link_back_to_the_start();
+    auto source = open(options_for(server, shape, ca_.ca_file().string()));
+    std::vector<std::string> expected = keys(5);
+    expected.insert(expected.end(), {"T1", "T2"});
+    EXPECT_EQ(read_keys(*source, 3, 50), expected);
+    EXPECT_EQ(server.requests().size(), 4u);
+  }
+}
+
 TEST_F(HttpSourceTest, ThePositionResumesAtTheExactRecordInTheMiddleOfAPage) {
   TestApiServer server(PageShape::kCursorObject, 4, identity_);
   server.set_records(records(10));
