@@ -36,5 +36,8 @@ INSERT INTO {table} AS v (day, total, events)
 SELECT day, sum(total), sum(events)
   FROM deltas
  GROUP BY day
+ -- Day rows are locked in day order, so two deliveries moving transactions between the same
+ -- two days in opposite directions wait for each other instead of deadlocking.
+ ORDER BY day
 ON CONFLICT (day) DO UPDATE SET total = v.total + EXCLUDED.total, events = v.events + EXCLUDED.events
 RETURNING 1
