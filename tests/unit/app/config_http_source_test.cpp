@@ -48,19 +48,16 @@ TEST(ParseHttpSource, EveryKeyIsRead) {
 }
 
 TEST(ParseHttpSource, DefaultsAreOnePageNoAuthAndNoRateLimit) {
-  const auto& http =
-      parse_config(pipeline_with("{kind: http, url: \"http://127.0.0.1:9/orders\"}"), "config.yaml")
-          .pipelines.at("orders")
-          .source.http;
+  // The configs are kept: a reference into a temporary one would dangle.
+  const auto config = parse_config(pipeline_with("{kind: http, url: \"http://127.0.0.1:9/orders\"}"), "config.yaml");
+  const auto& http = config.pipelines.at("orders").source.http;
   EXPECT_EQ(http.paging, Paging::kNone);
   EXPECT_TRUE(http.records.empty());
   EXPECT_TRUE(http.auth_header.empty());
   EXPECT_FALSE(http.max_rps.has_value());
-  const auto& ndjson = parse_config(pipeline_with("{kind: http, url: \"https://a/b\", format: ndjson, "
-                                                  "next: {link_header: next}}"),
-                                    "config.yaml")
-                           .pipelines.at("orders")
-                           .source.http;
+  const auto ndjson_config = parse_config(
+      pipeline_with("{kind: http, url: \"https://a/b\", format: ndjson, next: {link_header: next}}"), "config.yaml");
+  const auto& ndjson = ndjson_config.pipelines.at("orders").source.http;
   EXPECT_EQ(ndjson.format, PageFormat::kNdjson);
   EXPECT_EQ(ndjson.paging, Paging::kLinkHeader);
   EXPECT_EQ(ndjson.next_relation, "next");
