@@ -281,7 +281,13 @@ fs::path default_home() {
   return fs::absolute(home && *home ? fs::path(home) : fs::path(".tidemark"));
 }
 
-Cluster::Cluster(fs::path home, bool durable) : home_(fs::absolute(std::move(home))), durable_(durable) {
+Cluster::Cluster(fs::path home, bool durable, const Cluster* seed)
+    : home_(fs::absolute(std::move(home))), durable_(durable) {
+  if (seed != nullptr) {
+    if (!seed->initialized()) throw std::logic_error("seed cluster " + seed->home().string() + " is not initialised");
+    seed_data_dir_ = seed->data_dir();
+    seed_passfile_ = seed->passfile();
+  }
   load_state();
 }
 
@@ -326,6 +332,28 @@ void Cluster::create_data_folder() {
   data_dir_ = folder / "data";
 }
 
+void Cluster::initdb(const fs::path& init_log) {
+  const ServerUser owner = server_user();
+  // The password goes to our passfile first (a crash after initdb must not lose it), and
+  // to initdb through a file in the server's private folder, removed at once.
+  const std::string password = random_password();
+  write_private_file(passfile(), "127.0.0.1:*:*:postgres:" + password + "\n");
+  const fs::path password_file = data_dir_.parent_path() / "initdb.password";
+  write_private_file(password_file, password + "\n", &owner);
+  spdlog::info("creating the embedded PostgreSQL cluster in {}", data_dir_.string());
+  std::vector<std::string> argv{(kPgBin / "initdb").string(), "-D", data_dir_.string(), "-U", "postgres",
+                                "--auth-host=scram-sha-256", "--auth-local=scram-sha-256",
+                                "--pwfile=" + password_file.string(), "-E", "UTF8", "--no-locale"};
+  if (!durable_) argv.emplace_back("--no-sync");  // a throwaway cluster: fsync is off anyway
+  const int status = run_program(std::move(argv), init_log);
+  fs::remove(password_file);
+  if (status != 0) throw std::runtime_error("initdb failed for " + data_dir_.string() + ":" + tail_of(init_log));
+  write_private_file(data_dir_ / "pg_hba.conf", kHba, &owner);
+  // Our settings live in one included file, rewritten at every start (the port may change).
+  write_private_file(data_dir_ / "postgresql.conf", "\ninclude_if_exists = 'tidemark.conf'\n", &owner,
+                     /*append=*/true);
+}
+
 void Cluster::start(const std::string& database) {
   make_private_home(home_, running_as_root() && !data_dir_.empty() &&
                                data_dir_.string().rfind((home_ / "").string(), 0) == 0);
@@ -346,24 +374,15 @@ void Cluster::start(const std::string& database) {
     fs::remove_all(data_dir_);  // a half-made one; remove_all does not follow symbolic links
     const fs::path init_log = parent / "postgresql.log";
     write_private_file(init_log, "", &owner, /*append=*/true);  // created now so that the server's user owns it
-    // The password goes to our passfile first (a crash after initdb must not lose it), and
-    // to initdb through a file in the server's private folder, removed at once.
-    const std::string password = random_password();
-    write_private_file(passfile(), "127.0.0.1:*:*:postgres:" + password + "\n");
-    const fs::path password_file = parent / "initdb.password";
-    write_private_file(password_file, password + "\n", &owner);
-    spdlog::info("creating the embedded PostgreSQL cluster in {}", data_dir_.string());
-    const int status =
-        run_program({(kPgBin / "initdb").string(), "-D", data_dir_.string(), "-U", "postgres",
-                     "--auth-host=scram-sha-256", "--auth-local=scram-sha-256", "--pwfile=" + password_file.string(),
-                     "-E", "UTF8", "--no-locale"},
-                    init_log);
-    fs::remove(password_file);
-    if (status != 0) throw std::runtime_error("initdb failed for " + data_dir_.string() + ":" + tail_of(init_log));
-    write_private_file(data_dir_ / "pg_hba.conf", kHba, &owner);
-    // Our settings live in one included file, rewritten at every start (the port may change).
-    write_private_file(data_dir_ / "postgresql.conf", "\ninclude_if_exists = 'tidemark.conf'\n", &owner,
-                       /*append=*/true);
+    if (!seed_data_dir_.empty()) {
+      // The copy brings the seed's password (pg_authid) and its pg_hba.conf and include line.
+      write_private_file(passfile(), read_file(seed_passfile_).value_or(""));
+      if (run_program({"/bin/cp", "-a", seed_data_dir_.string(), data_dir_.string()}, init_log) != 0) {
+        throw std::runtime_error("cannot copy the seed cluster " + seed_data_dir_.string() + ":" + tail_of(init_log));
+      }
+    } else {
+      initdb(init_log);
+    }
     port_ = 0;
     save_state();
   }

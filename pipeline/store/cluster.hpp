@@ -20,8 +20,11 @@ class Cluster {
   // data folder lives in home/pg/ unless the server's user (postgres, when we run as root)
   // cannot reach `home`, in which case it is a fresh mkdtemp folder in the system temp
   // folder and the state file says where.
-  // `durable` = false turns fsync off: for throwaway test clusters only.
-  explicit Cluster(std::filesystem::path home, bool durable = true);
+  // `durable` = false turns fsync off: for throwaway test clusters only. `seed`, when given,
+  // is a stopped cluster whose data folder (and so its password) a new cluster copies instead
+  // of running initdb: the test suite initialises one per machine, because initdb is most of
+  // a throwaway cluster's start-up.
+  explicit Cluster(std::filesystem::path home, bool durable = true, const Cluster* seed = nullptr);
 
   bool initialized() const;
   bool running() const;
@@ -45,11 +48,15 @@ class Cluster {
   void load_state();
   void save_state() const;
   void create_data_folder();
+  // initdb into data_dir_ with a new random password, then our pg_hba.conf and include line.
+  void initdb(const std::filesystem::path& init_log);
   void require_password_authentication();
 
   std::filesystem::path home_;
   std::filesystem::path data_dir_;
   bool durable_ = true;
+  std::filesystem::path seed_data_dir_;  // empty: initdb
+  std::filesystem::path seed_passfile_;
   int port_ = 0;
 };
 

@@ -1,11 +1,15 @@
 #include "tests/support/test_database.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
+#include <stdexcept>
 
 #include "pipeline/store/cluster.hpp"
 #include "pipeline/store/migrate.hpp"
@@ -15,12 +19,37 @@ namespace tidemark::testing {
 
 namespace {
 
+namespace fs = std::filesystem;
+
+// One initdb per machine and user: a stopped cluster that every test binary's cluster
+// copies (ctest runs each test in a process of its own, and initdb was most of a database
+// test's start-up). Made once under an exclusive lock; "ready" is written once it is
+// stopped, so a seed left half-made by a killed process is made again.
+const pipeline::db::Cluster& seed_cluster() {
+  static const pipeline::db::Cluster seed = [] {
+    const fs::path home = fs::temp_directory_path() / ("tidemark-test-seed-v1-" + std::to_string(getuid()));
+    const fs::path lock_path = home.string() + ".lock";
+    const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (lock < 0 || flock(lock, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path.string());
+    pipeline::db::Cluster cluster(home, /*durable=*/false);
+    if (!fs::exists(home / "ready")) {
+      cluster.destroy();
+      cluster.start("postgres");
+      cluster.stop();
+      std::ofstream(home / "ready") << "stopped\n";
+    }
+    close(lock);
+    return cluster;
+  }();
+  return seed;
+}
+
 // The binary's one cluster: created on first use, destroyed when the binary exits.
 struct SharedCluster {
   pipeline::db::Cluster cluster;
   SharedCluster()
-      : cluster(std::filesystem::temp_directory_path() / ("tidemark-test-" + std::to_string(getpid())),
-                /*durable=*/false) {
+      : cluster(fs::temp_directory_path() / ("tidemark-test-" + std::to_string(getpid())), /*durable=*/false,
+                &seed_cluster()) {
     cluster.start("postgres");
   }
   ~SharedCluster() { cluster.destroy(); }

@@ -1,7 +1,8 @@
 #pragma once
-// Real PostgreSQL for tests: one throwaway cluster per test binary (initdb under /tmp,
-// loopback, a free port), started on first use and removed at exit; each TestDatabase is
-// a fresh, migrated database of its own, dropped when it goes out of scope.
+// Real PostgreSQL for tests: one throwaway cluster per test binary (under /tmp, loopback, a
+// free port; a copy of a seed cluster that is initdb-ed once per machine), started on first
+// use and removed at exit; each TestDatabase is a fresh, migrated database of its own,
+// dropped when it goes out of scope.
 #include <memory>
 #include <string>
 
