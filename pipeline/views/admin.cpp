@@ -43,13 +43,15 @@ std::int64_t replay(pqxx::connection& connection, const View& view, int version,
   std::int64_t applied = 0;
   const std::string table = table_name(name, version);
   for (std::size_t start = 0; start < events.size(); start += kReplayBatch) {
-    // The relay applies live events to the same rows meanwhile (a moved transaction locks two
-    // accounts), so a chunk can meet a deadlock: it rolls back whole and is applied again,
-    // which the version filter and the inbox make safe.
+    // The relay applies live events to the same rows meanwhile: each chunk first waits for
+    // the applies in progress and holds the next ones back (lock_for_replay.sql). A chunk that
+    // fails anyway (a lost connection) rolls back whole and is applied again, which the version
+    // filter and the inbox make safe.
     std::int64_t chunk_applied = 0;
     db::with_retries({}, "replaying events into " + table, [&] {
       chunk_applied = 0;
       pqxx::work txn(connection);
+      txn.exec_params(std::string(sql::kViewsLockForReplay), name);
       for (std::size_t i = start; i < std::min(events.size(), start + kReplayBatch); ++i) {
         if (view.apply(txn, table, events[i], feed) == ApplyOutcome::kApplied) ++chunk_applied;
       }

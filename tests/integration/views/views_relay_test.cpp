@@ -332,6 +332,41 @@ TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) 
   EXPECT_EQ(db.scalar("SELECT string_agg(status, ',' ORDER BY name, version) FROM views"), "live,live,live,live");
 }
 
+TEST(ViewsTest, ARebuildsReplayWaitsForALiveApplyInProgressInsteadOfInterleavingWithIt) {
+  // docs/views.md: a replay transaction and the relay's applies to the view take turns, so
+  // they cannot deadlock on the rows both write (which once failed rebuilds under load).
+  TestDatabase db;
+  TempDir dir;
+  Workload workload(99);
+  load(db, dir, 0, workload.batch(40));
+  drain(db, false);
+  std::future<std::int64_t> rebuilding;  // declared first: an early return ends `live` before waiting for it
+  // A live apply in progress: the sink's first statement (receiving_versions.sql), held open.
+  auto applying = db.connect();
+  pqxx::work live(*applying);
+  live.exec("SELECT version FROM views WHERE name = 'daily_totals' AND status <> 'retired' ORDER BY version FOR SHARE");
+  rebuilding = std::async(std::launch::async, [&] {
+    return rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory);
+  });
+  // The event: the rebuild's backend waiting for a lock on its replay's first statement, or
+  // the rebuild ending without having waited.
+  const auto waiting = [&] {
+    return db.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                     "AND query LIKE '%ORDER BY version FOR UPDATE%'") != "0";
+  };
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!waiting() && rebuilding.wait_for(10ms) == std::future_status::timeout &&
+         std::chrono::steady_clock::now() < deadline) {
+  }
+  ASSERT_TRUE(waiting()) << "the replay did not wait for the live apply in progress";
+  EXPECT_EQ(db.scalar("SELECT status FROM views WHERE name = 'daily_totals' AND version = 2"), "building");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM daily_totals_v2_transactions"), "0");
+  live.commit();
+  EXPECT_GT(rebuilding.get(), 0);
+  EXPECT_EQ(days(db, 2), days(db, 1));
+  EXPECT_EQ(counted_transactions(db, 2), counted_transactions(db, 1));
+}
+
 TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt) {
   // docs/rules.md rule 12: `orders` feeds account_balance, `refunds` writes the same account and
   // feeds nothing. The view's stream of AC-1 has no gap, so nothing waits or goes dead.
