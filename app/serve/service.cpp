@@ -1,6 +1,7 @@
 #include "app/serve/service.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -183,6 +184,11 @@ struct Service::Impl {
   }
 
   void run_retention_job() {
+    // A pass longer than the hour: the next tick finds it still running and leaves it be.
+    if (retention_running.exchange(true)) {
+      spdlog::info("retention: the previous pass is still running; this hour's is skipped");
+      return;
+    }
     retention::Options retention_options;
     retention_options.windows = options.config.retention;
     retention_options.redelivery = redelivery(options.config.relay);
@@ -199,6 +205,7 @@ struct Service::Impl {
     } catch (const std::exception& failure) {
       spdlog::error("retention: {}", failure.what());
     }
+    retention_running = false;
   }
 
   // tidemark_retention_deleted_total{kind}: rows deleted by the retention job, each kind
@@ -249,6 +256,7 @@ struct Service::Impl {
   pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;
   prometheus::Family<prometheus::Counter>& retention_deleted = retention_counter();
+  std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;
   Api api;
   asio::thread_pool workers;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -174,6 +175,28 @@ TEST(RetentionTest, RunsAreRolledUpIntoDailyTotalsThatEqualWhatWasDeleted) {
   const auto again = by_kind(run_retention(*db.connect(), options_with_chunk(kDefaultChunk)));
   EXPECT_EQ(again.at("runs").deleted + again.at("batch_ledger").deleted, 0);
   EXPECT_EQ(db.scalar("SELECT sum(runs) FROM tidemark_run_daily"), "3");
+}
+
+TEST(RetentionTest, TwoJobsAtOnceRollUpEachDeletedRunOnce) {
+  TestDatabase db;
+  for (int i = 0; i < 40; ++i) run_row(db, "p", "succeeded", "2024-01-01T10:00:00Z", "100 days", {2, 3});
+  run_row(db, "p", "succeeded", "2024-02-01T10:00:00Z", "1 day", {});  // the latest: kept
+  std::promise<void> go;
+  std::shared_future<void> started = go.get_future().share();
+  const auto job = [&] {
+    auto connection = db.connect();
+    started.wait();
+    return by_kind(run_retention(*connection, options_with_chunk(3)));
+  };
+  auto first = std::async(std::launch::async, job);
+  auto second = std::async(std::launch::async, job);
+  go.set_value();
+  const auto a = first.get();
+  const auto b = second.get();
+  EXPECT_EQ(a.at("runs").deleted + b.at("runs").deleted, 40);
+  EXPECT_EQ(a.at("batch_ledger").deleted + b.at("batch_ledger").deleted, 80);
+  EXPECT_EQ(db.scalar("SELECT runs || '/' || batches || '/' || input FROM tidemark_run_daily"), "40/80/200");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM runs"), "1");
 }
 
 TEST(RetentionTest, ReleasedQuarantineRequestsAndInboxGoPastTheirWindowsOnly) {
