@@ -104,6 +104,35 @@ TEST(RetentionTest, OutboxRowsOfAViewBeingRebuiltAreKeptUntilItIsLive) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox"), "0");
 }
 
+// A rebuild registering its version (under the view's lock) while a chunk is about to look at
+// the registry: the chunk waits for the lock, then sees the building version and keeps the rows.
+TEST(RetentionTest, AChunkWaitsForARebuildBeingRegisteredAndThenKeepsItsRows) {
+  TestDatabase db;
+  exec(db, "INSERT INTO views (name, version, status, position) VALUES ('daily_totals', 1, 'live', 'full history')");
+  outbox_row(db, "view-old", "daily_totals", "delivered", "8 days");
+  outbox_row(db, "hook-old", "hooks", "delivered", "8 days");
+  auto rebuild = db.connect();
+  pqxx::work registering(*rebuild);
+  registering.exec("SELECT pg_advisory_xact_lock(hashtext('tidemark view daily_totals'))");
+  registering.exec("INSERT INTO views (name, version, status, position) VALUES ('daily_totals', 2, 'building', 'full history')");
+
+  auto job = std::async(std::launch::async, [&] {
+    auto connection = db.connect();
+    return by_kind(run_retention(*connection, options_with_chunk(kDefaultChunk)));
+  });
+  // The event: the job's transaction waits for the advisory lock (no sleep; each look is a query).
+  auto observer = db.connect();
+  while (true) {
+    pqxx::read_transaction txn(*observer);
+    if (txn.exec1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].as<long>() > 0) break;
+    ASSERT_NE(job.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "the job did not wait for the lock";
+  }
+  registering.commit();
+  const auto kinds = job.get();
+  EXPECT_EQ(kinds.at("outbox").deleted, 1);
+  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "view-old");
+}
+
 TEST(RetentionTest, EveryKindDeletesInChunksNoLargerThanAsked) {
   TestDatabase db;
   for (int i = 0; i < 7; ++i) outbox_row(db, "o" + std::to_string(i), "hooks", "delivered", "8 days");
