@@ -68,5 +68,6 @@ void register_serve_command(CLI::App& root, int& exit_code);        // serve
 void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup
 void register_check_command(CLI::App& root, int& exit_code);        // check
 void register_status_command(CLI::App& root, int& exit_code);       // status
+void register_retention_command(CLI::App& root, int& exit_code);    // retention run
 
 }  // namespace tidemark::app

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   tidemark::app::register_relay_commands(app, exit_code);
   tidemark::app::register_views_command(app, exit_code);
   tidemark::app::register_status_command(app, exit_code);
+  tidemark::app::register_retention_command(app, exit_code);
   tidemark::app::register_db_commands(app, exit_code);
   tidemark::app::register_check_command(app, exit_code);
 

@@ -401,7 +401,10 @@ class Parser {
 
   RetentionConfig parse_retention(const Entry& map) {
     RetentionConfig retention;
-    const auto keys = fields(map, {"requests", "inbox"});
+    const auto keys = fields(map, {"outbox", "runs", "quarantine", "requests", "inbox"});
+    if (const auto* entry = find(keys, "outbox")) attempt([&] { retention.outbox = duration_value(*entry); });
+    if (const auto* entry = find(keys, "runs")) attempt([&] { retention.runs = duration_value(*entry); });
+    if (const auto* entry = find(keys, "quarantine")) attempt([&] { retention.quarantine = duration_value(*entry); });
     if (const auto* entry = find(keys, "requests")) attempt([&] { retention.requests = duration_value(*entry); });
     if (const auto* entry = find(keys, "inbox")) attempt([&] { retention.inbox = duration_value(*entry); });
     return retention;

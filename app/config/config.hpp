@@ -122,6 +122,12 @@ struct RetentionConfig {
   // View inbox records (serve's hourly cleanup, `views cleanup`); the views' own default,
   // pipeline/views kDefaultInboxRetention.
   Duration inbox = std::chrono::hours(24 * 7);
+  // Delivered outbox rows (kept while a view version of their destination is being built).
+  Duration outbox = std::chrono::hours(24 * 7);
+  // Finished runs and their batch_ledger rows, rolled up into tidemark_run_daily first.
+  Duration runs = std::chrono::hours(24 * 90);
+  // Released quarantine entries (an open entry is never deleted).
+  Duration quarantine = std::chrono::hours(24 * 30);
 };
 
 // How the process logs (`log:`); a field left out keeps the default, and a command-line

@@ -78,17 +78,6 @@ std::string RunQueue::bind_request(const std::string& request_id, const std::str
   return bound;
 }
 
-std::size_t RunQueue::expire_requests() {
-  std::size_t deleted = 0;
-  pool_.with_connection("expiring webhook-ids", [&](pqxx::connection& connection) {
-    pqxx::work txn(connection);
-    deleted = static_cast<std::size_t>(
-        txn.exec_params(std::string(sql::kServeExpireRequests), config_.retention.requests.count()).affected_rows());
-    txn.commit();
-  });
-  return deleted;
-}
-
 std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
   Slot& slot = *slots_.at(request.pipeline);
   // One trigger of a pipeline at a time: deciding between "new run" and "join the queued

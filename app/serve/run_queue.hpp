@@ -59,8 +59,6 @@ class RunQueue {
   // A webhook-id sent to `pipeline`'s path when the config has no such pipeline: binds the
   // id to that path unless it is bound already. Returns the pipeline it is bound to.
   std::string bind_request(const std::string& request_id, const std::string& pipeline);
-  // Deletes the run_requests rows older than retention.requests; returns how many.
-  std::size_t expire_requests();
 
   struct PipelineState {
     bool running = false;

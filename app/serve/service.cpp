@@ -1,6 +1,7 @@
 #include "app/serve/service.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <functional>
@@ -16,9 +17,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <prometheus/counter.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/store/pg/connection_pool.hpp"
+#include "app/retention/retention.hpp"
 #include "app/serve/http_server.hpp"
 #include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/run_queue.hpp"
@@ -170,32 +173,50 @@ struct Service::Impl {
     }
   }
 
+  // The one retention job (docs/retention.md): at start-up, then hourly, every kind is
+  // deleted past its window in bounded chunks, each chunk counted in
+  // tidemark_retention_deleted_total{kind}; whatever was kept past its window, and why, is logged.
   void start_housekeeping() {
-    // Webhook-ids past retention.requests go at start-up, then hourly.
     timers.emplace_back(io);
     asio::co_spawn(io, periodic(std::chrono::seconds(0), std::chrono::hours(1), timers.back(), [this] {
-      try {
-        const std::size_t deleted = runs.expire_requests();
-        if (deleted > 0) spdlog::info("retention: {} webhook-ids past retention.requests deleted", deleted);
-      } catch (const std::exception& error) {
-        spdlog::error("retention: could not delete expired webhook-ids: {}", error.what());
-      }
+      run_retention_job();
     }), asio::detached);
-    if (options.config.destination_names_of_kind(pipeline::DestinationKind::kView).empty()) return;
-    // docs/rules.md rule 16: inbox records outlive every redelivery, then go (hourly).
-    timers.emplace_back(io);
-    asio::co_spawn(io, periodic(std::chrono::hours(1), std::chrono::hours(1), timers.back(), [this] {
-      try {
-        pool.with_connection("cleaning up the inbox", [&](pqxx::connection& connection) {
-          const auto deleted = pipeline::views::cleanup_inbox(connection, options.config.retention.inbox,
-                                                              redelivery(options.config.relay));
-          spdlog::info("inbox cleanup: {} records older than retention.inbox {} deleted", deleted,
-                       pipeline::format_duration(options.config.retention.inbox));
-        });
-      } catch (const std::exception& failure) {
-        spdlog::error("inbox cleanup: {}", failure.what());
-      }
-    }), asio::detached);
+  }
+
+  void run_retention_job() {
+    // A pass longer than the hour: the next tick finds it still running and leaves it be.
+    if (retention_running.exchange(true)) {
+      spdlog::info("retention: the previous pass is still running; this hour's is skipped");
+      return;
+    }
+    retention::Options retention_options;
+    retention_options.windows = options.config.retention;
+    retention_options.redelivery = redelivery(options.config.relay);
+    retention_options.on_chunk = [this](std::string_view kind, std::int64_t deleted) {
+      retention_deleted.Add({{"kind", std::string(kind)}}).Increment(static_cast<double>(deleted));
+    };
+    try {
+      pool.with_connection("applying retention", [&](pqxx::connection& connection) {
+        for (const auto& result : retention::run_retention(connection, retention_options)) {
+          for (const auto& reason : result.kept) spdlog::warn("retention: {}", reason);
+          if (result.deleted > 0) spdlog::info("retention: {} {} row(s) deleted", result.deleted, result.kind);
+        }
+      });
+    } catch (const std::exception& failure) {
+      spdlog::error("retention: {}", failure.what());
+    }
+    retention_running = false;
+  }
+
+  // tidemark_retention_deleted_total{kind}: rows deleted by the retention job, each kind
+  // present from start-up (at 0).
+  prometheus::Family<prometheus::Counter>& retention_counter() {
+    auto& family = prometheus::BuildCounter()
+                       .Name("tidemark_retention_deleted_total")
+                       .Help("Rows deleted by retention, by kind (docs/retention.md)")
+                       .Register(*metrics.registry);
+    for (const auto kind : retention::kKinds) family.Add({{"kind", std::string(kind)}});
+    return family;
   }
 
   // The one way serve stops: everything that waits on the io_context is cancelled (the
@@ -234,6 +255,8 @@ struct Service::Impl {
   asio::io_context io{1};
   pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;
+  prometheus::Family<prometheus::Counter>& retention_deleted = retention_counter();
+  std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;
   Api api;
   asio::thread_pool workers;

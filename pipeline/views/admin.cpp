@@ -189,7 +189,8 @@ Duration redelivery_horizon(const Redelivery& relay) {
   return horizon;
 }
 
-std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay) {
+std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay,
+                           const std::function<void(std::int64_t)>& on_chunk, std::int64_t chunk) {
   const Duration horizon = redelivery_horizon(relay);
   if (retention <= horizon) {
     throw ViewError("inbox retention " + format_duration(retention) +
@@ -197,10 +198,17 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
                     ": every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
                     "a redelivered event would be applied twice. Use a longer --retention");
   }
-  pqxx::work txn(connection);
-  const auto deleted = txn.exec_params(std::string(sql::kViewsCleanupInbox), static_cast<long long>(retention.count()));
-  txn.commit();
-  return deleted.affected_rows();
+  std::int64_t deleted = 0;
+  while (true) {
+    pqxx::work txn(connection);
+    const auto rows = static_cast<std::int64_t>(
+        txn.exec_params(std::string(sql::kRetentionInboxChunk), static_cast<long long>(retention.count()), chunk)
+            .affected_rows());
+    txn.commit();
+    deleted += rows;
+    if (rows > 0 && on_chunk) on_chunk(rows);
+    if (rows < chunk) return deleted;
+  }
 }
 
 std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {

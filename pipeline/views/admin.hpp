@@ -5,6 +5,7 @@
 // every view; what differs is the View's (view.hpp).
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -77,9 +78,15 @@ Duration redelivery_horizon(const Redelivery& relay);
 // How long inbox rows are kept unless told otherwise (serve's hourly cleanup, `views cleanup`).
 inline constexpr std::chrono::hours kDefaultInboxRetention{168};
 
-// Deletes inbox rows older than `retention`; ViewError when `retention` does not exceed
-// redelivery_horizon(relay) (docs/rules.md rule 16). Returns how many were deleted.
-std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay);
+// Inbox rows deleted per transaction by cleanup_inbox: no lock is held for long.
+inline constexpr std::int64_t kInboxCleanupChunk = 5000;
+
+// Deletes inbox rows older than `retention`, oldest first, at most `chunk` per transaction,
+// calling `on_chunk` with each committed chunk's count; ViewError when `retention` does not
+// exceed redelivery_horizon(relay) (docs/rules.md rule 16). Returns how many were deleted.
+std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, const Redelivery& relay,
+                           const std::function<void(std::int64_t)>& on_chunk = {},
+                           std::int64_t chunk = kInboxCleanupChunk);
 
 // tidemark_view_lag_seconds and tidemark_view_dead_events, per view in `names`.
 struct ViewHealth {

@@ -88,7 +88,7 @@ TEST_P(HelpText, ExitsZeroAndDescribesTheCommand) {
 INSTANTIATE_TEST_SUITE_P(
     Commands, HelpText,
     ::testing::Values(
-        HelpCase{{}, {"exactly once", "run", "migrate", "quarantine", "relay", "outbox", "db"}},
+        HelpCase{{}, {"exactly once", "run", "migrate", "quarantine", "relay", "outbox", "db", "retention"}},
         HelpCase{{"run"},
                  {"checkpoint", "--pipeline", "--config", "--database", "--source", "--format", "--batch-size",
                   "--replay", "--json", "Exit 0"}},
@@ -105,7 +105,9 @@ INSTANTIATE_TEST_SUITE_P(
         HelpCase{{"db", "start"}, {"start"}},
         HelpCase{{"db", "stop"}, {"Stop"}},
         HelpCase{{"db", "status"}, {"exit 0 running"}},
-        HelpCase{{"db", "url"}, {"URL"}}),
+        HelpCase{{"db", "url"}, {"URL"}},
+        HelpCase{{"retention"}, {"retention:", "run"}},
+        HelpCase{{"retention", "run"}, {"in chunks", "--dry-run", "--config", "--database"}}),
     [](const auto& info) {
       std::string name;
       for (const auto& word : info.param.args) name += word + "_";

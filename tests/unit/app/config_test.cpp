@@ -1049,7 +1049,25 @@ TEST(ParseConfig, RetentionOfTheInbox) {
   EXPECT_THAT(config_error("retention:\n  inbox: 0h\n"),
               StartsWith("config.yaml:2: retention.inbox: expected a positive duration"));
   EXPECT_EQ(config_error("retention: {outbox_rows: 1h}\n"),
-            "config.yaml:1: unknown key 'outbox_rows' in retention (expected one of: requests, inbox)");
+            "config.yaml:1: unknown key 'outbox_rows' in retention (expected one of: outbox, runs, quarantine, "
+            "requests, inbox)");
+}
+
+TEST(ParseConfig, RetentionOfOutboxRunsAndQuarantine) {
+  const auto defaults = parse_config(kPipelineHead, "config.yaml");
+  EXPECT_EQ(defaults.retention.outbox, hours(24 * 7));
+  EXPECT_EQ(defaults.retention.runs, hours(24 * 90));
+  EXPECT_EQ(defaults.retention.quarantine, hours(24 * 30));
+  const auto config = parse_config("retention: {outbox: 48h, runs: 720h, quarantine: 5m}\n", "config.yaml");
+  EXPECT_EQ(config.retention.outbox, hours(48));
+  EXPECT_EQ(config.retention.runs, hours(720));
+  EXPECT_EQ(config.retention.quarantine, std::chrono::minutes(5));
+  EXPECT_THAT(config_error("retention:\n  outbox: 7d\n  runs: 0h\n  quarantine: soon\n"),
+              StartsWith("config.yaml:2: retention.outbox: expected a positive duration"));
+  EXPECT_THAT(config_error("retention:\n  runs: 0h\n"),
+              StartsWith("config.yaml:2: retention.runs: expected a positive duration"));
+  EXPECT_THAT(config_error("retention:\n  quarantine: soon\n"),
+              StartsWith("config.yaml:2: retention.quarantine: expected a positive duration"));
 }
 
 TEST(ParseConfig, LogSectionIsReadAndChecked) {

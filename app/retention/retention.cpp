@@ -1,0 +1,134 @@
+#include "app/retention/retention.hpp"
+
+#include <iterator>
+
+#include <spdlog/spdlog.h>
+
+#include "pipeline/core/duration.hpp"
+#include "sql/statements.hpp"
+
+namespace tidemark::app::retention {
+
+namespace {
+
+using pipeline::Duration;
+
+// Runs a chunk statement of sql/retention/ (parameters: first id, window in milliseconds,
+// chunk size; result: the chunk's last id, rows deleted, whether any row was older than the
+// window), one transaction per chunk, in primary key order. It stops at an empty chunk, or at
+// one with no row created before the window: ids grow with creation time, so the rows after
+// it are newer still. `before` runs first in each chunk's transaction.
+std::int64_t by_primary_key(pqxx::connection& connection, std::string_view kind, std::string_view statement,
+                            Duration window, const Options& options,
+                            const std::function<void(pqxx::work&)>& before = {}) {
+  std::int64_t from = 0;
+  std::int64_t total = 0;
+  while (true) {
+    pqxx::work txn(connection);
+    if (before) before(txn);
+    const auto row = txn.exec_params1(std::string(statement), static_cast<long long>(from),
+                                      static_cast<long long>(window.count()), static_cast<long long>(options.chunk));
+    txn.commit();
+    if (row[0].is_null()) return total;
+    const auto deleted = row[1].as<std::int64_t>();
+    total += deleted;
+    if (deleted > 0 && options.on_chunk) options.on_chunk(kind, deleted);
+    if (!row[2].as<bool>()) return total;
+    from = row[0].as<std::int64_t>() + 1;
+  }
+}
+
+// Why delivered outbox rows of a destination are kept: a version of the view it feeds is
+// being built (pipeline/views/admin.cpp rebuild_view replays the destination from the outbox).
+std::vector<std::string> outbox_kept(pqxx::connection& connection) {
+  std::vector<std::string> kept;
+  pqxx::read_transaction txn(connection);
+  for (const auto& row : txn.exec(std::string(sql::kRetentionViewsRebuilding))) {
+    const auto name = row[0].as<std::string>();
+    kept.push_back("outbox rows of destination " + name + " kept: view " + name + " version " +
+                   row[1].as<std::string>() + " is being built, and its rebuild replays the destination's outbox");
+  }
+  return kept;
+}
+
+std::string inbox_refusal(const Options& options) {
+  const Duration horizon = pipeline::views::redelivery_horizon(options.redelivery);
+  if (options.windows.inbox > horizon) return "";
+  return "inbox rows kept: retention.inbox " + pipeline::format_duration(options.windows.inbox) +
+         " is not longer than the relay's longest redelivery window (" + pipeline::format_duration(horizon) +
+         "), so a redelivered event would be applied twice (docs/rules.md rule 16)";
+}
+
+std::vector<KindResult> dry_run(pqxx::connection& connection, const Options& options) {
+  const auto& windows = options.windows;
+  std::vector<KindResult> results;
+  const auto kept = outbox_kept(connection);
+  const auto refusal = inbox_refusal(options);
+  pqxx::read_transaction txn(connection);
+  const auto row = txn.exec_params1(
+      std::string(sql::kRetentionDryRun), static_cast<long long>(windows.outbox.count()),
+      static_cast<long long>(windows.runs.count()), static_cast<long long>(windows.quarantine.count()),
+      static_cast<long long>(windows.requests.count()), static_cast<long long>(windows.inbox.count()));
+  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
+    results.push_back(KindResult{std::string(kKinds[i]), row[static_cast<int>(i)].as<std::int64_t>(), {}});
+  }
+  results[0].kept = kept;
+  if (!refusal.empty()) {
+    results[5].deleted = 0;
+    results[5].kept.push_back(refusal);
+  }
+  return results;
+}
+
+}  // namespace
+
+std::vector<KindResult> run_retention(pqxx::connection& connection, const Options& options) {
+  if (options.dry_run) return dry_run(connection, options);
+  const auto& windows = options.windows;
+  std::vector<KindResult> results;
+
+  KindResult outbox{"outbox", 0, outbox_kept(connection)};
+  // The lock that `views rebuild` registers a version under: no rebuild begins between the
+  // chunk's look at the registry and its delete.
+  outbox.deleted = by_primary_key(connection, "outbox", sql::kRetentionOutboxChunk, windows.outbox, options,
+                                  [](pqxx::work& txn) { txn.exec(std::string(sql::kRetentionLockViews)); });
+  results.push_back(std::move(outbox));
+
+  results.push_back(KindResult{
+      "batch_ledger", by_primary_key(connection, "batch_ledger", sql::kRetentionLedgerChunk, windows.runs, options), {}});
+  results.push_back(
+      KindResult{"runs", by_primary_key(connection, "runs", sql::kRetentionRunsChunk, windows.runs, options), {}});
+  results.push_back(KindResult{
+      "quarantine", by_primary_key(connection, "quarantine", sql::kRetentionQuarantineChunk, windows.quarantine, options),
+      {}});
+
+  KindResult requests{"requests", 0, {}};
+  while (true) {
+    pqxx::work txn(connection);
+    const auto rows = static_cast<std::int64_t>(
+        txn.exec_params(std::string(sql::kRetentionRequestsChunk), static_cast<long long>(windows.requests.count()),
+                        static_cast<long long>(options.chunk))
+            .affected_rows());
+    txn.commit();
+    requests.deleted += rows;
+    if (rows > 0 && options.on_chunk) options.on_chunk("requests", rows);
+    if (rows < options.chunk) break;
+  }
+  results.push_back(std::move(requests));
+
+  KindResult inbox{"inbox", 0, {}};
+  if (const auto refusal = inbox_refusal(options); !refusal.empty()) {
+    inbox.kept.push_back(refusal);
+  } else {
+    inbox.deleted = pipeline::views::cleanup_inbox(
+        connection, windows.inbox, options.redelivery,
+        [&](std::int64_t rows) {
+          if (options.on_chunk) options.on_chunk("inbox", rows);
+        },
+        options.chunk);
+  }
+  results.push_back(std::move(inbox));
+  return results;
+}
+
+}  // namespace tidemark::app::retention

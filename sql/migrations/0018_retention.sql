@@ -1,0 +1,23 @@
+-- issue 18 part 3, retention (docs/retention.md): runs and batch_ledger rows older than
+-- retention.runs are deleted, each rolled up first, in the transaction that deletes it, into
+-- its pipeline's totals for its UTC day, so dashboards keep history after the rows are gone.
+-- Record counts are summed on the day a batch committed; run counts on the day a run was requested.
+CREATE TABLE tidemark_run_daily (
+  pipeline   text NOT NULL,
+  day        date NOT NULL,
+  runs       bigint NOT NULL DEFAULT 0,
+  succeeded  bigint NOT NULL DEFAULT 0,
+  stopped    bigint NOT NULL DEFAULT 0,
+  failed     bigint NOT NULL DEFAULT 0,
+  batches    bigint NOT NULL DEFAULT 0,
+  input      bigint NOT NULL DEFAULT 0,
+  inserted   bigint NOT NULL DEFAULT 0,
+  updated    bigint NOT NULL DEFAULT 0,
+  unchanged  bigint NOT NULL DEFAULT 0,
+  stale      bigint NOT NULL DEFAULT 0,
+  superseded bigint NOT NULL DEFAULT 0,
+  duplicate  bigint NOT NULL DEFAULT 0,
+  invalid    bigint NOT NULL DEFAULT 0,
+  conflict   bigint NOT NULL DEFAULT 0,
+  PRIMARY KEY (pipeline, day)
+);
