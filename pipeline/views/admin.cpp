@@ -1,6 +1,7 @@
 #include "pipeline/views/admin.hpp"
 
 #include <algorithm>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -60,6 +61,52 @@ std::int64_t replay(pqxx::connection& connection, const View& view, int version,
     applied += chunk_applied;
   }
   return applied;
+}
+
+// The view's lock (lock_view.sql) held by the connection's session from construction to
+// destruction, around a REPEATABLE READ transaction: one that took it as its first statement
+// would read from a snapshot taken before it waited.
+class SessionLock {
+ public:
+  SessionLock(pqxx::connection& connection, std::string view) : connection_(connection), view_(std::move(view)) {
+    pqxx::nontransaction txn(connection_);
+    txn.exec_params(std::string(sql::kViewsLockViewSession), view_);
+    txn.commit();
+  }
+  ~SessionLock() {
+    try {
+      pqxx::nontransaction txn(connection_);
+      txn.exec_params(std::string(sql::kViewsUnlockViewSession), view_);
+      txn.commit();
+    } catch (const std::exception& error) {
+      // The connection broke: the server released the lock with the session.
+      spdlog::debug("releasing the lock of view {}: {}", view_, error.what());
+    }
+  }
+  SessionLock(const SessionLock&) = delete;
+  SessionLock& operator=(const SessionLock&) = delete;
+
+ private:
+  pqxx::connection& connection_;
+  std::string view_;
+};
+
+// A replay of the whole history needs every event of the destination: once retention deleted
+// some (docs/retention.md), the new version would be silently wrong, so the rebuild stops here.
+// Under the view's lock, which retention's outbox chunks take too.
+void refuse_trimmed_history(pqxx::transaction_base& txn, const View& known) {
+  const std::string view(known.name());
+  const auto trimmed = txn.exec_params(std::string(sql::kViewsTrimmedHistory), view);
+  if (trimmed.empty()) return;
+  throw ViewError("view " + view + " cannot be rebuilt from full history: retention deleted " +
+                  trimmed[0][0].as<std::string>() + " delivered events of destination " + view +
+                  " (the latest delivered at " + trimmed[0][1].as<std::string>() +
+                  ", past retention.outbox), so a replay would miss them. Keep the live version" +
+                  (known.snapshot_statement()
+                       ? ", or rebuild from a snapshot (views rebuild --config, when every pipeline that writes "
+                         "transaction_state lists the view)"
+                       : "") +
+                  "; docs/retention.md");
 }
 
 }  // namespace
@@ -128,14 +175,16 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
   {
     // Registering the version makes the relay feed it from now on. From a snapshot, the
     // same transaction fills it, and records the snapshot's position.
+    const SessionLock lock(*connection, view_name);
     pqxx::transaction<pqxx::isolation_level::repeatable_read> txn(*connection);
-    txn.exec_params(std::string(sql::kViewsLockView), view_name);
     if (version_exists(txn, view_name, version)) {
       throw ViewError("view " + table + " already exists (versions are never reused); see `tidemark views list`");
     }
-    txn.exec(statement(view.create_statement(), table));
     const auto snapshot = view.snapshot_statement();
-    if (source == RebuildSource::kSnapshot && snapshot) {
+    const bool from_snapshot = source == RebuildSource::kSnapshot && snapshot;
+    if (!from_snapshot) refuse_trimmed_history(txn, view);
+    txn.exec(statement(view.create_statement(), table));
+    if (from_snapshot) {
       position = txn.exec(std::string(sql::kViewsSnapshotPosition))[0][0].as<std::string>();
       txn.exec(statement(*snapshot, table));
     }

@@ -21,3 +21,12 @@ CREATE TABLE tidemark_run_daily (
   conflict   bigint NOT NULL DEFAULT 0,
   PRIMARY KEY (pipeline, day)
 );
+
+-- What retention deleted of each destination's outbox (delivered rows past retention.outbox).
+-- A rebuild from full history replays the destination's outbox, which then lacks these
+-- events: `views rebuild` refuses it rather than build a version that is silently wrong.
+CREATE TABLE tidemark_outbox_trimmed (
+  destination       text PRIMARY KEY,
+  deleted_rows      bigint NOT NULL,
+  newest_deleted_at timestamptz NOT NULL  -- the latest delivered_at among the rows deleted
+);

@@ -3,6 +3,7 @@
 -- view the row's destination feeds is being built (a rebuild replays that destination).
 -- Returns the chunk's last id, how many it deleted, and whether any of its rows was created
 -- before the window (once none was, the rows after it are newer still: the caller stops).
+-- Each destination's deleted rows are counted in tidemark_outbox_trimmed.
 WITH chunk AS (
   SELECT id, destination, status, delivered_at, created_at
     FROM outbox WHERE id >= $1 ORDER BY id LIMIT $3
@@ -12,7 +13,14 @@ WITH chunk AS (
      AND c.status = 'delivered'
      AND c.delivered_at < now() - $2::bigint * interval '1 millisecond'
      AND NOT EXISTS (SELECT 1 FROM views v WHERE v.name = c.destination AND v.status NOT IN ('live', 'retired'))
-  RETURNING o.id
+  RETURNING o.id, o.destination, o.delivered_at
+), trimmed AS (
+  -- What a rebuild from full history would now miss (views rebuild refuses one).
+  INSERT INTO tidemark_outbox_trimmed AS t (destination, deleted_rows, newest_deleted_at)
+  SELECT destination, count(*), max(delivered_at) FROM deleted GROUP BY destination ORDER BY destination
+  ON CONFLICT (destination) DO UPDATE
+     SET deleted_rows = t.deleted_rows + EXCLUDED.deleted_rows,
+         newest_deleted_at = GREATEST(t.newest_deleted_at, EXCLUDED.newest_deleted_at)
 )
 SELECT (SELECT max(id) FROM chunk),
        (SELECT count(*) FROM deleted),

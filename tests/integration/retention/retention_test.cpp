@@ -12,6 +12,7 @@
 
 #include "app/retention/retention.hpp"
 #include "app/wiring/options.hpp"
+#include "pipeline/views/views.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::app::retention {
@@ -131,6 +132,58 @@ TEST(RetentionTest, AChunkWaitsForARebuildBeingRegisteredAndThenKeepsItsRows) {
   const auto kinds = job.get();
   EXPECT_EQ(kinds.at("outbox").deleted, 1);
   EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "view-old");
+}
+
+// A rebuild from full history replays the destination's outbox: once retention deleted some
+// of it, the rebuild is refused rather than build a version that is silently wrong; a
+// rebuild from a snapshot does not need the deleted rows.
+TEST(RetentionTest, AFullHistoryRebuildIsRefusedOnceRetentionDeletedItsDestinationsEvents) {
+  TestDatabase db;
+  outbox_row(db, "view-old", "daily_totals", "delivered", "8 days");
+  outbox_row(db, "balance-old", "account_balance", "delivered", "8 days");
+  outbox_row(db, "view-recent", "daily_totals", "delivered", "1 hour");
+  auto connection = db.connect();
+  EXPECT_EQ(by_kind(run_retention(*connection, options_with_chunk(kDefaultChunk))).at("outbox").deleted, 2);
+  EXPECT_EQ(db.scalar("SELECT string_agg(destination || ':' || deleted_rows, ',' ORDER BY destination) "
+                      "FROM tidemark_outbox_trimmed"),
+            "account_balance:1,daily_totals:1");
+  namespace views = pipeline::views;
+  try {
+    views::rebuild_view(db.url(), views::kDailyTotals, 1, views::RebuildSource::kFullHistory);
+    FAIL() << "the rebuild from full history was not refused";
+  } catch (const views::ViewError& error) {
+    EXPECT_THAT(error.what(), HasSubstr("cannot be rebuilt from full history: retention deleted 1 delivered events"));
+  }
+  EXPECT_THROW(views::rebuild_view(db.url(), views::kAccountBalance, 1, views::RebuildSource::kFullHistory),
+               views::ViewError);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM views"), "0");
+  EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v1') IS NULL"), "t");
+  EXPECT_EQ(views::rebuild_view(db.url(), views::kAccountBalance, 1, views::RebuildSource::kSnapshot), 0);
+  EXPECT_EQ(db.scalar("SELECT status FROM views WHERE name = 'account_balance'"), "live");
+}
+
+// A rebuild that waits for the view's lock while a chunk deletes its destination's rows reads
+// from a snapshot taken after the chunk committed: it sees the deletion and refuses.
+TEST(RetentionTest, ARebuildWaitingForAChunksLockSeesWhatTheChunkDeleted) {
+  TestDatabase db;
+  auto deleting = db.connect();
+  pqxx::work chunk(*deleting);
+  chunk.exec("SELECT pg_advisory_xact_lock(hashtext('tidemark view daily_totals'))");
+  chunk.exec("INSERT INTO tidemark_outbox_trimmed VALUES ('daily_totals', 3, now() - interval '8 days')");
+  auto rebuilding = std::async(std::launch::async, [&] {
+    pipeline::views::rebuild_view(db.url(), pipeline::views::kDailyTotals, 1,
+                                  pipeline::views::RebuildSource::kFullHistory);
+  });
+  auto observer = db.connect();
+  while (true) {
+    pqxx::read_transaction txn(*observer);
+    if (txn.exec1("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")[0].as<long>() > 0) break;
+    ASSERT_NE(rebuilding.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+        << "the rebuild did not wait for the view's lock";
+  }
+  chunk.commit();
+  EXPECT_THROW(rebuilding.get(), pipeline::views::ViewError);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM views"), "0");
 }
 
 TEST(RetentionTest, EveryKindDeletesInChunksNoLargerThanAsked) {
