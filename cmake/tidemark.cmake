@@ -16,10 +16,11 @@ endfunction()
 
 # tidemark_test_binary(NAME FOLDER deps...): one gtest binary from every .cpp under FOLDER
 # (its sub-folders mirror the source tree: tests/unit/core/plan_test.cpp tests pipeline/core).
+# Each test is labelled with its binary's name: `scripts/test --binaries` selects by it.
 function(tidemark_test_binary name folder)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.cpp)
   add_executable(${name} ${sources})
   target_compile_options(${name} PRIVATE ${TIDEMARK_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest_main)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600 LABELS ${name})
 endfunction()
