@@ -1,7 +1,9 @@
-// GET /v1/views: every version of every view, as `tidemark views list` shows them.
+// GET /v1/views: every version of every view, as `tidemark views list` shows them (the lag in
+// whole milliseconds, as every duration of the API).
 // GET /v1/views/account_balance/accounts/{id}?min_sequence=S&timeout_ms=T: read-your-writes.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
@@ -35,7 +37,7 @@ HttpResponse list_views(ApiContext& context, const HttpRequest& request, const R
                                        {"version", version.version},
                                        {"table", pipeline::views::table_name(version.name, version.version)},
                                        {"status", version.status},
-                                       {"lag_seconds", version.lag_seconds},
+                                       {"lag_ms", std::llround(version.lag_seconds * 1000)},
                                        {"pending", version.pending},
                                        {"dead", version.dead},
                                        {"created_at", version.created_at},

@@ -264,7 +264,7 @@ TEST_F(ServeConsoleApiTest, ViewsAreListedAsViewsListShowsThem) {
     EXPECT_EQ(view.at("created_at").as_string(), expected[i].created_at);
     EXPECT_EQ(view.at("pending").to_number<std::int64_t>(), expected[i].pending);
     EXPECT_EQ(view.at("dead").to_number<std::int64_t>(), expected[i].dead);
-    EXPECT_EQ(view.at("lag_seconds").to_number<double>(), 0.0);
+    EXPECT_EQ(view.at("lag_ms").to_number<std::int64_t>(), 0);
   }
   EXPECT_EQ(views[0].at("view").as_string(), "account_balance");
 }
