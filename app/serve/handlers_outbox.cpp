@@ -99,10 +99,13 @@ HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest&, const R
   bool revived = false;
   std::optional<pipeline::relay::OutboxEntry> event;
   context.pool.with_connection("re-driving an outbox event", [&](pqxx::connection& connection) {
-    {
+    // Once committed, the revival stands: should the read below fail and the pool run this
+    // again, the event is pending by then, and the answer is still this revival's 200.
+    if (!revived) {
       pqxx::work txn(connection);
-      revived = !txn.exec_params(std::string(sql::kServeOutboxRetry), *event_id).empty();
+      const bool now = !txn.exec_params(std::string(sql::kServeOutboxRetry), *event_id).empty();
       txn.commit();
+      revived = now;
     }
     event = pipeline::relay::find_outbox_event(connection, *event_id);
   });
