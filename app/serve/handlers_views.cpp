@@ -24,8 +24,8 @@ constexpr std::chrono::milliseconds kViewPollInterval{50};
 
 HttpResponse list_views(ApiContext& context, const HttpRequest& request, const Route&) {
   const auto url = boost::urls::parse_origin_form(request.target);
-  for (const auto& param : url->params()) {
-    return error_response(400, "unknown query parameter \"" + param.key + "\" (GET /v1/views takes none)");
+  if (const auto params = url->params(); !params.empty()) {
+    return error_response(400, "unknown query parameter \"" + (*params.begin()).key + "\" (GET /v1/views takes none)");
   }
   std::vector<pipeline::views::ViewVersion> versions;
   context.pool.with_connection("reading the views", [&](pqxx::connection& connection) {
