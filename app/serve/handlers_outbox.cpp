@@ -104,6 +104,9 @@ HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest&, const R
     if (!revived) {
       pqxx::work txn(connection);
       const bool now = !txn.exec_params(std::string(sql::kServeOutboxRetry), *event_id).empty();
+      // Wakes serve's relay as a commit that writes outbox rows does: it delivers the event
+      // at once rather than at its next poll.
+      if (now) txn.exec(std::string("NOTIFY ") + pipeline::relay::kOutboxChannel);
       txn.commit();
       revived = now;
     }

@@ -23,6 +23,7 @@
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "pipeline/store/outbox.hpp"
 #include "pipeline/views/admin.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -173,8 +174,13 @@ TEST_F(ServeConsoleApiTest, RetryRevivesADeadEventWhichTheRelayThenDeliversAndOn
                        "WHERE destination = 'ledger' AND partition_key = 'acct-1'"),
             "none");
 
+  // A serving relay listens for the commit path's NOTIFY; a retry wakes it the same way.
+  auto listener = db_.connect();
+  pqxx::nontransaction(*listener).exec(std::string("LISTEN ") + pipeline::relay::kOutboxChannel);
+
   const HttpAnswer revived = retry(id);
   ASSERT_EQ(revived.status, 200) << revived.body;
+  EXPECT_EQ(listener->await_notification(30, 0), 1) << "the retry did not NOTIFY " << pipeline::relay::kOutboxChannel;
   const auto event = boost::json::parse(revived.body).as_object();
   EXPECT_EQ(event.at("id").to_number<std::int64_t>(), first);
   EXPECT_EQ(event.at("status").as_string(), "pending");
