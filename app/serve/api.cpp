@@ -28,6 +28,9 @@ std::vector<RouteHandler> route_table(ApiContext& context) {
       {RouteKind::kQuarantineList, bind(list_quarantine)},
       {RouteKind::kQuarantineEntry, bind(show_quarantine_entry)},
       {RouteKind::kRelease, bind(release_quarantine_entry)},
+      {RouteKind::kOutboxList, bind(list_outbox)},
+      {RouteKind::kOutboxRetry, bind(retry_outbox_event)},
+      {RouteKind::kViews, bind(list_views)},
       {RouteKind::kAccountView, bind(account_view)},
   };
 }

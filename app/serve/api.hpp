@@ -1,6 +1,6 @@
 #pragma once
 // The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
-// quarantine, metrics and health. handle() is blocking (database): call it on a worker
+// quarantine, the outbox's events and retries, the views, metrics and health. handle() is blocking (database): call it on a worker
 // thread, never on the thread that runs the sockets — except for GET /healthz, which
 // touches nothing and must answer even when every worker is busy. The handlers are in
 // handlers_*.cpp, by area; the shared answers (404, 405, 401, …) in router.cpp.

@@ -73,6 +73,9 @@ Route route_of(std::string_view target) {
       {RouteKind::kQuarantineList, "GET", {"v1", "quarantine"}},
       {RouteKind::kQuarantineEntry, "GET", {"v1", "quarantine", nullptr}},
       {RouteKind::kRelease, "POST", {"v1", "quarantine", nullptr, "release"}},
+      {RouteKind::kOutboxList, "GET", {"v1", "outbox"}},
+      {RouteKind::kOutboxRetry, "POST", {"v1", "outbox", nullptr, "retry"}},
+      {RouteKind::kViews, "GET", {"v1", "views"}},
       {RouteKind::kAccountView, "GET", {"v1", "views", nullptr, "accounts", nullptr}},
   };
   const auto& path = route.segments;

@@ -40,6 +40,9 @@ enum class RouteKind {
   kQuarantineList,   // GET /v1/quarantine
   kQuarantineEntry,  // GET /v1/quarantine/{id}
   kRelease,          // POST /v1/quarantine/{id}/release
+  kOutboxList,       // GET /v1/outbox
+  kOutboxRetry,      // POST /v1/outbox/{id}/retry
+  kViews,            // GET /v1/views
   kAccountView,      // GET /v1/views/{view}/accounts/{id}
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // The handlers of serve's HTTP API, by area (handlers_runs.cpp, handlers_quarantine.cpp,
-// handlers_views.cpp, handlers_health.cpp). Each is a plain function of the request and
+// handlers_outbox.cpp, handlers_views.cpp, handlers_health.cpp). Each is a plain function of the request and
 // its route, reached through the route table in api.cpp once the router has checked the
 // method and the token. They block (database): they run on a worker thread.
 #include <cstdint>
@@ -59,8 +59,14 @@ HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, co
 HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest& request, const Route& route);
 HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest& request, const Route& route);
 
-// handlers_views.cpp: GET /v1/views/account_balance/accounts/{id}?min_sequence=S (200 once
-// applied, else 409).
+// handlers_outbox.cpp: GET /v1/outbox?status=&destination=&limit=&after_id= (oldest first, a
+// page at a time) and POST /v1/outbox/{id}/retry (a dead event only: 200, 404, 409).
+HttpResponse list_outbox(ApiContext& context, const HttpRequest& request, const Route& route);
+HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest& request, const Route& route);
+
+// handlers_views.cpp: GET /v1/views (what `tidemark views list` shows), and
+// GET /v1/views/account_balance/accounts/{id}?min_sequence=S (200 once applied, else 409).
+HttpResponse list_views(ApiContext& context, const HttpRequest& request, const Route& route);
 HttpResponse account_view(ApiContext& context, const HttpRequest& request, const Route& route);
 
 // handlers_health.cpp: /healthz, /readyz, /metrics.

@@ -1,11 +1,15 @@
+// GET /v1/views: every version of every view, as `tidemark views list` shows them (the lag in
+// whole milliseconds, as every duration of the API).
 // GET /v1/views/account_balance/accounts/{id}?min_sequence=S&timeout_ms=T: read-your-writes.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
 
 #include "app/serve/handlers.hpp"
+#include "pipeline/views/admin.hpp"
 #include "pipeline/views/views.hpp"
 
 namespace tidemark::app::serve {
@@ -17,6 +21,30 @@ constexpr std::int64_t kMaxViewWaitMs = 30000;
 constexpr std::chrono::milliseconds kViewPollInterval{50};
 
 }  // namespace
+
+HttpResponse list_views(ApiContext& context, const HttpRequest& request, const Route&) {
+  const auto url = boost::urls::parse_origin_form(request.target);
+  if (const auto params = url->params(); !params.empty()) {
+    return error_response(400, "unknown query parameter \"" + (*params.begin()).key + "\" (GET /v1/views takes none)");
+  }
+  std::vector<pipeline::views::ViewVersion> versions;
+  context.pool.with_connection("reading the views", [&](pqxx::connection& connection) {
+    versions = pipeline::views::list_views(connection);
+  });
+  boost::json::array list;
+  for (const auto& version : versions) {
+    list.push_back(boost::json::object{{"view", version.name},
+                                       {"version", version.version},
+                                       {"table", pipeline::views::table_name(version.name, version.version)},
+                                       {"status", version.status},
+                                       {"lag_ms", std::llround(version.lag_seconds * 1000)},
+                                       {"pending", version.pending},
+                                       {"dead", version.dead},
+                                       {"created_at", version.created_at},
+                                       {"position", version.position}});
+  }
+  return json_response(200, boost::json::object{{"views", std::move(list)}});
+}
 
 HttpResponse account_view(ApiContext& context, const HttpRequest& request, const Route& route) {
   const std::string& view = route.segments[2];

@@ -10,7 +10,7 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
   const auto rows = txn.exec_params(std::string(sql::kRelayList),
                                     filter.status ? filter.status->c_str() : nullptr,
                                     filter.destination ? filter.destination->c_str() : nullptr,
-                                    static_cast<long long>(filter.limit));
+                                    static_cast<long long>(filter.limit), filter.after_id);
   std::vector<OutboxEntry> entries;
   entries.reserve(rows.size());
   for (const auto& row : rows) {
@@ -23,9 +23,22 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
     entry.next_attempt_at = row[5].as<std::string>();
     entry.last_error = redact_urls(row[6].as<std::string>());  // rows recorded before redaction too
     entry.delivered_at = row[7].as<std::string>();
+    if (!row[8].is_null()) entry.partition_key = row[8].as<std::string>();
+    if (!row[9].is_null()) entry.sequence = row[9].as<std::int64_t>();
+    entry.created_at = row[10].as<std::string>();
     entries.push_back(std::move(entry));
   }
   return entries;
+}
+
+std::optional<OutboxEntry> find_outbox_event(pqxx::connection& connection, std::int64_t id) {
+  // The list's own statement: the first event after id - 1 is `id` itself when it exists.
+  OutboxFilter filter;
+  filter.after_id = id - 1;
+  filter.limit = 1;
+  auto entries = list_outbox(connection, filter);
+  if (entries.empty() || entries.front().id != id) return std::nullopt;
+  return std::move(entries.front());
 }
 
 bool retry_outbox_event(pqxx::connection& connection, std::int64_t id) {

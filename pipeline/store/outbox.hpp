@@ -1,5 +1,6 @@
 #pragma once
-// Operating the outbox by hand: `tidemark outbox list` and `tidemark outbox retry`.
+// Operating the outbox by hand: `tidemark outbox list` and `tidemark outbox retry`, and
+// serve's GET /v1/outbox and POST /v1/outbox/{id}/retry.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,15 +23,22 @@ struct OutboxEntry {
   std::string next_attempt_at;  // RFC 3339, UTC
   std::string last_error;       // "" when none
   std::string delivered_at;     // "" when not delivered
+  std::optional<std::string> partition_key;  // none for rows without an order to keep
+  std::optional<std::int64_t> sequence;
+  std::string created_at;  // RFC 3339, UTC
 };
 
 struct OutboxFilter {
   std::optional<std::string> status;
   std::optional<std::string> destination;
   std::size_t limit = 100;
+  std::int64_t after_id = 0;  // only events with a greater id (0: from the oldest)
 };
 
 std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxFilter& filter);
+
+// Event `id`, or nullopt when there is none.
+std::optional<OutboxEntry> find_outbox_event(pqxx::connection& connection, std::int64_t id);
 
 // Makes event `id` due now with a fresh attempt budget. False when there is no such event
 // or it was already delivered.

@@ -1,10 +1,15 @@
--- tidemark outbox list: filters are optional ($1 status, $2 destination; NULL = any).
+-- tidemark outbox list and GET /v1/outbox: filters are optional ($1 status, $2 destination;
+-- NULL = any). $4 is the id to list after (0: from the oldest), for paging by id: a page
+-- never repeats an event of an earlier one.
 SELECT id, destination, status, attempts, idempotency_key,
        to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
        coalesce(last_error, ''),
-       coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '')
+       coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), ''),
+       partition_key, sequence,
+       to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
 FROM outbox
 WHERE ($1::text IS NULL OR status = $1)
   AND ($2::text IS NULL OR destination = $2)
+  AND id > $4
 ORDER BY id
 LIMIT $3

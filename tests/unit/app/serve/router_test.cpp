@@ -17,6 +17,7 @@ constexpr RouteKind kAllRoutes[] = {RouteKind::kHealth,         RouteKind::kRead
                                     RouteKind::kTrigger,        RouteKind::kRun,            RouteKind::kPipelines,
                                     RouteKind::kRuns,           RouteKind::kPipeline,
                                     RouteKind::kQuarantineList, RouteKind::kQuarantineEntry, RouteKind::kRelease,
+                                    RouteKind::kOutboxList,     RouteKind::kOutboxRetry,    RouteKind::kViews,
                                     RouteKind::kAccountView};
 
 // A handler that answers with its route's decoded segments, joined by '|'.
