@@ -244,9 +244,9 @@ async function releaseEntry(id) {
   const result = await api('POST', '/v1/quarantine/' + id + '/release');
   entryCache.delete(id);
   $('quarantine-entry').hidden = true;
-  say('Released entry ' + id + ': ' + result.outcome + ' (run #' + result.run_id + ').');
   await loadQuarantine();
   await loadPipelines();
+  say('Released entry ' + id + ': ' + result.outcome + '.');
 }
 
 // ---- Dead letters
@@ -297,8 +297,8 @@ async function loadDeadLetters() {
 
 async function retryEvent(id) {
   const event = await api('POST', '/v1/outbox/' + id + '/retry');
-  say('Event ' + id + ' is ' + event.status + ' again: the relay delivers it now.');
   await loadDeadLetters();
+  say('Event ' + id + ' is ' + event.status + ' again: the relay delivers it now.');
 }
 
 // ---- Views
