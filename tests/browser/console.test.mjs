@@ -63,6 +63,9 @@ try {
 
   // Runs: the newest run's outcome counts.
   await page.getByRole('link', { name: 'Runs' }).click();
+  await page.locator('#runs-chart canvas').waitFor();
+  result.chart_canvases = await page.locator('#runs-chart canvas').count();
+  await shoot('console-1280-runs.png');
   const runCells = page.locator('#runs-table tbody tr').first().locator('td');
   result.run_id = Number((await runCells.nth(0).innerText()).replace('#', ''));
   result.run_input = Number(await runCells.nth(7).innerText());
@@ -108,6 +111,9 @@ try {
   await page.getByRole('link', { name: 'Pipelines' }).click();
   result.narrow_overflow = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
   await shoot('console-390-pipelines.png');
+  await page.getByRole('link', { name: 'Runs' }).click();
+  await shoot('console-390-runs.png');
+  result.narrow_overflow_runs = await page.evaluate(() => document.documentElement.scrollWidth > window.innerWidth);
   await page.getByRole('link', { name: 'Quarantine' }).click();
   await shoot('console-390-quarantine.png');
   await page.getByRole('link', { name: 'Dead letters' }).click();

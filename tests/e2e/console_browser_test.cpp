@@ -139,6 +139,8 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   EXPECT_EQ(number("cookies"), 0) << "the console sets no cookie";
   EXPECT_TRUE(result.at("token_in_session_storage").as_bool());
   EXPECT_FALSE(result.at("narrow_overflow").as_bool()) << "the page is wider than 390 px";
+  EXPECT_FALSE(result.at("narrow_overflow_runs").as_bool()) << "the runs and their chart are wider than 390 px";
+  EXPECT_GE(number("chart_canvases"), 1) << "the runs chart (uPlot) drew nothing";
 
   // The released record (the first t1, 10.50) is applied in the table.
   const std::string entry = std::to_string(number("released_entry"));

@@ -176,12 +176,53 @@ async function loadPipelines() {
 
 // ---- Runs
 
+let runsChart = null;
+
+// Accepted and rejected records per run over time (uPlot, vendored under vendor/uplot/).
+function drawRunsChart(runs) {
+  const container = $('runs-chart');
+  if (typeof uPlot === 'undefined') return;
+  const started = runs.filter((r) => r.started_at).sort((a, b) => Date.parse(a.started_at) - Date.parse(b.started_at));
+  const data = [
+    started.map((r) => Date.parse(r.started_at) / 1000),
+    started.map((r) => r.inserted + r.updated),
+    started.map((r) => r.invalid + r.conflict),
+  ];
+  const width = Math.max(280, container.clientWidth || 600);
+  const now = Date.now() / 1000;
+  const first = data[0].length ? data[0][0] : now;
+  const last = data[0].length ? data[0][data[0].length - 1] : now;
+  const pad = Math.max(600, (last - first) * 0.05);
+  if (runsChart) runsChart.destroy();
+  runsChart = new uPlot({
+    width,
+    height: 220,
+    series: [
+      {},
+      { label: 'Accepted', stroke: '#0b5cad', width: 2, points: { show: true } },
+      { label: 'Rejected', stroke: '#a40e26', width: 2, dash: [6, 4], points: { show: true } },
+    ],
+    // A fixed span around the runs: one run alone would otherwise spread over years.
+    scales: { x: { time: true, auto: false, min: first - pad, max: last + pad } },
+    axes: [{}, { label: 'records' }],
+  }, data, container);
+}
+
+window.addEventListener('resize', () => {
+  if (runsChart) runsChart.setSize({ width: Math.max(280, $('runs-chart').clientWidth), height: 220 });
+});
+
 async function loadRuns() {
-  const page = await api('GET', '/v1/runs?limit=50');
+  const history = await api('GET', '/v1/runs?limit=500');
+  const page = { runs: history.runs.slice(0, 50) };
   const rows = page.runs.map((r) => row(['#' + r.run_id, r.pipeline, r.trigger, r.mode, r.status,
     when(r.started_at), duration(r.duration_ms)].concat(OUTCOMES.map((o) => r[o]))));
   fill($('runs-table').tBodies[0], rows, 16, 'No runs yet.');
+  if (!$('runs').hidden) drawRunsChart(history.runs);
+  else pendingChart = history.runs;
 }
+
+let pendingChart = null;  // drawn once the Runs section shows (a hidden one has no width)
 
 // ---- Quarantine
 
@@ -319,6 +360,10 @@ function fail(error) {
 function show(section) {
   if (!SECTIONS.includes(section)) section = 'pipelines';
   for (const id of SECTIONS) $(id).hidden = id !== section;
+  if (section === 'runs' && pendingChart) {
+    drawRunsChart(pendingChart);
+    pendingChart = null;
+  }
   for (const link of document.querySelectorAll('nav a')) {
     if (link.dataset.section === section) link.setAttribute('aria-current', 'page');
     else link.removeAttribute('aria-current');

@@ -87,6 +87,14 @@ TEST_F(ServeConsolePageTest, AssetsComeWithTheirContentTypeAndAnUnknownOneIs404)
   ASSERT_EQ(style.status, 200);
   EXPECT_EQ(style.headers.at("content-type"), "text/css; charset=utf-8");
 
+  const HttpAnswer vendored = http_request(port_, "GET", "/ui/vendor/uplot/uPlot.iife.min.js");
+  ASSERT_EQ(vendored.status, 200) << "a vendored library, from a folder of the page";
+  EXPECT_EQ(vendored.headers.at("content-type"), "text/javascript; charset=utf-8");
+  const HttpAnswer license = http_request(port_, "GET", "/ui/vendor/uplot/LICENSE");
+  ASSERT_EQ(license.status, 200);
+  EXPECT_EQ(license.headers.at("content-type"), "text/plain; charset=utf-8");
+  EXPECT_NE(license.body.find("MIT"), std::string::npos);
+
   for (const std::string target : {"/ui/nothing.js", "/ui/vendor/none.js", "/ui/../v1/pipelines", "/ui/%2e%2e/app.js"}) {
     const HttpAnswer missing = http_request(port_, "GET", target);
     EXPECT_EQ(missing.status, 404) << target << ": " << missing.body;
