@@ -34,13 +34,13 @@ constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-t
 constexpr char kToken[] = "console-browser-token";
 constexpr char kChromium[] = "/usr/bin/chromium";
 
-// Where the screenshots go: $TIDEMARK_TEST_OUTPUT_DIR, else test-output/ under the folder
-// ctest runs the test in (build/tests).
+// Where the screenshots go: $TIDEMARK_TEST_OUTPUT_DIR, else test-output/ beside the binary
+// under test (build/test-output), wherever the test runs from.
 std::filesystem::path output_folder() {
   const char* configured = std::getenv("TIDEMARK_TEST_OUTPUT_DIR");
   const std::filesystem::path base = configured != nullptr && *configured != '\0'
                                          ? std::filesystem::path(configured)
-                                         : std::filesystem::current_path() / "test-output";
+                                         : std::filesystem::path(TIDEMARK_BINARY).parent_path() / "test-output";
   return base / "console_browser";
 }
 
