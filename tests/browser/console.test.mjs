@@ -105,7 +105,9 @@ try {
   await shoot('console-1280-dead-letters.png');
 
   // Views, then the narrow layout.
-  await page.getByRole('link', { name: 'Views' }).click();
+  // From the keyboard: the section links are real links.
+  await page.getByRole('link', { name: 'Views' }).press('Enter');
+  await page.locator('#views').waitFor({ state: 'visible' });
   result.view_rows = await page.locator('#views-table tbody tr').count();
   await page.setViewportSize({ width: 390, height: 844 });
   await page.getByRole('link', { name: 'Pipelines' }).click();

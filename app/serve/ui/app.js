@@ -288,6 +288,7 @@ async function releaseEntry(id) {
   await loadQuarantine();
   await loadPipelines();
   say('Released entry ' + id + ': ' + result.outcome + '.');
+  $('status').focus();  // its row is gone: keep the keyboard user's place near the news
 }
 
 // ---- Dead letters
@@ -340,6 +341,7 @@ async function retryEvent(id) {
   const event = await api('POST', '/v1/outbox/' + id + '/retry');
   await loadDeadLetters();
   say('Event ' + id + ' is ' + event.status + ' again: the relay delivers it now.');
+  $('status').focus();
 }
 
 // ---- Views
