@@ -20,6 +20,7 @@ std::vector<RouteHandler> route_table(ApiContext& context) {
       {RouteKind::kHealth, bind(health)},
       {RouteKind::kReady, bind(ready)},
       {RouteKind::kMetrics, bind(scrape_metrics)},
+      {RouteKind::kUi, bind(console_file)},
       {RouteKind::kTrigger, bind(trigger_run), /*answers_oversized_body=*/true},
       {RouteKind::kRun, bind(run_status)},
       {RouteKind::kPipelines, bind(list_pipelines)},

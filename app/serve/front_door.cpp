@@ -79,6 +79,13 @@ Route route_of(std::string_view target) {
       {RouteKind::kAccountView, "GET", {"v1", "views", nullptr, "accounts", nullptr}},
   };
   const auto& path = route.segments;
+  // The console's files may sit in folders (vendor/…): any path under /ui is its route,
+  // and its handler answers 404 for a file it does not hold.
+  if (!path.empty() && path.front() == "ui") {
+    route.kind = RouteKind::kUi;
+    route.method = "GET";
+    return route;
+  }
   const auto matches = [&](const Pattern& pattern) {
     if (path.size() != pattern.segments.size()) return false;
     std::size_t i = 0;

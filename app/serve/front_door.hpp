@@ -32,6 +32,7 @@ enum class RouteKind {
   kHealth,
   kReady,
   kMetrics,
+  kUi,               // GET /ui and /ui/{asset…}: the console's static files (no token)
   kTrigger,          // POST /v1/pipelines/{name}/runs
   kRun,              // GET /v1/runs/{id}
   kPipelines,        // GET /v1/pipelines

@@ -1,6 +1,6 @@
 #pragma once
 // The handlers of serve's HTTP API, by area (handlers_runs.cpp, handlers_quarantine.cpp,
-// handlers_outbox.cpp, handlers_views.cpp, handlers_health.cpp). Each is a plain function of the request and
+// handlers_outbox.cpp, handlers_views.cpp, handlers_health.cpp, handlers_ui.cpp). Each is a plain function of the request and
 // its route, reached through the route table in api.cpp once the router has checked the
 // method and the token. They block (database): they run on a worker thread.
 #include <cstdint>
@@ -68,6 +68,11 @@ HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest& request,
 // GET /v1/views/account_balance/accounts/{id}?min_sequence=S (200 once applied, else 409).
 HttpResponse list_views(ApiContext& context, const HttpRequest& request, const Route& route);
 HttpResponse account_view(ApiContext& context, const HttpRequest& request, const Route& route);
+
+// handlers_ui.cpp: GET /ui/… answers the console's static files (app/serve/ui/, embedded at
+// build time) with a strict Content-Security-Policy; /ui redirects to /ui/. No token: the
+// files hold no data, the page asks for the token and sends it with each API request.
+HttpResponse console_file(ApiContext& context, const HttpRequest& request, const Route& route);
 
 // handlers_health.cpp: /healthz, /readyz, /metrics.
 HttpResponse health(ApiContext& context, const HttpRequest& request, const Route& route);

@@ -14,6 +14,7 @@ namespace tidemark::app::serve {
 namespace {
 
 constexpr RouteKind kAllRoutes[] = {RouteKind::kHealth,         RouteKind::kReady,          RouteKind::kMetrics,
+                                    RouteKind::kUi,
                                     RouteKind::kTrigger,        RouteKind::kRun,            RouteKind::kPipelines,
                                     RouteKind::kRuns,           RouteKind::kPipeline,
                                     RouteKind::kQuarantineList, RouteKind::kQuarantineEntry, RouteKind::kRelease,
@@ -67,6 +68,9 @@ TEST(RouterTest, RoutesReachTheirHandlerWithDecodedSegments) {
   EXPECT_EQ(run.body, "v1|runs|7");
   EXPECT_EQ(router.dispatch(request("GET", "/v1/views/account_balance/accounts/a%2Fb")).body,
             "v1|views|account_balance|accounts|a/b");
+  EXPECT_EQ(router.dispatch(request("GET", "/ui/vendor/uplot/uPlot.min.js")).body, "ui|vendor|uplot|uPlot.min.js")
+      << "every path under /ui is the console's, folders included";
+  EXPECT_EQ(router.dispatch(request("GET", "/ui")).body, "ui");
 }
 
 TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
@@ -84,6 +88,7 @@ TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
   with_token.headers["authorization"] = "Bearer secret";
   EXPECT_EQ(router.dispatch(with_token).status, 200);
   EXPECT_EQ(router.dispatch(request("GET", "/healthz")).status, 200) << "probes need no token";
+  EXPECT_EQ(router.dispatch(request("GET", "/ui/")).status, 200) << "the console's files need no token";
 }
 
 TEST(RouterTest, AnOversizedBodyIs413UnlessTheRouteAnswersItItself) {
