@@ -14,6 +14,7 @@
 #include "app/status/status.hpp"
 #include "connectors/http/signature.hpp"
 #include "pipeline/core/json_value.hpp"
+#include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -178,6 +179,12 @@ HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route
       const RunQueue::PipelineState state = context.runs.state(name);
       entry["running"] = state.running;
       entry["queued_run"] = state.queued_run ? boost::json::value(*state.queued_run) : boost::json::value(nullptr);
+      // When serve's schedule triggers it next (null without a schedule, or before its loop began).
+      entry["next_run_at"] =
+          state.next_scheduled
+              ? boost::json::value(pipeline::format_timestamp(
+                    std::chrono::duration_cast<std::chrono::microseconds>(state.next_scheduled->time_since_epoch()).count()))
+              : boost::json::value(nullptr);
       const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kServePipelineStatus), name)[0].c_str());
       for (const auto& [key, value] : stored.as_object()) entry[key] = value;
       list.push_back(std::move(entry));

@@ -249,7 +249,14 @@ RunQueue::PipelineState RunQueue::state(const std::string& pipeline) {
   PipelineState state;
   state.running = slot.active;
   if (slot.queued) state.queued_run = slot.queued->run_id;
+  state.next_scheduled = slot.next_scheduled;
   return state;
+}
+
+void RunQueue::scheduled(const std::string& pipeline, std::chrono::system_clock::time_point next) {
+  Slot& slot = *slots_.at(pipeline);
+  std::lock_guard lock(slot.mutex);
+  slot.next_scheduled = next;
 }
 
 void RunQueue::request_stop() {

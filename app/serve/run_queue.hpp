@@ -63,8 +63,11 @@ class RunQueue {
   struct PipelineState {
     bool running = false;
     std::optional<std::int64_t> queued_run;
+    std::optional<std::chrono::system_clock::time_point> next_scheduled;  // the schedule's next tick, when it has one
   };
   PipelineState state(const std::string& pipeline);
+  // Serve's schedule loop says when it triggers `pipeline` next (GET /v1/pipelines shows it).
+  void scheduled(const std::string& pipeline, std::chrono::system_clock::time_point next);
 
   // Graceful stop: active runs stop after the batch in hand commits, queued runs are
   // recorded as failed and never start. Call on the io_context's thread.
@@ -87,6 +90,7 @@ class RunQueue {
     std::mutex mutex;
     bool active = false;
     std::optional<QueuedRun> queued;  // the one follow-up
+    std::optional<std::chrono::system_clock::time_point> next_scheduled;
     // A webhook run waiting for the pipeline another process holds (io thread only).
     std::unique_ptr<boost::asio::steady_timer> busy_retry;
   };

@@ -142,6 +142,7 @@ struct Service::Impl {
     // `stopping` is looked at before every wait: a stop that came before the wait began
     // had no wait to cancel.
     while (!stopping) {
+      runs.scheduled(pipeline, tick);
       timer.expires_at(tick);
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));

@@ -1,7 +1,7 @@
 // The operator console in a real browser (issue 18 part 2): a real PostgreSQL, a real
 // `tidemark serve` process and Debian's chromium driven by playwright-core
 // (tests/browser/console.test.mjs). The pipeline's input holds a conflict and an invalid
-// record; its webhook destination answers 400 (a client error: dead at once) until the page
+// record; its webhook destination answers 410 Gone (a client error: dead at once) until the page
 // is opened. The page must show the database's numbers, release a quarantined record into
 // the table and retry a dead letter into the receiver, at 1280 and 390 px wide (screenshots
 // in the test's output folder). Without node, chromium or tests/browser/node_modules the
@@ -86,7 +86,7 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   ASSERT_EQ(load.exit_code, 0) << load.err;
   ASSERT_EQ(count("SELECT count(*) FROM quarantine"), 3) << "two conflicts and one invalid record";
 
-  receiver_.fail_always(Failure::kBadRequest);
+  receiver_.fail_always(Failure::kGone);
   const unsigned short port = free_port();
   auto serve = start_tidemark({"serve", "--config", config.string(), "--listen", "127.0.0.1:" + std::to_string(port)},
                               options);
@@ -134,7 +134,7 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   EXPECT_EQ(number("run_inserted"), ledger("inserted"));
   EXPECT_EQ(number("run_invalid"), ledger("invalid"));
   EXPECT_EQ(number("run_conflict"), ledger("conflict"));
-  EXPECT_NE(std::string(result.at("last_error_shown").as_string()).find("400"), std::string::npos)
+  EXPECT_NE(std::string(result.at("last_error_shown").as_string()).find("410"), std::string::npos)
       << result.at("last_error_shown");
   EXPECT_EQ(number("cookies"), 0) << "the console sets no cookie";
   EXPECT_TRUE(result.at("token_in_session_storage").as_bool());

@@ -42,7 +42,8 @@ struct TestReceiver::State {
   std::string retry_after = "1";
   bool latin1_headers = false;
   std::map<Failure, std::string> bodies = {{Failure::kServerError, "injected failure"},
-                                           {Failure::kBadRequest, "rejected"}};
+                                           {Failure::kBadRequest, "rejected"},
+                                           {Failure::kGone, "endpoint gone"}};
   std::chrono::milliseconds slow_delay{2000};
 
   std::vector<ReceivedRequest> requests;
@@ -263,6 +264,10 @@ class TestReceiver::Server {
           break;
         case Failure::kBadRequest:
           response.result(bhttp::status::bad_request);
+          response.body() = state_->bodies[received.failure];
+          break;
+        case Failure::kGone:
+          response.result(bhttp::status::gone);
           response.body() = state_->bodies[received.failure];
           break;
         case Failure::kDrop:

@@ -20,6 +20,7 @@ enum class Failure {
   kSlow,             // applies the event, then answers only after slow_delay (past the client's timeout)
   kDrop,             // closes the connection without answering
   kBadRequest,       // 400
+  kGone,             // 410: the endpoint is gone
 };
 
 struct ReceivedRequest {

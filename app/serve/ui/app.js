@@ -118,13 +118,6 @@ function when(text) {
   return isNaN(date) ? text : date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
 }
 
-// "every 5m" -> milliseconds; null for a cron schedule (its next time is the server's).
-function everyMs(schedule) {
-  const match = /^every (\d+)(ms|s|m|h)$/.exec(schedule || '');
-  if (!match) return null;
-  return Number(match[1]) * { ms: 1, s: 1000, m: 60000, h: 3600000 }[match[2]];
-}
-
 function button(text, onClick) {
   const b = el('button', text);
   b.type = 'button';
@@ -145,17 +138,8 @@ async function loadPipelines() {
     let next = '—';
     if (p.running) next = 'running now';
     else if (p.queued_run) next = 'queued (#' + p.queued_run + ')';
-    else if (p.schedule) {
-      const every = everyMs(p.schedule);
-      const lastScheduled = last && last.requested_at ? Date.parse(last.requested_at) : null;
-      if (every && lastScheduled) {
-        let at = lastScheduled + every;
-        while (at < Date.now()) at += every;
-        next = 'about ' + when(new Date(at).toISOString());
-      } else {
-        next = 'per ' + p.schedule;
-      }
-    }
+    else if (p.next_run_at) next = when(p.next_run_at);
+    else if (p.schedule) next = 'per ' + p.schedule;
     const dead = (d.destinations || []).reduce((sum, dest) => sum + dest.dead, 0);
     const source = p.source ? p.source.kind + ': ' + (p.source.path || p.source.table || p.source.url || '') : '—';
     return row([p.name, source, p.schedule || 'none', next, lastText, ages.length ? ages.join(', ') : 'none',

@@ -855,6 +855,31 @@ TEST_F(ServeApiTest, AWebhookRunWaitsForAPipelineHeldElsewhereAndAStopEndsTheWai
             "failed: tidemark serve stopped before the run could start");
 }
 
+TEST_F(ServeApiTest, ThePipelineListSaysWhenTheScheduleRunsNext) {
+  extra_yaml_ = "  unscheduled:\n    source: {path: " + (directory_ / "in.csv").string() + "}\n";
+  start(1, 1000, std::nullopt, "{cron: \"0 3 1 1 *\"}");
+  // 03:00 UTC on the next 1 January.
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  const int year = 1900 + utc.tm_year + (utc.tm_yday == 0 && utc.tm_hour < 3 ? 0 : 1);
+  const std::string expected = std::to_string(year) + "-01-01T03:00:00.000000Z";
+  // The event: serve's schedule loop has begun (it sets the tick before its first wait).
+  std::map<std::string, std::string> next;
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (next["transactions"] != expected && std::chrono::steady_clock::now() < deadline) {
+    const HttpAnswer answer = http_request(port_, "GET", "/v1/pipelines");
+    ASSERT_EQ(answer.status, 200) << answer.body;
+    const boost::json::value list = boost::json::parse(answer.body);
+    for (const auto& entry : list.as_array()) {
+      const auto& at = entry.at("next_run_at");
+      next[std::string(entry.at("name").as_string())] = at.is_string() ? std::string(at.as_string()) : serialize(at);
+    }
+  }
+  EXPECT_EQ(next["transactions"], expected);
+  EXPECT_EQ(next["unscheduled"], "null");
+}
+
 // Stopping is cancelling what waits on serve's io_context: a stop asked for before run()
 // began (a signal in the first instant) must not leave a schedule's timer waiting for its
 // first tick, months away.
