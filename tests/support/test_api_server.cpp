@@ -33,6 +33,7 @@ struct TestApiServer::State {
   std::deque<ApiFailure> scripted;
   std::string retry_after = "1";
   std::chrono::milliseconds slow_delay{2000};
+  std::chrono::milliseconds page_delay{0};
   std::vector<ApiRequest> requests;
   std::size_t connections = 0;
   unsigned short port = 0;
@@ -221,9 +222,8 @@ class TestApiServer::Server {
         break;
     }
     state_->requests.push_back(std::move(received));
-    if (failure == ApiFailure::kSlow) {
-      state_->changed.wait_for(lock, state_->slow_delay, [this] { return state_->stopping; });
-    }
+    const auto delay = failure == ApiFailure::kSlow ? state_->slow_delay : state_->page_delay;
+    if (delay.count() > 0) state_->changed.wait_for(lock, delay, [this] { return state_->stopping; });
     return {std::move(response), failure};
   }
 
@@ -315,6 +315,11 @@ void TestApiServer::link_back_to_the_start() {
 void TestApiServer::set_slow_delay(std::chrono::milliseconds delay) {
   std::lock_guard lock(state_->mutex);
   state_->slow_delay = delay;
+}
+
+void TestApiServer::set_page_delay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(state_->mutex);
+  state_->page_delay = delay;
 }
 
 std::vector<ApiRequest> TestApiServer::requests() const {

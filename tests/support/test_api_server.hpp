@@ -55,6 +55,9 @@ class TestApiServer {
   void fail_next(ApiFailure failure, int times = 1);
   void set_retry_after(std::string value);
   void set_slow_delay(std::chrono::milliseconds delay);
+  // Every page from now on is answered after `delay` (a slow but working API): a run then
+  // lasts at least pages × delay, however fast the machine.
+  void set_page_delay(std::chrono::milliseconds delay);
   // From now on the last page names a next page, the first one again (cursor "again"): a
   // paging cycle, as a broken API makes.
   void link_back_to_the_start();
