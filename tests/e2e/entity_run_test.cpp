@@ -26,8 +26,6 @@ using testing::run_tidemark;
 
 constexpr char kSecretEnv[] = "TIDEMARK_ENTITY_TEST_SECRET";
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 // The orders entity with every field type; `extra` is how its extra_fields line reads and
 // `more` adds field lines.
 std::string orders_config(const std::filesystem::path& source, const std::string& format,
@@ -109,7 +107,7 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
       ",1,c4,6,,,,,,\n");
   const std::string config = orders_config(input, "csv");
   const auto first = run(config);
-  ASSERT_EQ(first.exit_code, 0) << both(first);
+  ASSERT_EQ(first.exit_code, 0) << first.both();
   EXPECT_EQ(count_in(first.out, "inserted"), "3") << first.out;    // o1, o2 r2, o3
   EXPECT_EQ(count_in(first.out, "superseded"), "1") << first.out;  // o2 r1
   EXPECT_EQ(count_in(first.out, "duplicate"), "1") << first.out;   // o3 again, 3 = 3.0000
@@ -162,7 +160,7 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
       "o3,1,c2,3.00\n"
       "o2,2,c1,7\n");
   const auto second = run(config, {"--source", second_input.string(), "--format", "csv"});
-  ASSERT_EQ(second.exit_code, 0) << both(second);
+  ASSERT_EQ(second.exit_code, 0) << second.both();
   EXPECT_EQ(count_in(second.out, "updated"), "1") << second.out;
   EXPECT_EQ(count_in(second.out, "superseded"), "0") << second.out;
   EXPECT_EQ(count_in(second.out, "unchanged"), "1") << second.out;  // o3: 3.00 = 3.0000
@@ -183,7 +181,7 @@ TEST_F(EntityRun, ACsvFileLoadsTheEntityTableTypedWithEveryOutcomeQuarantineAndO
   const Rows outbox_before = rows("SELECT id FROM outbox ORDER BY id");
   const Rows quarantine_before = rows("SELECT id FROM quarantine ORDER BY id");
   const auto replay = run(config, {"--replay"});
-  ASSERT_EQ(replay.exit_code, 0) << both(replay);
+  ASSERT_EQ(replay.exit_code, 0) << replay.both();
   EXPECT_EQ(count_in(replay.out, "inserted"), "0") << replay.out;
   EXPECT_EQ(count_in(replay.out, "updated"), "0") << replay.out;
   EXPECT_EQ(count_in(replay.out, "unchanged"), "2") << replay.out;   // o2 r2, o3
@@ -212,7 +210,7 @@ TEST_F(EntityRun, JsonLinesDeliverEachJsonTypeAndAWrongTypeIsQuarantinedNamingTh
       R"({"order_id":"j5","version":1,"amount":1})"
       "\n");
   const auto result = run(orders_config(input, "jsonl"));
-  ASSERT_EQ(result.exit_code, 0) << both(result);
+  ASSERT_EQ(result.exit_code, 0) << result.both();
   EXPECT_EQ(count_in(result.out, "inserted"), "2") << result.out;
   EXPECT_EQ(count_in(result.out, "invalid"), "3") << result.out;
   EXPECT_EQ(rows("SELECT order_id, amount::text, quantity, paid, meta::text, extra::text FROM orders ORDER BY 1"),
@@ -234,7 +232,7 @@ TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalidAndAReleaseReva
                                 "r2,1,c1,1,web\n");
   const auto result = run(orders_config(input, "csv", "{type: decimal, precision: 14, scale: 4, required: true}", "",
                                         "reject"));
-  ASSERT_EQ(result.exit_code, 0) << both(result);
+  ASSERT_EQ(result.exit_code, 0) << result.both();
   EXPECT_EQ(count_in(result.out, "inserted"), "1") << result.out;
   EXPECT_EQ(rows("SELECT transaction_id, field, detail FROM quarantine"),
             (Rows{{"r2", "channel", "channel: not a declared field (extra_fields: reject)"}}));
@@ -243,7 +241,7 @@ TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalidAndAReleaseReva
   // table, its channel kept, and its outbox row written.
   const std::string id = rows("SELECT id FROM quarantine")[0][0];
   const auto release = tidemark(orders_config(input, "csv"), {"quarantine", "release", id});
-  ASSERT_EQ(release.exit_code, 0) << both(release);
+  ASSERT_EQ(release.exit_code, 0) << release.both();
   EXPECT_NE(release.out.find("inserted"), std::string::npos) << release.out;
   EXPECT_EQ(rows("SELECT order_id, extra::text FROM orders ORDER BY 1"),
             (Rows{{"r1", "<null>"}, {"r2", R"({"channel": "web"})"}}));
@@ -255,21 +253,21 @@ TEST_F(EntityRun, ExtraFieldsRejectMakesAnyUndeclaredValueInvalidAndAReleaseReva
 TEST_F(EntityRun, ANewFieldAddsAColumnOnTheNextRunAndAChangedTypeExits2) {
   const auto input = dir_.write("orders.csv", "order_id,version,customer_id,amount,gift\no1,1,c1,1,yes\n");
   const auto first = run(orders_config(input, "csv"));
-  ASSERT_EQ(first.exit_code, 0) << both(first);
+  ASSERT_EQ(first.exit_code, 0) << first.both();
   EXPECT_EQ(rows("SELECT count(*) FROM pg_attribute WHERE attrelid = 'orders'::regclass AND attname = 'gift'"),
             (Rows{{"0"}}));
 
   dir_.write("orders.csv", "order_id,version,customer_id,amount,gift\no1,1,c1,1,yes\no1,2,c1,1,yes\n");
   const auto second = run(orders_config(input, "csv", "{type: decimal, precision: 14, scale: 4, required: true}",
                                         "      gift:        {type: text}\n"));
-  ASSERT_EQ(second.exit_code, 0) << both(second);
+  ASSERT_EQ(second.exit_code, 0) << second.both();
   EXPECT_EQ(rows("SELECT order_id, version, gift FROM orders"), (Rows{{"o1", "2", "yes"}}));
 
   const auto changed = run(orders_config(input, "csv", "{type: decimal, precision: 12, scale: 2, required: true}"));
-  EXPECT_EQ(changed.exit_code, 2) << both(changed);
+  EXPECT_EQ(changed.exit_code, 2) << changed.both();
   EXPECT_NE(changed.err.find("table orders, column amount: is numeric(14,4), the config says decimal(12,2)"),
             std::string::npos)
-      << both(changed);
+      << changed.both();
   EXPECT_EQ(rows("SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'orders'::regclass "
                  "AND attname = 'amount'"),
             (Rows{{"numeric(14,4)"}}));

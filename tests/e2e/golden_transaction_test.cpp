@@ -167,8 +167,6 @@ std::string expected_signature(const ReceivedRequest& request) {
   return "v1," + base64(mac, mac_size);
 }
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 std::string last_line(const std::string& text) {
   const auto lines = lines_of(text);
   return lines.empty() ? "" : lines.back();
@@ -224,14 +222,14 @@ class GoldenTransaction : public ::testing::Test {
 
 TEST_F(GoldenTransaction, RunsAndRelayReproduceTheRecordedRowsPayloadsAndRequests) {
   const auto first = tidemark({"run", "--pipeline", "golden", "--json"});
-  ASSERT_EQ(first.exit_code, 0) << both(first);
+  ASSERT_EQ(first.exit_code, 0) << first.both();
   const auto second = tidemark({"run", "--pipeline", "golden", "--json", "--source",
                                 (dir_.path() / "input-2.jsonl").string(), "--format", "jsonl", "--batch-size", "5"});
-  ASSERT_EQ(second.exit_code, 0) << both(second);
+  ASSERT_EQ(second.exit_code, 0) << second.both();
   const std::int64_t relay_started = std::time(nullptr);
   const auto relayed = tidemark({"relay", "--once"});
   const std::int64_t relay_ended = std::time(nullptr);
-  ASSERT_EQ(relayed.exit_code, 0) << both(relayed);
+  ASSERT_EQ(relayed.exit_code, 0) << relayed.both();
 
   check_golden("runs.jsonl", relative(last_line(first.out)) + "\n" + relative(last_line(second.out)) + "\n");
 

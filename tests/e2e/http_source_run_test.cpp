@@ -33,8 +33,6 @@ using testing::run_tidemark;
 constexpr char kTokenEnv[] = "TIDEMARK_HTTP_SOURCE_TEST_TOKEN";
 constexpr char kToken[] = "Bearer e2e-secret-token";
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 std::string order(int i, const std::string& amount = "\"10.50\"") {
   return R"({"order_id": "o)" + std::to_string(i) + R"(", "version": 1, "amount": )" + amount + "}";
 }
@@ -89,16 +87,16 @@ TEST_F(HttpSourceRun, ARunLoadsEveryPageAndASecondLoadsOnlyWhatTheApiAdded) {
   server_.require_authorization(kToken);
   server_.set_records({order(1), order(2), order(3), order(4), order(5)});
   const auto first = run(config());
-  ASSERT_EQ(first.exit_code, 0) << both(first);
+  ASSERT_EQ(first.exit_code, 0) << first.both();
   EXPECT_NE(first.out.find("\"input\":5"), std::string::npos) << first.out;
   EXPECT_EQ(rows("SELECT count(*) FROM orders"), (Rows{{"5"}}));
   EXPECT_EQ(rows("SELECT position FROM checkpoint WHERE pipeline = 'orders_api'"),
             (Rows{{R"({"page":1,"cursor":"after:3","consumed":2})"}}));
-  EXPECT_EQ(both(first).find("e2e-secret-token"), std::string::npos);
+  EXPECT_EQ(first.both().find("e2e-secret-token"), std::string::npos);
 
   server_.set_records({order(1), order(2), order(3), order(4), order(5), order(6), order(7), order(8, "\"1.25\"")});
   const auto second = run(config());
-  ASSERT_EQ(second.exit_code, 0) << both(second);
+  ASSERT_EQ(second.exit_code, 0) << second.both();
   EXPECT_NE(second.out.find("\"input\":3"), std::string::npos) << second.out;
   EXPECT_NE(second.out.find("\"inserted\":3"), std::string::npos) << second.out;
   EXPECT_EQ(rows("SELECT order_id, amount::text FROM orders WHERE order_id = 'o8'"), (Rows{{"o8", "1.25"}}));
@@ -120,11 +118,11 @@ TEST_F(HttpSourceRun, A4xxFailsTheRunNamingTheRedactedUrlAndTheStatus) {
   const std::string plain = "url: \"https://127.0.0.1:" + port;
   yaml.replace(yaml.find(plain), plain.size(), "url: \"https://user:pw-in-url@127.0.0.1:" + port);
   const auto result = run(yaml);
-  EXPECT_EQ(result.exit_code, 1) << both(result);
+  EXPECT_EQ(result.exit_code, 1) << result.both();
   EXPECT_NE(result.err.find("HTTP 404"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("https://***@127.0.0.1:" + port + "/v1/orders?***"), std::string::npos) << result.err;
-  EXPECT_EQ(both(result).find("pw-in-url"), std::string::npos) << both(result);
-  EXPECT_EQ(both(result).find("e2e-secret-token"), std::string::npos) << both(result);
+  EXPECT_EQ(result.both().find("pw-in-url"), std::string::npos) << result.both();
+  EXPECT_EQ(result.both().find("e2e-secret-token"), std::string::npos) << result.both();
   EXPECT_EQ(rows("SELECT count(*) FROM checkpoint"), (Rows{{"0"}}));
 }
 
@@ -133,14 +131,14 @@ TEST_F(HttpSourceRun, AQuarantinedRecordKeepsItsRawTextAndPageAndReleasesThrough
   const std::string odd = "{\"order_id\": \"o2\", \"version\": 1,\n   \"amount\": 7.5, \"channel\": \"web\"}";
   server_.set_records({order(1), odd});
   const auto result = run(config("reject"));
-  ASSERT_EQ(result.exit_code, 0) << both(result);
+  ASSERT_EQ(result.exit_code, 0) << result.both();
   EXPECT_EQ(rows("SELECT transaction_id, field, format, raw, position FROM quarantine"),
             (Rows{{"o2", "channel", "json", odd,
                    "page 0 of " + server_.base_url() + "?***:3 (byte " +
                        std::to_string(std::string("{\"data\": [\n  ").size() + order(1).size() + 4) + ")"}}));
   const std::string id = rows("SELECT id FROM quarantine")[0][0];
   const auto release = tidemark(config("keep"), {"quarantine", "release", id});
-  ASSERT_EQ(release.exit_code, 0) << both(release);
+  ASSERT_EQ(release.exit_code, 0) << release.both();
   EXPECT_NE(release.out.find("inserted"), std::string::npos) << release.out;
   EXPECT_EQ(rows("SELECT order_id, amount::text, extra::text FROM orders ORDER BY 1"),
             (Rows{{"o1", "10.50", "<null>"}, {"o2", "7.50", R"({"channel": "web"})"}}));
@@ -150,7 +148,7 @@ TEST_F(HttpSourceRun, ABadHttpSourceIsAConfigErrorNamingTheKeyAndLine) {
   std::string yaml = config();
   yaml.replace(yaml.find("records: data"), std::string("records: data").size(), "records: data..items");
   const auto result = run(yaml);
-  EXPECT_EQ(result.exit_code, 2) << both(result);
+  EXPECT_EQ(result.exit_code, 2) << result.both();
   EXPECT_NE(result.err.find("config.yaml:14: pipelines.orders_api.source.records: expected a dotted path"),
             std::string::npos)
       << result.err;

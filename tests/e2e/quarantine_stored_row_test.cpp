@@ -35,8 +35,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using namespace std::chrono_literals;
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 // t1 stored at revision 1 with 10.50; the same revision with another amount conflicts with
 // it; t9 has a valid key and a bad amount (nothing stored for it); the last row has no key.
 constexpr char kTransactions[] =
@@ -75,7 +73,7 @@ class QuarantineStoredRow : public ::testing::Test {
   }
   void load_transactions() {
     const auto result = tidemark({"run", "--pipeline", "p"}, config_text(dir_.write("in.csv", kTransactions), ""));
-    ASSERT_EQ(result.exit_code, 0) << both(result);
+    ASSERT_EQ(result.exit_code, 0) << result.both();
     ASSERT_EQ(db_.scalar("SELECT count(*) FROM quarantine"), "3");
   }
   // An orders conflict: o1 stored at version 2, the same version with another amount quarantined.
@@ -85,7 +83,7 @@ class QuarantineStoredRow : public ::testing::Test {
                                   "o1,2,1.5,first\n"
                                   "o1,2,7,second\n");
     const auto result = tidemark({"run", "--pipeline", "p"}, config_text(input, "    entity: orders\n"));
-    ASSERT_EQ(result.exit_code, 0) << both(result);
+    ASSERT_EQ(result.exit_code, 0) << result.both();
     ASSERT_EQ(db_.scalar("SELECT entity || ':' || reason FROM quarantine"), "orders:conflict");
   }
   // serve on `config`, up once GET /healthz answers; the API needs no token on loopback.
@@ -113,7 +111,7 @@ class QuarantineStoredRow : public ::testing::Test {
 TEST_F(QuarantineStoredRow, ShowPrintsTheStoredRowOfTheConflictingKey) {
   load_transactions();
   const auto shown = tidemark({"quarantine", "show", entry_of("t1")});
-  ASSERT_EQ(shown.exit_code, 0) << both(shown);
+  ASSERT_EQ(shown.exit_code, 0) << shown.both();
   EXPECT_THAT(shown.out, HasSubstr("entity: transaction\n"));
   EXPECT_THAT(shown.out, HasSubstr("raw: t1,1,99.00,acct-1,2024-05-01T10:00:00Z\n"));
   EXPECT_THAT(shown.out, HasSubstr("stored row (transaction_state):\n"
@@ -127,10 +125,10 @@ TEST_F(QuarantineStoredRow, ShowPrintsTheStoredRowOfTheConflictingKey) {
 TEST_F(QuarantineStoredRow, ShowSaysWhenNoRowIsStoredOrTheRecordHasNoKey) {
   load_transactions();
   const auto unstored = tidemark({"quarantine", "show", entry_of("t9")});
-  ASSERT_EQ(unstored.exit_code, 0) << both(unstored);
+  ASSERT_EQ(unstored.exit_code, 0) << unstored.both();
   EXPECT_THAT(unstored.out, HasSubstr("stored row: none (transaction_state stores no row for key t9)\n"));
   const auto keyless = tidemark({"quarantine", "show", entry_of("")});
-  ASSERT_EQ(keyless.exit_code, 0) << both(keyless);
+  ASSERT_EQ(keyless.exit_code, 0) << keyless.both();
   EXPECT_THAT(keyless.out, HasSubstr("stored row: - (the record has no valid key)\n"));
 }
 
@@ -139,7 +137,7 @@ TEST_F(QuarantineStoredRow, ShowReadsADeclaredEntitysTableByTheConfig) {
   const std::string id = db_.scalar("SELECT id FROM quarantine");
   const auto config = config_text(dir_.path() / "orders.csv", "    entity: orders\n");
   const auto shown = tidemark({"quarantine", "show", id}, config);
-  ASSERT_EQ(shown.exit_code, 0) << both(shown);
+  ASSERT_EQ(shown.exit_code, 0) << shown.both();
   EXPECT_THAT(shown.out, HasSubstr("stored row (orders):\n"
                                    "  order_id: o1\n"
                                    "  version: 2\n"
@@ -147,7 +145,7 @@ TEST_F(QuarantineStoredRow, ShowReadsADeclaredEntitysTableByTheConfig) {
                                    "  note: first\n"));
   // Without the config only the built-in entity is known: it says so instead of guessing.
   const auto bare = tidemark({"quarantine", "show", id});
-  ASSERT_EQ(bare.exit_code, 0) << both(bare);
+  ASSERT_EQ(bare.exit_code, 0) << bare.both();
   EXPECT_THAT(bare.out, HasSubstr("stored row: - (entity orders is not declared in the built-ins; pass the "
                                   "pipeline's --config)\n"));
 }
@@ -188,7 +186,7 @@ TEST_F(QuarantineStoredRow, ReleaseOfAnEntryOfAnotherEntityIsRefusedWithExit2) {
   load_orders();
   const std::string id = db_.scalar("SELECT id FROM quarantine");
   const auto refused = tidemark({"quarantine", "release", id}, config_text(dir_.path() / "orders.csv", ""));
-  EXPECT_EQ(refused.exit_code, 2) << both(refused);
+  EXPECT_EQ(refused.exit_code, 2) << refused.both();
   EXPECT_THAT(refused.err, HasSubstr("quarantine entry " + id + " holds a record of entity 'orders', but pipeline p "
                                      "loads entity 'transaction' now: it is not released"));
   EXPECT_EQ(db_.scalar("SELECT released_at IS NULL FROM quarantine"), "t");
@@ -199,7 +197,7 @@ TEST_F(QuarantineStoredRow, ReleaseOfAnEntryOfAnotherEntityIsRefusedWithExit2) {
   // With the config whose pipeline loads orders, the same entry is released.
   const auto released =
       tidemark({"quarantine", "release", id}, config_text(dir_.path() / "orders.csv", "    entity: orders\n"));
-  EXPECT_EQ(released.exit_code, 0) << both(released);
+  EXPECT_EQ(released.exit_code, 0) << released.both();
   EXPECT_THAT(released.out, Not(HasSubstr("not released")));
   EXPECT_EQ(db_.scalar("SELECT released_at IS NOT NULL FROM quarantine WHERE id = " + id), "t");
 }

@@ -21,8 +21,6 @@ using testing::TestDatabase;
 using testing::run_tidemark;
 using ::testing::HasSubstr;
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 TEST(RetentionCli, HelpNamesEveryWindowAndTheOptions) {
   const ProcessResult result = run_tidemark({"retention", "run", "--help"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
@@ -48,13 +46,13 @@ TEST(RetentionCli, RunDeletesPastTheConfiguredWindowsAndPrintsEachKind) {
             "RETURNING 1");
 
   const auto dry = run_tidemark({"retention", "run", "--dry-run", "--config", config, "--database", db.url()});
-  EXPECT_EQ(dry.exit_code, 0) << both(dry);
+  EXPECT_EQ(dry.exit_code, 0) << dry.both();
   EXPECT_THAT(dry.out, HasSubstr("kind\twould_delete\noutbox\t1\n"));
   EXPECT_THAT(dry.out, HasSubstr("quarantine\t1\n"));
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox"), "2");
 
   const auto run = run_tidemark({"retention", "run", "--config", config, "--database", db.url()});
-  EXPECT_EQ(run.exit_code, 0) << both(run);
+  EXPECT_EQ(run.exit_code, 0) << run.both();
   EXPECT_THAT(run.out, HasSubstr("kind\tdeleted\noutbox\t1\nbatch_ledger\t0\nruns\t0\nquarantine\t1\nrequests\t0\n"
                                  "inbox\t0\n"));
   EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "new");

@@ -45,8 +45,6 @@ constexpr char kDailyMismatches[] =
     "count(*) AS events FROM transaction_state GROUP BY 1) s FULL JOIN daily_totals_v1 v USING (day) "
     "WHERE s.total IS DISTINCT FROM v.total OR s.events IS DISTINCT FROM v.events";
 
-std::string both(const ProcessResult& result) { return result.out + result.err; }
-
 class ViewsCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -76,23 +74,23 @@ class ViewsCli : public ::testing::Test {
   void load_and_relay() {
     std::ofstream(folder_ / "in" / "1.csv") << kFirstLoad;
     const auto first = tidemark({"run", "--pipeline", "p"});
-    ASSERT_EQ(first.exit_code, 0) << both(first);
+    ASSERT_EQ(first.exit_code, 0) << first.both();
     std::ofstream(folder_ / "in" / "2.csv") << kSecondLoad;
     const auto second = tidemark({"run", "--pipeline", "p"});
-    ASSERT_EQ(second.exit_code, 0) << both(second);
+    ASSERT_EQ(second.exit_code, 0) << second.both();
     ASSERT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "5");
     // 7 accepted changes, one outbox row per view destination each.
     ASSERT_EQ(db_.scalar("SELECT count(*) FROM outbox"), "14");
 
     const auto relayed = tidemark({"relay", "--once"});
-    ASSERT_EQ(relayed.exit_code, 0) << both(relayed);
+    ASSERT_EQ(relayed.exit_code, 0) << relayed.both();
     ASSERT_EQ(db_.scalar("SELECT count(*) FROM outbox WHERE status <> 'delivered'"), "0")
         << db_.scalar("SELECT string_agg(idempotency_key || ' ' || status, ', ') FROM outbox");
   }
 
   std::string list() const {
     const auto listed = tidemark({"views", "list"});
-    EXPECT_EQ(listed.exit_code, 0) << both(listed);
+    EXPECT_EQ(listed.exit_code, 0) << listed.both();
     return listed.out;
   }
 
@@ -126,7 +124,7 @@ TEST_F(ViewsCli, ListNamesAViewWithDeadEventsAndSaysToRebuildIt) {
   load_and_relay();
   db_.scalar("UPDATE outbox SET status = 'dead' WHERE destination = 'account_balance' RETURNING 1");
   const auto listed = tidemark({"views", "list"});
-  ASSERT_EQ(listed.exit_code, 0) << both(listed);
+  ASSERT_EQ(listed.exit_code, 0) << listed.both();
   // Columns: view, version, table, status, lag_seconds, pending, dead, ...
   EXPECT_THAT(listed.out, HasSubstr("\tlive\t"));
   EXPECT_THAT(listed.out, ::testing::ContainsRegex("account_balance\t1\taccount_balance_v1\tlive\t[0-9.]+\t0\t7\t"));
@@ -140,7 +138,7 @@ TEST_F(ViewsCli, RebuildCreatesAnEqualVersionAndDropRetiresTheOldOne) {
   load_and_relay();
 
   const auto rebuilt = tidemark({"views", "rebuild", "account_balance", "--version", "2"});
-  ASSERT_EQ(rebuilt.exit_code, 0) << both(rebuilt);
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.both();
   EXPECT_THAT(rebuilt.out, HasSubstr("account_balance_v2 is live with 3 rows"));
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM ((SELECT account_id, balance, version FROM account_balance_v1 "
                        "EXCEPT SELECT account_id, balance, version FROM account_balance_v2) UNION ALL "
@@ -151,7 +149,7 @@ TEST_F(ViewsCli, RebuildCreatesAnEqualVersionAndDropRetiresTheOldOne) {
   EXPECT_THAT(list(), HasSubstr("account_balance\t2\taccount_balance_v2\tlive\t"));
 
   const auto dropped = tidemark({"views", "drop", "account_balance", "--version", "1"});
-  ASSERT_EQ(dropped.exit_code, 0) << both(dropped);
+  ASSERT_EQ(dropped.exit_code, 0) << dropped.both();
   EXPECT_THAT(dropped.out, HasSubstr("account_balance_v1 retired"));
   EXPECT_EQ(db_.scalar("SELECT to_regclass('account_balance_v1') IS NULL"), "t");
   const std::string listed = list();
@@ -165,8 +163,8 @@ TEST_F(ViewsCli, DroppingTheLastLiveVersionIsAUsageError) {
   ASSERT_EQ(tidemark({"views", "drop", "account_balance", "--version", "1"}).exit_code, 0);
 
   const auto refused = tidemark({"views", "drop", "account_balance", "--version", "2"});
-  EXPECT_EQ(refused.exit_code, 2) << both(refused);
-  EXPECT_THAT(both(refused), HasSubstr("account_balance_v2 is the only live version of account_balance"));
+  EXPECT_EQ(refused.exit_code, 2) << refused.both();
+  EXPECT_THAT(refused.both(), HasSubstr("account_balance_v2 is the only live version of account_balance"));
   EXPECT_EQ(db_.scalar("SELECT status FROM views WHERE name = 'account_balance' AND version = 2"), "live");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM account_balance_v2"), "3");
 }
@@ -177,11 +175,11 @@ TEST_F(ViewsCli, VersionNumbersAreNeverReused) {
   ASSERT_EQ(tidemark({"views", "drop", "account_balance", "--version", "1"}).exit_code, 0);
 
   const auto again = tidemark({"views", "rebuild", "account_balance", "--version", "2"});
-  EXPECT_EQ(again.exit_code, 2) << both(again);
-  EXPECT_THAT(both(again), HasSubstr("never reused"));
+  EXPECT_EQ(again.exit_code, 2) << again.both();
+  EXPECT_THAT(again.both(), HasSubstr("never reused"));
   const auto retired = tidemark({"views", "rebuild", "account_balance", "--version", "1"});
-  EXPECT_EQ(retired.exit_code, 2) << both(retired);
-  EXPECT_THAT(both(retired), HasSubstr("never reused"));
+  EXPECT_EQ(retired.exit_code, 2) << retired.both();
+  EXPECT_THAT(retired.both(), HasSubstr("never reused"));
 }
 
 TEST_F(ViewsCli, CleanupRefusesARetentionWithinTheRedeliveryHorizonAndKeepsRecentInboxRows) {
@@ -190,12 +188,12 @@ TEST_F(ViewsCli, CleanupRefusesARetentionWithinTheRedeliveryHorizonAndKeepsRecen
   ASSERT_NE(inbox_rows, "0") << "daily_totals records its events in the inbox";
 
   const auto refused = tidemark({"views", "cleanup", "--retention", "1m"});
-  EXPECT_EQ(refused.exit_code, 2) << both(refused);
-  EXPECT_THAT(both(refused), HasSubstr("redelivery window"));
-  EXPECT_THAT(both(refused), HasSubstr("inbox retention 1m is not longer")) << "written as the config writes it";
+  EXPECT_EQ(refused.exit_code, 2) << refused.both();
+  EXPECT_THAT(refused.both(), HasSubstr("redelivery window"));
+  EXPECT_THAT(refused.both(), HasSubstr("inbox retention 1m is not longer")) << "written as the config writes it";
 
   const auto cleaned = tidemark({"views", "cleanup", "--retention", "168h"});
-  EXPECT_EQ(cleaned.exit_code, 0) << both(cleaned);
+  EXPECT_EQ(cleaned.exit_code, 0) << cleaned.both();
   EXPECT_THAT(cleaned.out, HasSubstr("0 inbox record(s) older than 168h deleted"));
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM inbox"), inbox_rows);
 
@@ -203,7 +201,7 @@ TEST_F(ViewsCli, CleanupRefusesARetentionWithinTheRedeliveryHorizonAndKeepsRecen
   db_.scalar("WITH aged AS (UPDATE inbox SET processed_at = now() - interval '200 hours' "
              "WHERE event_id = (SELECT min(event_id) FROM inbox) RETURNING 1) SELECT count(*) FROM aged");
   const auto aged = tidemark({"views", "cleanup", "--retention", "168h"});
-  EXPECT_EQ(aged.exit_code, 0) << both(aged);
+  EXPECT_EQ(aged.exit_code, 0) << aged.both();
   EXPECT_THAT(aged.out, HasSubstr("1 inbox record(s) older than 168h deleted"));
   EXPECT_EQ(std::stoi(db_.scalar("SELECT count(*) FROM inbox")), std::stoi(inbox_rows) - 1);
 }

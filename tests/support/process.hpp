@@ -22,6 +22,9 @@ struct ProcessResult {
   std::string out;
   std::string err;
   bool timed_out = false;  // killed by the harness after the timeout
+
+  // Standard output then standard error: where a message is looked for when either may hold it.
+  std::string both() const { return out + err; }
 };
 
 // Changes to the inherited environment: a value sets the variable, nullopt removes it.
