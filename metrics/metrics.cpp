@@ -53,7 +53,11 @@ Metrics::Metrics()
       component_restarts_total(prometheus::BuildCounter()
                                    .Name("tidemark_component_restarts_total")
                                    .Help("Restarts of a supervised component (relay) after an unexpected error")
-                                   .Register(*registry)) {}
+                                   .Register(*registry)),
+      retention_deleted_total(prometheus::BuildCounter()
+                                  .Name("tidemark_retention_deleted_total")
+                                  .Help("Rows deleted by retention, by kind (docs/retention.md)")
+                                  .Register(*registry)) {}
 
 std::string Metrics::serialize() const { return prometheus::TextSerializer().Serialize(registry->Collect()); }
 

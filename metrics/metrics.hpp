@@ -35,6 +35,8 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& view_dead_events;                // {view}
   // Supervision.
   prometheus::Family<prometheus::Counter>& component_restarts_total;      // {component}
+  // Retention (docs/retention.md).
+  prometheus::Family<prometheus::Counter>& retention_deleted_total;       // {kind}
 
   // The Prometheus text exposition format of everything registered.
   std::string serialize() const;

@@ -17,7 +17,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/system_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <prometheus/counter.h>
 #include <spdlog/spdlog.h>
 
 #include "pipeline/store/pg/connection_pool.hpp"
@@ -178,6 +177,8 @@ struct Service::Impl {
   // deleted past its window in bounded chunks, each chunk counted in
   // tidemark_retention_deleted_total{kind}; whatever was kept past its window, and why, is logged.
   void start_housekeeping() {
+    // Every kind's series from start-up, at 0: increase() sees the first deletion as a change.
+    for (const auto kind : retention::kKinds) metrics.retention_deleted_total.Add({{"kind", std::string(kind)}});
     timers.emplace_back(io);
     asio::co_spawn(io, periodic(std::chrono::seconds(0), std::chrono::hours(1), timers.back(), [this] {
       run_retention_job();
@@ -194,7 +195,7 @@ struct Service::Impl {
     retention_options.windows = options.config.retention;
     retention_options.redelivery = redelivery(options.config.relay);
     retention_options.on_chunk = [this](std::string_view kind, std::int64_t deleted) {
-      retention_deleted.Add({{"kind", std::string(kind)}}).Increment(static_cast<double>(deleted));
+      metrics.retention_deleted_total.Add({{"kind", std::string(kind)}}).Increment(static_cast<double>(deleted));
     };
     try {
       pool.with_connection("applying retention", [&](pqxx::connection& connection) {
@@ -207,17 +208,6 @@ struct Service::Impl {
       spdlog::error("retention: {}", failure.what());
     }
     retention_running = false;
-  }
-
-  // tidemark_retention_deleted_total{kind}: rows deleted by the retention job, each kind
-  // present from start-up (at 0).
-  prometheus::Family<prometheus::Counter>& retention_counter() {
-    auto& family = prometheus::BuildCounter()
-                       .Name("tidemark_retention_deleted_total")
-                       .Help("Rows deleted by retention, by kind (docs/retention.md)")
-                       .Register(*metrics.registry);
-    for (const auto kind : retention::kKinds) family.Add({{"kind", std::string(kind)}});
-    return family;
   }
 
   // The one way serve stops: everything that waits on the io_context is cancelled (the
@@ -256,7 +246,6 @@ struct Service::Impl {
   asio::io_context io{1};
   pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;
-  prometheus::Family<prometheus::Counter>& retention_deleted = retention_counter();
   std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;
   Api api;
