@@ -7,7 +7,6 @@
 
 #include "app/serve/handlers.hpp"
 #include "pipeline/store/outbox.hpp"
-#include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
 
@@ -101,15 +100,8 @@ HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest&, const R
   context.pool.with_connection("re-driving an outbox event", [&](pqxx::connection& connection) {
     // Once committed, the revival stands: should the read below fail and the pool run this
     // again, the event is pending by then, and the answer is still this revival's 200.
-    if (!revived) {
-      pqxx::work txn(connection);
-      const bool now = !txn.exec_params(std::string(sql::kServeOutboxRetry), *event_id).empty();
-      // Wakes serve's relay as a commit that writes outbox rows does: it delivers the event
-      // at once rather than at its next poll.
-      if (now) txn.exec(std::string("NOTIFY ") + pipeline::relay::kOutboxChannel);
-      txn.commit();
-      revived = now;
-    }
+    // The retry wakes serve's relay: it delivers the event at once, not at its next poll.
+    if (!revived) revived = pipeline::relay::retry_outbox_event(connection, *event_id, pipeline::relay::RetryScope::kDeadOnly);
     event = pipeline::relay::find_outbox_event(connection, *event_id);
   });
   if (!event) return error_response(404, "no outbox event " + id);

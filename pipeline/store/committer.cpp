@@ -308,7 +308,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     }
   }
   // Wakes the relays that LISTEN (pipeline/relay): PostgreSQL delivers it at the commit.
-  if (result.outbox_rows > 0) txn.exec(std::string("NOTIFY ") + relay::kOutboxChannel);
+  if (result.outbox_rows > 0) relay::notify_relays(txn);
   failpoint("before_commit");
   txn.commit();
   return result;

@@ -41,9 +41,13 @@ std::optional<OutboxEntry> find_outbox_event(pqxx::connection& connection, std::
   return std::move(entries.front());
 }
 
-bool retry_outbox_event(pqxx::connection& connection, std::int64_t id) {
+void notify_relays(pqxx::transaction_base& txn) { txn.exec(std::string("NOTIFY ") + kOutboxChannel); }
+
+bool retry_outbox_event(pqxx::connection& connection, std::int64_t id, RetryScope scope) {
   pqxx::work txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kRelayRetryOne), id);
+  const auto rows = txn.exec_params(std::string(sql::kRelayRetryOne), id,
+                                    scope == RetryScope::kDeadOnly ? "{dead}" : "{pending,dead}");
+  if (!rows.empty()) notify_relays(txn);
   txn.commit();
   return !rows.empty();
 }
@@ -51,6 +55,7 @@ bool retry_outbox_event(pqxx::connection& connection, std::int64_t id) {
 std::size_t retry_dead_outbox_events(pqxx::connection& connection) {
   pqxx::work txn(connection);
   const auto rows = txn.exec(std::string(sql::kRelayRetryAllDead));
+  if (!rows.empty()) notify_relays(txn);
   txn.commit();
   return static_cast<std::size_t>(rows.affected_rows());
 }

@@ -40,11 +40,19 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
 // Event `id`, or nullopt when there is none.
 std::optional<OutboxEntry> find_outbox_event(pqxx::connection& connection, std::int64_t id);
 
-// Makes event `id` due now with a fresh attempt budget. False when there is no such event
-// or it was already delivered.
-bool retry_outbox_event(pqxx::connection& connection, std::int64_t id);
+// Wakes the relays that LISTEN on kOutboxChannel when `txn` commits (PostgreSQL delivers a
+// NOTIFY at the commit, and not at all on a rollback).
+void notify_relays(pqxx::transaction_base& txn);
 
-// Re-drives every dead event; returns how many.
+// Which events a retry revives: `outbox retry` also re-drives a waiting one, the console only
+// a dead letter (a waiting event is the relay's to schedule).
+enum class RetryScope { kDeadOrPending, kDeadOnly };
+
+// Makes event `id` due now with a fresh attempt budget and wakes the relays. False when there
+// is no such event or it is not in `scope` (a delivered event never is).
+bool retry_outbox_event(pqxx::connection& connection, std::int64_t id, RetryScope scope = RetryScope::kDeadOrPending);
+
+// Re-drives every dead event and wakes the relays; returns how many.
 std::size_t retry_dead_outbox_events(pqxx::connection& connection);
 
 }  // namespace tidemark::pipeline::relay
