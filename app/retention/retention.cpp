@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/duration.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::retention {
@@ -72,10 +73,12 @@ std::vector<KindResult> dry_run(pqxx::connection& connection, const Options& opt
   for (std::size_t i = 0; i < std::size(kKinds); ++i) {
     results.push_back(KindResult{std::string(kKinds[i]), row[static_cast<int>(i)].as<std::int64_t>(), {}});
   }
-  results[0].kept = kept;
-  if (!refusal.empty()) {
-    results[5].deleted = 0;
-    results[5].kept.push_back(refusal);
+  for (auto& result : results) {
+    if (result.kind == "outbox") result.kept = kept;
+    if (result.kind == "inbox" && !refusal.empty()) {
+      result.deleted = 0;
+      result.kept.push_back(refusal);
+    }
   }
   return results;
 }
@@ -86,6 +89,11 @@ std::vector<KindResult> run_retention(pqxx::connection& connection, const Option
   if (options.dry_run) return dry_run(connection, options);
   const auto& windows = options.windows;
   std::vector<KindResult> results;
+  // Each committed chunk of `kind`, to options.on_chunk.
+  const auto counted = [&](std::string_view kind) -> std::function<void(std::int64_t)> {
+    if (!options.on_chunk) return {};
+    return [&options, kind](std::int64_t rows) { options.on_chunk(kind, rows); };
+  };
 
   KindResult outbox{"outbox", 0, outbox_kept(connection)};
   // The lock that `views rebuild` registers a version under: no rebuild begins between the
@@ -102,30 +110,17 @@ std::vector<KindResult> run_retention(pqxx::connection& connection, const Option
       "quarantine", by_primary_key(connection, "quarantine", sql::kRetentionQuarantineChunk, windows.quarantine, options),
       {}});
 
-  KindResult requests{"requests", 0, {}};
-  while (true) {
-    pqxx::work txn(connection);
-    const auto rows = static_cast<std::int64_t>(
-        txn.exec_params(std::string(sql::kRetentionRequestsChunk), static_cast<long long>(windows.requests.count()),
-                        static_cast<long long>(options.chunk))
-            .affected_rows());
-    txn.commit();
-    requests.deleted += rows;
-    if (rows > 0 && options.on_chunk) options.on_chunk("requests", rows);
-    if (rows < options.chunk) break;
-  }
-  results.push_back(std::move(requests));
+  results.push_back(KindResult{
+      "requests", pipeline::db::delete_in_chunks(connection, sql::kRetentionRequestsChunk, windows.requests,
+                                                 options.chunk, counted("requests")),
+      {}});
 
   KindResult inbox{"inbox", 0, {}};
   if (const auto refusal = inbox_refusal(options); !refusal.empty()) {
     inbox.kept.push_back(refusal);
   } else {
-    inbox.deleted = pipeline::views::cleanup_inbox(
-        connection, windows.inbox, options.redelivery,
-        [&](std::int64_t rows) {
-          if (options.on_chunk) options.on_chunk("inbox", rows);
-        },
-        options.chunk);
+    inbox.deleted =
+        pipeline::views::cleanup_inbox(connection, windows.inbox, options.redelivery, counted("inbox"), options.chunk);
   }
   results.push_back(std::move(inbox));
   return results;

@@ -247,17 +247,7 @@ std::int64_t cleanup_inbox(pqxx::connection& connection, Duration retention, con
                     ": every retry delay at relay.max_delay plus one lease per attempt, over relay.max_attempts); "
                     "a redelivered event would be applied twice. Use a longer --retention");
   }
-  std::int64_t deleted = 0;
-  while (true) {
-    pqxx::work txn(connection);
-    const auto rows = static_cast<std::int64_t>(
-        txn.exec_params(std::string(sql::kRetentionInboxChunk), static_cast<long long>(retention.count()), chunk)
-            .affected_rows());
-    txn.commit();
-    deleted += rows;
-    if (rows > 0 && on_chunk) on_chunk(rows);
-    if (rows < chunk) return deleted;
-  }
+  return db::delete_in_chunks(connection, sql::kRetentionInboxChunk, retention, chunk, on_chunk);
 }
 
 std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, const std::vector<std::string>& names) {

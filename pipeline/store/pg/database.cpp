@@ -115,4 +115,20 @@ bool is_unique_violation(const std::exception& error) {
   return dynamic_cast<const pqxx::unique_violation*>(&error) != nullptr;
 }
 
+std::int64_t delete_in_chunks(pqxx::connection& connection, std::string_view statement,
+                              std::chrono::milliseconds window, std::int64_t chunk,
+                              const std::function<void(std::int64_t)>& on_chunk) {
+  std::int64_t deleted = 0;
+  while (true) {
+    pqxx::work txn(connection);
+    const auto rows = static_cast<std::int64_t>(
+        txn.exec_params(std::string(statement), static_cast<long long>(window.count()), static_cast<long long>(chunk))
+            .affected_rows());
+    txn.commit();
+    deleted += rows;
+    if (rows > 0 && on_chunk) on_chunk(rows);
+    if (rows < chunk) return deleted;
+  }
+}
+
 }  // namespace tidemark::pipeline::db

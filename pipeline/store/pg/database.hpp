@@ -2,6 +2,7 @@
 // The edge between Tidemark and libpqxx: connecting, classifying failures into "the world
 // failed, retry" and "fix the code or the data", and bounded retries.
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <stdexcept>
@@ -54,5 +55,13 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url);
 // A unique constraint refused a row (SQLSTATE 23505): callers above the store ask this
 // rather than catch pqxx's exception class.
 bool is_unique_violation(const std::exception& error);
+
+// Retention's delete by a time index: runs `statement` (it deletes at most $2 rows older than
+// $1 milliseconds) one transaction at a time, so that no lock is held for long, until a chunk
+// deletes fewer than `chunk` rows; `on_chunk` (may be empty) gets each committed chunk's count.
+// Returns how many rows were deleted.
+std::int64_t delete_in_chunks(pqxx::connection& connection, std::string_view statement,
+                              std::chrono::milliseconds window, std::int64_t chunk,
+                              const std::function<void(std::int64_t)>& on_chunk);
 
 }  // namespace tidemark::pipeline::db
