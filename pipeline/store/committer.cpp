@@ -45,11 +45,21 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
   apply_batch_ = std::move(generated.apply_batch);
 }
 
+void Committer::own_partition(const PartitionLeases& leases, PartitionLease lease) {
+  if (connection_) throw std::logic_error("Committer::own_partition: after connection()");
+  leases_ = &leases;
+  lease_ = lease;
+}
+
 pqxx::connection& Committer::connection() {
   if (!connection_ || !connection_->is_open()) {
     connection_ = db::connect(url_);
     try {
-      take_pipeline_lock(*connection_, pipeline_);
+      if (leases_) {
+        leases_->register_session(*connection_);
+      } else {
+        take_pipeline_lock(*connection_, pipeline_);
+      }
     } catch (...) {
       connection_.reset();
       throw;
@@ -67,7 +77,7 @@ pqxx::connection* Committer::open_connection() const {
 
 Committer::~Committer() {
   dry_run_.reset();  // rolls the dry run back; the lock is released after, on the idle connection
-  if (connection_) release_pipeline_lock(*connection_, pipeline_);
+  if (connection_ && !leases_) release_pipeline_lock(*connection_, pipeline_);
 }
 
 void Committer::begin_dry_run() {
@@ -154,6 +164,9 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   const BatchPlan& plan = batch.plan;
   std::optional<pqxx::work> own;
   pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : own.emplace(connection());
+  // A partition's batch commits only while its worker owns the partition; the fence's row lock
+  // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql).
+  if (leases_) leases_->fence(txn, lease_);
 
   // 1. Stage every version (not only candidates: a stored conflict is found for each), each
   // value in its canonical form, which is also its column type's text form.

@@ -16,6 +16,7 @@
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/source.hpp"
+#include "pipeline/store/partition_lease.hpp"
 #include "pipeline/store/pipeline_lock.hpp"
 
 namespace tidemark::pipeline {
@@ -79,7 +80,15 @@ class Committer {
   // back the ledger first, so a batch whose COMMIT was lost in transit is not redone.
   BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
 
-  // (Re)connects when needed, taking the pipeline's lock (PipelineBusy when held).
+  // For one partition of a partitioned source (docs/scale-out.md "Workers"): ownership of the
+  // partition replaces the pipeline's lock. Each (re)connect records its session as the
+  // worker's, and every batch's transaction first checks that the worker still owns `lease`
+  // (LeaseLost, never retried, when another worker took it). Call before connection();
+  // `leases` must outlive the committer.
+  void own_partition(const PartitionLeases& leases, PartitionLease lease);
+
+  // (Re)connects when needed, taking the pipeline's lock (PipelineBusy when held) or, for a
+  // partition, recording the session as its worker's.
   pqxx::connection& connection();
   // The connection as it is, without reconnecting: null when there is none or it is closed
   // (lost, or dropped after a failed attempt).
@@ -118,6 +127,8 @@ class Committer {
   std::vector<std::string> stage_columns_;
   std::string create_stage_;
   std::string apply_batch_;
+  const PartitionLeases* leases_ = nullptr;  // set by own_partition
+  PartitionLease lease_;
   std::unique_ptr<pqxx::connection> connection_;
   std::unique_ptr<pqxx::work> dry_run_;  // on connection_; rolled back, never committed
 };

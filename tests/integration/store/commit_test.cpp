@@ -367,6 +367,50 @@ TEST_F(CommitTest, BackendTerminatedBetweenBatchesIsRetriedOnANewConnectionAndTh
   EXPECT_EQ(db_.scalar("SELECT status FROM runs"), "succeeded");
 }
 
+// A partition's committer (docs/scale-out.md "Workers"): it commits while its worker owns the
+// partition at its epoch, without the pipeline's lock (a second partition of the same pipeline
+// commits beside it); once another worker has taken the partition its batch is refused whole
+// (LeaseLost, not retried) and nothing of it is written, checkpoint included.
+TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
+  const std::string text = std::string(kHeader) + "tx-1,1,1.00,acct-1,\n";
+  const auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "p0.csv");
+  const RecordChecker checker(built_in_transaction_entity());
+  std::vector<Checked> validated;
+  for (const auto& record : decoded) validated.push_back(checker.check(record));
+  const BatchPlan plan = plan_batch(validated);
+  const auto order = [](const Position& earlier, const Position& later) {
+    return connectors::file::FilePosition::parse(earlier) < connectors::file::FilePosition::parse(later);
+  };
+  const auto batch_at = [&](int batch_no) {
+    return BatchInput{decoded, validated, plan, batch_no, "p0.csv:0",
+                      connectors::file::FilePosition{"p0.csv", text.size()}.to_position()};
+  };
+
+  const PartitionLeases worker("a", "p", 2);
+  auto control = db_.connect();
+  const auto leases = worker.balance(*control);
+  ASSERT_EQ(leases.size(), 2u);
+  Committer first(db_.url(), "p", "ORDERS_0", {"ledger"}, testing::fast_retries(), order);
+  Committer second(db_.url(), "p", "ORDERS_1", {"ledger"}, testing::fast_retries(), order);
+  first.own_partition(worker, leases[0]);
+  second.own_partition(worker, leases[1]);
+  RunRequest run;
+  run.pipeline = "p";
+  const std::int64_t run_id = start_run(first.connection(), run);
+  EXPECT_EQ(counts_text(first.commit(batch_at(1), QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
+  EXPECT_NO_THROW(second.connection()) << "no pipeline lock between the partitions of one worker";
+
+  // Another worker takes partition 0 from a silent owner.
+  db_.scalar("UPDATE tidemark_workers SET seen_at = now() - interval '1 hour' WHERE id = 'a'");
+  const PartitionLeases taker("b", "p", 2);
+  ASSERT_EQ(taker.balance(*control).size(), 2u);
+  const auto checkpoint = count("checkpoint");
+  const auto ledger = count("batch_ledger");
+  EXPECT_THROW(first.commit(batch_at(2), QuarantineOrigin{"csv"}, run_id), LeaseLost);
+  EXPECT_EQ(count("checkpoint"), checkpoint);
+  EXPECT_EQ(count("batch_ledger"), ledger);
+}
+
 TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   // When a COMMIT's acknowledgement is lost, the committer cannot know whether the batch
   // is in. Killing the backend inside COMMIT is not reproducible from a test, so this
