@@ -35,7 +35,7 @@ struct PreparedBatch {
 
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) {
   pqxx::work txn(connection);
-  txn.exec_params(std::string(sql::kRunFailAbandonedRuns), request.pipeline, request.run_id);
+  if (!request.partition) txn.exec_params(std::string(sql::kRunFailAbandonedRuns), request.pipeline, request.run_id);
   std::int64_t run_id = 0;
   if (request.run_id) {
     txn.exec_params(std::string(sql::kRunResumeQueuedRun), *request.run_id);
@@ -46,6 +46,11 @@ std::int64_t start_run(pqxx::connection& connection, const RunRequest& request) 
                     request.pipeline, request.trigger, request.replay ? "replay" : "resume", request.request_id,
                     request.reason)[0]
                  .as<std::int64_t>();
+  }
+  if (request.partition) {
+    const PartitionLeases& leases = *request.partition->leases;
+    txn.exec_params(std::string(sql::kLeaseFailAbandonedRuns), request.pipeline,
+                    leases.settings().owner_timeout.count(), run_id, leases.worker_id());
   }
   txn.commit();
   return run_id;
@@ -151,6 +156,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         request.database_url, request.pipeline, source->identity(), request.destinations, request.retry,
         [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); },
         request.entity);
+    if (request.partition) committer->own_partition(*request.partition->leases, request.partition->lease);
     pqxx::connection& connection = committer->connection();
     const std::string& source_name = source->identity();
     std::optional<Position> resume;

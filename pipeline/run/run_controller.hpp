@@ -1,5 +1,6 @@
 #pragma once
-// The run controller: one active run per pipeline (a PostgreSQL advisory lock), reading the
+// The run controller: one active run per pipeline (a PostgreSQL advisory lock; per partition,
+// by its worker's lease, for a partitioned source), reading the
 // source from its checkpoint to the end, batch by batch: decode -> validate -> plan -> commit.
 #include <atomic>
 #include <cstdint>
@@ -25,6 +26,13 @@ struct BatchReport {
   OutcomeCounts counts;
   double seconds = 0;      // read + validate + plan + commit of this batch
   std::string checkpoint;  // the position committed with it
+};
+
+// A run of one partition of a partitioned source, by the worker that owns it: the lease
+// replaces the pipeline's lock (docs/scale-out.md "Workers", Committer::own_partition).
+struct PartitionOwnership {
+  const PartitionLeases* leases = nullptr;  // the worker's; outlives the run
+  PartitionLease lease;
 };
 
 struct RunRequest {
@@ -56,6 +64,7 @@ struct RunRequest {
   const std::atomic<bool>* stop_requested = nullptr;
   // Called after each committed batch, on the run's thread.
   std::function<void(const BatchReport&)> on_batch;
+  std::optional<PartitionOwnership> partition;  // a worker's run of a partition it owns
 };
 
 struct RunSummary {
@@ -84,7 +93,8 @@ void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity)
 
 // Records a run as running (inserting it, or updating request.run_id) and returns its id.
 // Called with the pipeline's lock held, it first marks runs left 'running' by a dead
-// process as failed.
+// process as failed; for a partition, with the partition's lease held, the runs of the
+// pipeline's dead workers, and records the run as its worker's.
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
 // Records the end of a run ("succeeded", "stopped" or "failed"), on a connection of its own.
 void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);

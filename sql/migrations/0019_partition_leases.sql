@@ -21,6 +21,10 @@ CREATE TABLE tidemark_worker_backends (
   PRIMARY KEY (worker, backend_pid, backend_start)
 );
 
+-- A partition's run names its worker: without the pipeline's lock, a run left 'running' is
+-- known to be abandoned only when its worker is dead (lease/fail_abandoned_runs.sql).
+ALTER TABLE runs ADD COLUMN worker text;
+
 CREATE TABLE tidemark_partitions (
   pipeline    text NOT NULL,
   partition   integer NOT NULL CHECK (partition >= 0),

@@ -2,6 +2,7 @@
 // pipeline's partitions through PostgreSQL alone. A worker's death is its heartbeat's age, so
 // the tests age a heartbeat by writing seen_at rather than by waiting out a timeout.
 #include "pipeline/store/partition_lease.hpp"
+#include "pipeline/run/run_controller.hpp"
 
 #include <gtest/gtest.h>
 
@@ -160,6 +161,35 @@ TEST(PartitionLeases, PipelinesAreIndependent) {
   auto connection = db.connect();
   EXPECT_EQ(PartitionLeases("a", "orders", 2).balance(*connection).size(), 2u);
   EXPECT_EQ(PartitionLeases("b", "refunds", 2).balance(*connection).size(), 2u);
+}
+
+// Partition runs start without the pipeline's lock: a run left 'running' is abandoned only
+// when its worker is dead, and the locked sweep of an unpartitioned run leaves workers' runs alone.
+TEST(PartitionLeases, APartitionsRunLeftRunningFailsOnlyOnceItsWorkerIsDead) {
+  TestDatabase db;
+  auto connection = db.connect();
+  const PartitionLeases a("a", "orders", 2);
+  const PartitionLeases b("b", "orders", 2);
+  const auto a_leases = a.balance(*connection);
+  ASSERT_EQ(a_leases.size(), 2u);
+  RunRequest request;
+  request.pipeline = "orders";
+  request.partition = PartitionOwnership{&a, a_leases[0]};
+  const auto a_run = std::to_string(start_run(*connection, request));
+  const auto status = [&] { return db.scalar("SELECT status || ' ' || worker FROM runs WHERE id = " + a_run); };
+  EXPECT_EQ(status(), "running a");
+
+  RunRequest locked;  // as `quarantine release` or an unpartitioned run would
+  locked.pipeline = "orders";
+  start_run(*connection, locked);
+  EXPECT_EQ(status(), "running a") << "the locked sweep never fails a worker's run";
+
+  request.partition = PartitionOwnership{&b, {1, 2}};
+  start_run(*connection, request);
+  EXPECT_EQ(status(), "running a") << "a is alive";
+  silence(db, a);
+  start_run(*connection, request);
+  EXPECT_EQ(status(), "failed a");
 }
 
 TEST(PartitionLeases, WorkerIdsNameTheHostAndProcessAndDifferEachTime) {
