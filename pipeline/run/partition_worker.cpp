@@ -1,0 +1,55 @@
+#include "pipeline/run/partition_worker.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <memory>
+#include <utility>
+
+#include "pipeline/store/pg/database.hpp"
+
+namespace tidemark::pipeline {
+
+PartitionWorker::PartitionWorker(std::string database_url, std::string pipeline, int partitions,
+                                 LeaseSettings settings)
+    : database_url_(std::move(database_url)),
+      leases_(new_worker_id(), std::move(pipeline), partitions, settings) {
+  leases_.heartbeat(*db::connect(database_url_));
+  heartbeat_ = std::thread([this] { beat(); });
+}
+
+PartitionWorker::~PartitionWorker() {
+  {
+    const std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  heartbeat_.join();
+  try {
+    leases_.release_all(*db::connect(database_url_));
+  } catch (const std::exception& error) {
+    spdlog::warn("worker {}: could not free its partitions ({}); the others take them after the owner timeout",
+                 leases_.worker_id(), error.what());
+  }
+}
+
+std::vector<PartitionLease> PartitionWorker::balance() { return leases_.balance(*db::connect(database_url_)); }
+
+void PartitionWorker::beat() {
+  std::unique_ptr<pqxx::connection> connection;
+  std::unique_lock lock(mutex_);
+  while (!wake_.wait_for(lock, leases_.settings().rebalance_interval, [this] { return stopping_; })) {
+    lock.unlock();
+    try {
+      if (!connection || !connection->is_open()) connection = db::connect(database_url_);
+      leases_.heartbeat(*connection);
+    } catch (const std::exception& error) {
+      // The next beat tries again on a new connection; a worker silent for the owner timeout
+      // loses its partitions, and its batches then fail their fence: never a wrong commit.
+      spdlog::warn("worker {}: heartbeat failed: {}", leases_.worker_id(), error.what());
+      connection.reset();
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace tidemark::pipeline
