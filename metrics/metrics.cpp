@@ -38,6 +38,10 @@ Metrics::Metrics()
                                            .Name("tidemark_outbox_delivery_duration_seconds")
                                            .Help("Time from sending an outbox event to the destination's answer")
                                            .Register(*registry)),
+      nats_duplicates_total(prometheus::BuildCounter()
+                                .Name("tidemark_nats_duplicates_total")
+                                .Help("Publishes to a NATS destination that its stream deduplicated by Nats-Msg-Id")
+                                .Register(*registry)),
       webhook_requests_total(prometheus::BuildCounter()
                                  .Name("tidemark_webhook_requests_total")
                                  .Help("Incoming run-trigger webhook requests by result")

@@ -29,6 +29,8 @@ struct Metrics {
   prometheus::Family<prometheus::Gauge>& outbox_pending;                  // {destination}
   prometheus::Family<prometheus::Counter>& outbox_deliveries_total;       // {destination, result}
   prometheus::Family<prometheus::Histogram>& outbox_delivery_duration_seconds;  // {destination}
+  // PubAcks of a NATS destination's stream saying it already held the message (delivered once).
+  prometheus::Family<prometheus::Counter>& nats_duplicates_total;         // {destination}
   // Serve API and views.
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}

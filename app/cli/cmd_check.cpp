@@ -48,6 +48,12 @@ void check_destinations(const pipeline::Config& config, const std::string& file,
       } catch (const pipeline::ConfigError& error) {
         findings.errors.push_back(at_line(file, destination) + error.what());
       }
+    } else if (destination.kind == pipeline::DestinationKind::kNats) {
+      try {
+        nats_options(destination, config.relay);
+      } catch (const pipeline::ConfigError& error) {
+        findings.errors.push_back(at_line(file, destination) + error.what());
+      }
     } else if (pipeline::views::find_view(name) == nullptr) {
       findings.errors.push_back(at_line(file, destination) + "destination '" + name +
                                 "' is of kind view, but tidemark has no such view (" +

@@ -42,8 +42,9 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
 
   auto* relay = root.add_subcommand(
       "relay",
-      "Deliver outbox events to the config's HTTP destinations: at least once, with the same idempotency\n"
-      "key every time, in per-account order, retried with backoff until relay.max_attempts (then dead).\n"
+      "Deliver outbox events to the config's destinations (HTTP webhooks, NATS JetStream streams, views):\n"
+      "at least once, with the same idempotency key every time, in per-account order, retried with\n"
+      "backoff until relay.max_attempts (then dead).\n"
       "Several relays may run at once. See docs/delivery.md.");
   options->database.add_to(*relay);
   relay->add_flag("--once", options->once, "Deliver what is due now, wait for the answers, and exit (for cron and tests)");
@@ -55,7 +56,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     if (!options->once) block_stop_signals();
     auto sinks = make_sinks(*config, url);
     if (sinks.empty()) {
-      spdlog::warn("the config has no http or view destinations; nothing to deliver");
+      spdlog::warn("the config has no destinations; nothing to deliver");
       exit_code = kExitOk;
       return;
     }

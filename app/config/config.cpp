@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "app/config/cron.hpp"
+#include "connectors/nats_sink/subject.hpp"
 
 namespace tidemark::pipeline {
 
@@ -43,8 +44,8 @@ bool is_env_var_name(std::string_view text) {
 constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile},
                                                                    {"postgres", SourceKind::kPostgres},
                                                                    {"http", SourceKind::kHttp}};
-constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {{"http", DestinationKind::kHttp},
-                                                                             {"view", DestinationKind::kView}};
+constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {
+    {"http", DestinationKind::kHttp}, {"view", DestinationKind::kView}, {"nats", DestinationKind::kNats}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
     {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook}};
 
@@ -869,7 +870,8 @@ class Parser {
 
   DestinationConfig parse_destination(const Entry& map, std::string_view entity) {
     DestinationConfig destination;
-    const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file"},
+    const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file", "servers", "subject", "stream",
+                                   "creds_env"},
                              "; secrets are never in the file: use secret_env to name the environment variable "
                              "that holds it");
     const auto& name = require(keys, map, "name");
@@ -877,7 +879,7 @@ class Parser {
     if (!is_valid_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
     destination.line = mark_of(name).line + 1;
     const auto& kind = require(keys, map, "kind");
-    destination.kind = enum_value(kind, kDestinationKinds, "http or view");
+    destination.kind = enum_value(kind, kDestinationKinds, "http, view or nats");
     // The views (account_balance, daily_totals) fold transaction amounts by account; another
     // entity's events have neither.
     if (destination.kind == DestinationKind::kView && entity != kBuiltInEntityName) {
@@ -894,7 +896,22 @@ class Parser {
                         " (destination names must be unique across the file; only a view destination may be "
                         "listed by several pipelines)");
     }
-    if (destination.kind == DestinationKind::kHttp) {
+    // Each kind takes only its own keys.
+    static constexpr std::pair<DestinationKind, std::string_view> kKeysOfKind[] = {
+        {DestinationKind::kHttp, "url"},         {DestinationKind::kHttp, "secret_env"},
+        {DestinationKind::kHttp, "ca_file"},     {DestinationKind::kNats, "servers"},
+        {DestinationKind::kNats, "subject"},     {DestinationKind::kNats, "stream"},
+        {DestinationKind::kNats, "creds_env"}};
+    for (const auto& [owner, key] : kKeysOfKind) {
+      if (const auto* extra = find(keys, key); extra != nullptr && owner != destination.kind) {
+        fail_at(*extra, destination.kind == DestinationKind::kView
+                            ? std::string("a view destination takes only name and kind")
+                            : "applies to " + std::string(name_of(owner, kDestinationKinds)) + " destinations only");
+      }
+    }
+    if (destination.kind == DestinationKind::kNats) {
+      parse_nats_destination(keys, map, destination);
+    } else if (destination.kind == DestinationKind::kHttp) {
       const auto& url = require(keys, map, "url");
       destination.url = string_value(url);
       if (!destination.url.starts_with("http://") && !destination.url.starts_with("https://")) {
@@ -907,12 +924,37 @@ class Parser {
         if (!destination.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
         destination.ca_file = ca_file_value(*ca_file);
       }
-    } else {
-      for (const auto key : {"url", "secret_env", "ca_file"}) {
-        if (const auto* extra = find(keys, key)) fail_at(*extra, "a view destination takes only name and kind");
-      }
     }
     return destination;
+  }
+
+  // kind: nats (connectors/nats_sink). Whether the stream exists, and its duplicate window,
+  // only the servers can tell: checked when the relay starts.
+  void parse_nats_destination(const Fields& keys, const Entry& map, DestinationConfig& destination) {
+    const auto& servers = require(keys, map, "servers");
+    if (!servers.value.IsSequence() || servers.value.size() == 0) {
+      fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
+    }
+    for (std::size_t i = 0; i < servers.value.size(); ++i) {
+      const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
+      destination.servers.push_back(string_value(server));
+      // tls:// would need a trust store the sink does not load yet (docs/delivery.md).
+      if (!destination.servers.back().starts_with("nats://")) fail_value(server, "a URL starting with nats://");
+    }
+    const auto& subject = require(keys, map, "subject");
+    destination.subject = string_value(subject);
+    if (!connectors::nats_sink::is_publish_subject(destination.subject)) {
+      fail_value(subject, "a NATS subject: dot-separated tokens without spaces or the wildcards * and >");
+    }
+    const auto& stream = require(keys, map, "stream");
+    destination.stream = string_value(stream);
+    if (!connectors::nats_sink::is_stream_name(destination.stream)) {
+      fail_value(stream, "a JetStream stream name: printable ASCII without spaces, '.', '*', '>', '/' or '\\'");
+    }
+    if (const auto* creds_env = find(keys, "creds_env")) {
+      destination.creds_env = string_value(*creds_env);
+      if (!is_env_var_name(destination.creds_env)) fail_value(*creds_env, "the name of an environment variable");
+    }
   }
 
   RelayConfig parse_relay(const Entry& map) {

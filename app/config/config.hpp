@@ -39,7 +39,7 @@ bool is_valid_name(std::string_view text);
 // The kinds the config names, parsed once from their YAML names; to_string gives that name
 // back (API and JSON output). app/wiring/registry maps each kind to its factory.
 enum class SourceKind { kFile, kPostgres, kHttp };
-enum class DestinationKind { kHttp, kView };
+enum class DestinationKind { kHttp, kView, kNats };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
 // What started a run; to_string is the name runs.trigger, JSON output and the API carry.
@@ -82,6 +82,11 @@ struct DestinationConfig {
   std::string url;         // http: where events are POSTed
   std::string secret_env;  // http: the env var holding the whsec_… signing secret
   std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
+  // nats (docs/delivery.md "NATS JetStream destinations"):
+  std::vector<std::string> servers;  // nats://host:port, tried in order
+  std::string subject;               // events go to `<subject>.<encoded partition key>`
+  std::string stream;                // the JetStream stream that must capture them
+  std::string creds_env;             // optional: the env var holding the path of a .creds file
   int line = 0;            // of its name in the config file, for messages (0: not from a file)
 };
 

@@ -56,7 +56,7 @@ struct Service::Impl {
   explicit Impl(ServeOptions serve_options)
       : options(std::move(serve_options)),
         schedules(schedules_of(options.config)),
-        sinks(options.run_relay ? make_sinks(options.config, options.database_url) : pipeline::relay::Sinks{}),
+        sinks(options.run_relay ? make_sinks(options.config, options.database_url, &metrics) : pipeline::relay::Sinks{}),
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
@@ -241,8 +241,8 @@ struct Service::Impl {
 
   ServeOptions options;
   std::vector<std::pair<std::string, Schedule>> schedules;
+  metrics::Metrics metrics;  // before the sinks, which count into it
   pipeline::relay::Sinks sinks;
-  metrics::Metrics metrics;
   asio::io_context io{1};
   pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;

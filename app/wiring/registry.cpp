@@ -42,6 +42,8 @@ const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>>& sink_facto
       {pipeline::DestinationKind::kHttp, [](const SinkContext& context) { return make_webhook_sinks(context.config); }},
       {pipeline::DestinationKind::kView,
        [](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); }},
+      {pipeline::DestinationKind::kNats,
+       [](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); }},
   };
   return factories;
 }

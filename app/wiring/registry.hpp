@@ -11,6 +11,10 @@
 #include "pipeline/core/source.hpp"
 #include "pipeline/relay/relay.hpp"
 
+namespace tidemark::metrics {
+struct Metrics;
+}  // namespace tidemark::metrics
+
 namespace tidemark::app {
 
 // Opens the source a pipeline reads (once the run holds the pipeline lock), decoding the fields
@@ -23,6 +27,7 @@ using SourceFactory = std::function<std::unique_ptr<pipeline::Source>(const pipe
 struct SinkContext {
   const pipeline::Config& config;
   const std::string& database_url;
+  metrics::Metrics* metrics = nullptr;  // where sinks count what only they see; nullptr: not exported
 };
 // Every sink of one destination kind, by destination name.
 using SinkFactory = std::function<pipeline::relay::Sinks(const SinkContext&)>;

@@ -2,17 +2,20 @@
 
 #include <cstdlib>
 
+#include "app/wiring/options.hpp"
 #include "app/wiring/registry.hpp"
 #include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
+#include "metrics/metrics.hpp"
 
 namespace tidemark::app {
 
 using pipeline::ConfigError;
 
-pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url) {
+pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
+                                  metrics::Metrics* metrics) {
   pipeline::relay::Sinks sinks;
-  for (const auto kind : sink_kinds()) sinks.merge(sink_factory(kind)(SinkContext{config, database_url}));
+  for (const auto kind : sink_kinds()) sinks.merge(sink_factory(kind)(SinkContext{config, database_url, metrics}));
   return sinks;
 }
 
@@ -49,6 +52,46 @@ pipeline::relay::Sinks make_webhook_sinks(const pipeline::Config& config) {
     } catch (const connectors::http::OptionsError& error) {
       // A destination that cannot be used is a configuration error (exit 2), in the connector's words.
       throw ConfigError(error.what());
+    }
+  }
+  return sinks;
+}
+
+connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationConfig& destination,
+                                                    const pipeline::RelayConfig& relay) {
+  connectors::nats_sink::NatsSinkOptions options;
+  options.connection.servers = destination.servers;
+  if (!destination.creds_env.empty()) {
+    const char* path = std::getenv(destination.creds_env.c_str());
+    if (path == nullptr || *path == '\0') {
+      throw ConfigError("destination '" + destination.name + "': environment variable " + destination.creds_env +
+                        " is not set; set it to the path of the NATS credentials (.creds) file");
+    }
+    options.connection.credentials_file = path;
+  }
+  options.connection.connect_timeout = relay.connect_timeout;
+  options.subject = destination.subject;
+  options.stream = destination.stream;
+  options.redelivery_horizon = pipeline::views::redelivery_horizon(redelivery(relay));
+  options.ack_timeout = relay.request_timeout;
+  options.max_in_flight = relay.max_in_flight;
+  return options;
+}
+
+pipeline::relay::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics) {
+  pipeline::relay::Sinks sinks;
+  for (const auto& [name, destination] : config.destinations()) {
+    if (destination.kind != pipeline::DestinationKind::kNats) continue;
+    auto options = nats_options(destination, config.relay);
+    if (metrics != nullptr) {
+      // Exported at 0 from start-up, so that a dashboard sees the series before the first one.
+      auto& duplicates = metrics->nats_duplicates_total.Add({{"destination", name}});
+      options.on_duplicate = [&duplicates] { duplicates.Increment(); };
+    }
+    try {
+      sinks.emplace(name, std::make_unique<connectors::nats_sink::NatsSink>(std::move(options)));
+    } catch (const connectors::nats_sink::StreamRefused& error) {
+      throw ConfigError("destination '" + name + "': " + error.what());
     }
   }
   return sinks;

@@ -5,13 +5,20 @@
 
 #include "app/config/config.hpp"
 #include "connectors/http/webhook_sink.hpp"
+#include "connectors/nats_sink/nats_sink.hpp"
 #include "pipeline/relay/relay.hpp"
+
+namespace tidemark::metrics {
+struct Metrics;
+}  // namespace tidemark::metrics
 
 namespace tidemark::app {
 
 // One sink per destination of the config, by destination name: each destination kind's
 // factory in app/wiring/registry.
-pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url);
+// `metrics`, when given, receives what the sinks count themselves (NATS duplicates).
+pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
+                                  metrics::Metrics* metrics = nullptr);
 
 // The options of an http destination; the secret comes from the variable its secret_env
 // names (read here: a connector does not read the environment). ConfigError names the
@@ -22,5 +29,18 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
 // One sink per http destination of the config, by destination name. ConfigError when a
 // destination's URL or trust store cannot be used.
 pipeline::relay::Sinks make_webhook_sinks(const pipeline::Config& config);
+
+// The options of a nats destination: its servers, subject and stream, the relay's timeouts
+// and redelivery horizon (the stream's duplicate window must exceed it), and the credentials
+// file named by the variable creds_env names (read here: a connector does not read the
+// environment). ConfigError naming the destination and the variable when it is unset.
+connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationConfig& destination,
+                                                    const pipeline::RelayConfig& relay);
+
+// One sink per nats destination of the config, by destination name; each counts its
+// duplicates in `metrics` (when given) as tidemark_nats_duplicates_total{destination}.
+// ConfigError (exit 2) when a stream is missing or its duplicate window does not exceed
+// the relay's redelivery horizon; NatsError (exit 1) when no server answers.
+pipeline::relay::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics);
 
 }  // namespace tidemark::app

@@ -103,7 +103,7 @@ TEST_F(CheckCli, EveryErrorIsReportedAtOnceWithItsLine) {
   const ProcessResult result = check_offline(config, 2);
   for (const auto& expected :
        {":4: pipelines.orders.batch_size: expected a positive integer", ":5: pipelines.orders.schedule.cron:",
-        ":7: pipelines.orders.destinations[0].kind: expected http or view", ":9: unknown key 'sorce'",
+        ":7: pipelines.orders.destinations[0].kind: expected http, view or nats", ":9: unknown key 'sorce'",
         ":10: relay.max_attempts:", ":11: retention.inbox:"}) {
     EXPECT_THAT(result.err, says("error", config, expected)) << result.err;
   }

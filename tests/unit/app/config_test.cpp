@@ -338,7 +338,7 @@ TEST(ParseConfigErrors, ViewDestinationTakesOnlyNameAndKind) {
 
 TEST(ParseConfigErrors, UnknownDestinationKind) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: [{name: d, kind: kafka}]\n"),
-            "config.yaml:4: pipelines.transactions.destinations[0].kind: expected http or view, got \"kafka\"");
+            "config.yaml:4: pipelines.transactions.destinations[0].kind: expected http, view or nats, got \"kafka\"");
 }
 
 TEST(ParseConfigErrors, DuplicateDestinationNamesAcrossPipelines) {

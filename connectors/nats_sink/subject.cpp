@@ -1,0 +1,59 @@
+#include "connectors/nats_sink/subject.hpp"
+
+#include <algorithm>
+
+namespace tidemark::connectors::nats_sink {
+
+namespace {
+
+bool is_plain_token_char(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+}
+
+}  // namespace
+
+std::string subject_token(std::string_view key) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string token;
+  token.reserve(key.size());
+  for (const char c : key) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (is_plain_token_char(byte)) {
+      token += c;
+    } else {
+      token += '%';
+      token += kHex[byte >> 4];
+      token += kHex[byte & 0x0F];
+    }
+  }
+  return token;
+}
+
+std::string subject_for(std::string_view subject, std::string_view partition_key) {
+  std::string out(subject);
+  out += '.';
+  if (partition_key.empty()) {
+    out += kNoPartitionToken;
+  } else {
+    out += subject_token(partition_key);
+  }
+  return out;
+}
+
+bool is_publish_subject(std::string_view subject) {
+  if (subject.empty() || subject.front() == '.' || subject.back() == '.') return false;
+  if (subject.find("..") != std::string_view::npos) return false;
+  return std::all_of(subject.begin(), subject.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte > 0x20 && byte != 0x7F && c != '*' && c != '>';
+  });
+}
+
+bool is_stream_name(std::string_view name) {
+  return !name.empty() && name.size() <= 255 && std::all_of(name.begin(), name.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte > 0x20 && byte < 0x7F && c != '.' && c != '*' && c != '>' && c != '/' && c != '\\';
+  });
+}
+
+}  // namespace tidemark::connectors::nats_sink
