@@ -15,6 +15,7 @@
 #include "app/cli/signals.hpp"
 #include "app/wiring/run_request.hpp"
 #include "connectors/file/format.hpp"
+#include "connectors/nats/streams.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app {
@@ -31,12 +32,14 @@ struct RunOptions {
   bool replay = false;
   bool dry_run = false;
   bool json = false;
+  bool accept_gap = false;
   std::string metrics_file;
 };
 
-// The run as this process sees it: the request and the source it reads.
+// The run as this process sees it: the requests (one per partition of a nats source, else
+// one) and the source they read.
 struct PlannedRun {
-  pipeline::RunRequest request;
+  std::vector<pipeline::RunRequest> requests;
   pipeline::SourceConfig source;
 };
 
@@ -91,14 +94,43 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
                        ": expected a count (e.g. 100) or a percentage of the run's input (e.g. 5%)");
     }
   }
-  pipeline::RunRequest request = request_from_config(
+  if (options.accept_gap) {
+    if (pipeline.source.kind != pipeline::SourceKind::kNats) {
+      throw UsageError("--accept-gap applies to nats sources only: pipeline " + options.pipeline + " reads a kind " +
+                       std::string(pipeline::to_string(pipeline.source.kind)) + " source");
+    }
+    pipeline.source.nats.accept_gap = true;
+  }
+  std::vector<pipeline::RunRequest> requests = partition_requests(
       pipeline, config ? config->entity(pipeline.entity) : pipeline::built_in_transaction_entity());
-  request.replay = options.replay;
-  request.dry_run = options.dry_run;
-  return {std::move(request), pipeline.source};
+  for (pipeline::RunRequest& request : requests) {
+    request.replay = options.replay;
+    request.dry_run = options.dry_run;
+  }
+  return {std::move(requests), pipeline.source};
 }
 
-std::string summary_json(const pipeline::RunSummary& summary) {
+// What the runs of a partitioned source's partitions add up to: one summary, with each
+// partition's checkpoint by its stream (source identity).
+struct PartitionedSummary {
+  pipeline::RunSummary total;
+  std::vector<std::pair<std::string, pipeline::RunSummary>> partitions;  // empty for an unpartitioned source
+};
+
+void add_partition(PartitionedSummary& summary, const std::string& stream, const pipeline::RunSummary& partition) {
+  pipeline::RunSummary& total = summary.total;
+  total.pipeline = partition.pipeline;
+  total.run_id = partition.run_id;
+  total.dry_run = partition.dry_run;
+  total.batches += partition.batches;
+  total.counts += partition.counts;
+  total.stopped_early = total.stopped_early || partition.stopped_early;
+  total.pending_tail_bytes += partition.pending_tail_bytes;
+  summary.partitions.emplace_back(stream, partition);
+}
+
+std::string summary_json(const PartitionedSummary& partitioned) {
+  const pipeline::RunSummary& summary = partitioned.total;
   boost::json::object json;
   json["pipeline"] = summary.pipeline;
   // A dry run records no run: no id, and a field that says so (absent from a real run's summary).
@@ -113,7 +145,19 @@ std::string summary_json(const pipeline::RunSummary& summary) {
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     json[pipeline::to_string(outcome)] = summary.counts[outcome];
   }
-  json["checkpoint"] = summary.checkpoint;
+  if (partitioned.partitions.empty()) {
+    json["checkpoint"] = summary.checkpoint;
+  } else {
+    // Partitioned: a checkpoint, and a run, per stream.
+    boost::json::object checkpoints;
+    boost::json::object runs;
+    for (const auto& [stream, partition] : partitioned.partitions) {
+      checkpoints[stream] = partition.checkpoint;
+      if (!partition.dry_run) runs[stream] = partition.run_id;
+    }
+    json["checkpoint"] = std::move(checkpoints);
+    if (!summary.dry_run) json["runs"] = std::move(runs);
+  }
   json["pending_tail_bytes"] = summary.pending_tail_bytes;
   return boost::json::serialize(json);
 }
@@ -123,7 +167,8 @@ std::string count_of(std::uint64_t count, const std::string& one, const std::str
   return std::to_string(count) + " " + (count == 1 ? one : many);
 }
 
-void print_summary(const pipeline::RunSummary& summary) {
+void print_summary(const PartitionedSummary& partitioned) {
+  const pipeline::RunSummary& summary = partitioned.total;
   std::cout << "pipeline " << summary.pipeline << ", "
             << (summary.dry_run ? "dry run (rolled back, nothing written)" : "run " + std::to_string(summary.run_id))
             << ": "
@@ -132,8 +177,15 @@ void print_summary(const pipeline::RunSummary& summary) {
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
   }
-  std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint)
-            << (summary.dry_run ? " (not stored: a dry run)" : "") << std::endl;
+  if (partitioned.partitions.empty()) {
+    std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint)
+              << (summary.dry_run ? " (not stored: a dry run)" : "") << std::endl;
+  }
+  for (const auto& [stream, partition] : partitioned.partitions) {
+    std::cout << "checkpoint " << stream << ": " << (partition.checkpoint.empty() ? "(start)" : partition.checkpoint)
+              << (partition.dry_run ? " (not stored: a dry run)" : " (run " + std::to_string(partition.run_id) + ")")
+              << ", " << count_of(partition.counts.input(), "record", "records") << std::endl;
+  }
   if (summary.stopped_early) {
     std::cout << "stopped by a signal before the source's end"
               << (summary.dry_run ? "" : "; the next run goes on from the checkpoint") << std::endl;
@@ -154,30 +206,45 @@ struct Committed {
 int run_command(const RunOptions& options, Committed& committed) {
   const auto config = options.database.load_config();
   PlannedRun planned = build_request(options, config);
-  pipeline::RunRequest& request = planned.request;
-  request.database_url = options.database.connect_url(config);
-  request.on_batch = [&committed](const pipeline::BatchReport& batch) {
-    committed.counts += batch.counts;
-    ++committed.batches;
-  };
+  const std::string database_url = options.database.connect_url(config);
   // A bar on a terminal; the per-batch log lines otherwise. Created before the run's threads.
-  const std::unique_ptr<ProgressBar> bar = ProgressBar::for_terminal();
-  if (bar) {
-    request.open_source = [open = request.open_source, source = planned.source, bar = bar.get()] {
-      return with_progress(open(), std::make_shared<const SourceBytes>(source.path, source.format), *bar);
-    };
-  }
+  // The bar measures bytes of files: a nats source logs its batches instead.
+  const std::unique_ptr<ProgressBar> bar =
+      planned.source.kind == pipeline::SourceKind::kNats ? nullptr : ProgressBar::for_terminal();
   // SIGINT/SIGTERM: the batch in hand commits, the run ends `stopped` and the next run
   // goes on from its checkpoint; a second signal exits at once (the open batch rolls back).
   std::atomic<bool> stop{false};
   int stop_signal = 0;
-  request.stop_requested = &stop;
+  for (pipeline::RunRequest& request : planned.requests) {
+    request.database_url = database_url;
+    request.on_batch = [&committed](const pipeline::BatchReport& batch) {
+      committed.counts += batch.counts;
+      ++committed.batches;
+    };
+    if (bar) {
+      request.open_source = [open = request.open_source, source = planned.source, bar = bar.get()] {
+        return with_progress(open(), std::make_shared<const SourceBytes>(source.path, source.format), *bar);
+      };
+    }
+    request.stop_requested = &stop;
+  }
   block_stop_signals();
-  pipeline::RunSummary summary;
+  PartitionedSummary partitioned;
+  const bool partitioned_source = planned.source.kind == pipeline::SourceKind::kNats;
   run_until_stopped(
       [&] {
         try {
-          summary = pipeline::run_pipeline(request);
+          // Partitions one after the other, each a run of its own (docs/scale-out.md): a batch
+          // never spans two, and a stop ends the loop after the partition in hand.
+          for (std::size_t i = 0; i < planned.requests.size() && !stop; ++i) {
+            const pipeline::RunSummary summary = pipeline::run_pipeline(planned.requests[i]);
+            if (!partitioned_source) {
+              partitioned.total = summary;
+            } else {
+              add_partition(partitioned, connectors::nats::partition_stream(planned.source.nats, static_cast<int>(i)),
+                            summary);
+            }
+          }
         } catch (const pipeline::db::EntitySchemaError& error) {
           throw UsageError(error.what());  // the table cannot hold the declaration: a config error
         }
@@ -187,10 +254,15 @@ int run_command(const RunOptions& options, Committed& committed) {
                       stop = true;
                     },
                     SecondSignal::kExitAtOnce);
+  // A stop between two partitions leaves the later ones unread.
+  if (partitioned_source && partitioned.partitions.size() < planned.requests.size()) {
+    partitioned.total.stopped_early = true;
+  }
+  const pipeline::RunSummary& summary = partitioned.total;
   if (options.json) {
-    std::cout << summary_json(summary) << std::endl;
+    std::cout << summary_json(partitioned) << std::endl;
   } else {
-    print_summary(summary);
+    print_summary(partitioned);
   }
   // Stopped by a signal before the source's end: as a shell reports a signal, so that a
   // script or cron wrapper sees the run did not finish.
@@ -241,6 +313,9 @@ void register_run_command(CLI::App& root, int& exit_code) {
       "Read, validate, plan and apply every batch against the stored rows as a run would, under the pipeline's "
       "lock, in one transaction that is rolled back: print the outcomes a run would have and write nothing (no "
       "state, outbox, quarantine, ledger, checkpoint or run row)");
+  run->add_flag("--accept-gap", options->accept_gap,
+                "nats sources: take a partition whose stream lost messages after the checkpoint (purged, expired) "
+                "or was deleted and created again, loading what it still has, instead of refusing it");
   run->add_flag("--json", options->json, "Print the run summary as one JSON object on the last line of stdout");
   run->add_option("--metrics-file", options->metrics_file,
                   "After the run, success or failure, write its counts, duration and exit status to PATH in the "

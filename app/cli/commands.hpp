@@ -69,5 +69,6 @@ void register_views_command(CLI::App& root, int& exit_code);        // views lis
 void register_check_command(CLI::App& root, int& exit_code);        // check
 void register_status_command(CLI::App& root, int& exit_code);       // status
 void register_retention_command(CLI::App& root, int& exit_code);    // retention run
+void register_nats_commands(CLI::App& root, int& exit_code);        // nats setup|mapping
 
 }  // namespace tidemark::app

@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   tidemark::app::register_views_command(app, exit_code);
   tidemark::app::register_status_command(app, exit_code);
   tidemark::app::register_retention_command(app, exit_code);
+  tidemark::app::register_nats_commands(app, exit_code);
   tidemark::app::register_db_commands(app, exit_code);
   tidemark::app::register_check_command(app, exit_code);
 

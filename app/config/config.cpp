@@ -43,7 +43,8 @@ bool is_env_var_name(std::string_view text) {
 // Each kind with its name (YAML, stored, printed): the one place either is spelt.
 constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile},
                                                                    {"postgres", SourceKind::kPostgres},
-                                                                   {"http", SourceKind::kHttp}};
+                                                                   {"http", SourceKind::kHttp},
+                                                                   {"nats", SourceKind::kNats}};
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {
     {"http", DestinationKind::kHttp}, {"view", DestinationKind::kView}, {"nats", DestinationKind::kNats}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
@@ -620,12 +621,13 @@ class Parser {
       if (const YAML::Node kind = map.value["kind"]; kind && kind.IsScalar()) {
         if (kind.Scalar() == "postgres") return parse_postgres_source(map);
         if (kind.Scalar() == "http") return parse_http_source(map);
+        if (kind.Scalar() == "nats") return parse_nats_source(map);
       }
     }
     SourceConfig source;
     const auto keys = fields(map, {"kind", "path", "format", "settle"});
     if (const auto* kind = find(keys, "kind")) {
-      source.kind = enum_value(*kind, kSourceKinds, "file, postgres or http");
+      source.kind = enum_value(*kind, kSourceKinds, "file, postgres, http or nats");
     }
     source.path = non_empty_string(require(keys, map, "path"));
     if (const auto* format = find(keys, "format")) {
@@ -822,6 +824,63 @@ class Parser {
     return source;
   }
   // ---- end of kind: http ----
+
+  // ---- kind: nats (connectors/nats, docs/sources.md "nats") ----
+  SourceConfig parse_nats_source(const Entry& map) {
+    SourceConfig source;
+    source.kind = SourceKind::kNats;
+    auto& nats = source.nats;
+    const auto keys = fields(map, {"kind", "servers", "stream", "partitions", "replicas", "format", "duplicate_window",
+                                   "max_age", "max_bytes"});
+    nats.origin = message_at(mark_of(map), map.path);
+    const auto& servers = require(keys, map, "servers");
+    attempt([&] {
+      if (!servers.value.IsSequence() || servers.value.size() == 0) {
+        fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
+      }
+      for (std::size_t i = 0; i < servers.value.size(); ++i) {
+        const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
+        const std::string url = string_value(server);
+        if (!url.starts_with("nats://") || url.size() == 7) fail_value(server, "a URL nats://HOST:PORT");
+        nats.servers.push_back(url);
+      }
+    });
+    const auto& stream = require(keys, map, "stream");
+    attempt([&] {
+      nats.stream = non_empty_string(stream);
+      // The name is a subject token and part of each stream's name: nothing JetStream or a
+      // subject would read as a separator or a wildcard.
+      if (!std::all_of(nats.stream.begin(), nats.stream.end(), [](char c) {
+            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+          })) {
+        fail_value(stream, "a stream name of letters, digits, '_' and '-' (e.g. ORDERS)");
+      }
+    });
+    if (const auto* partitions = find(keys, "partitions")) {
+      attempt([&] { nats.partitions = static_cast<int>(integer_value(*partitions, 1, 1024, "an integer from 1 to 1024")); });
+    }
+    if (const auto* replicas = find(keys, "replicas")) {
+      // JetStream replicates a stream on at most 5 servers.
+      attempt([&] { nats.replicas = static_cast<int>(integer_value(*replicas, 1, 5, "an integer from 1 to 5")); });
+    }
+    if (const auto* format = find(keys, "format")) {
+      attempt([&] {
+        if (string_value(*format) != "jsonl") fail_value(*format, "jsonl (each message is one JSON object)");
+      });
+    }
+    if (const auto* window = find(keys, "duplicate_window")) {
+      attempt([&] { nats.duplicate_window = duration_value(*window); });
+    }
+    if (const auto* max_age = find(keys, "max_age")) attempt([&] { nats.max_age = duration_value(*max_age); });
+    if (const auto* max_bytes = find(keys, "max_bytes")) {
+      attempt([&] {
+        nats.max_bytes = static_cast<std::int64_t>(
+            integer_value(*max_bytes, 1, std::uint64_t{1} << 62, "a positive number of bytes"));
+      });
+    }
+    return source;
+  }
+  // ---- end of kind: nats ----
 
   ScheduleConfig parse_schedule(const Entry& map) {
     ScheduleConfig schedule;

@@ -15,6 +15,7 @@
 #include "connectors/file/format.hpp"
 #include "connectors/postgres/options.hpp"
 #include "connectors/http_api/http_source.hpp"
+#include "connectors/nats/options.hpp"
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/run/limits.hpp"
@@ -38,7 +39,7 @@ bool is_valid_name(std::string_view text);
 
 // The kinds the config names, parsed once from their YAML names; to_string gives that name
 // back (API and JSON output). app/wiring/registry maps each kind to its factory.
-enum class SourceKind { kFile, kPostgres, kHttp };
+enum class SourceKind { kFile, kPostgres, kHttp, kNats };
 enum class DestinationKind { kHttp, kView, kNats };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
@@ -62,6 +63,8 @@ struct SourceConfig {
   // kind: http, a paged JSON API (docs/sources.md "http"); the auth value is read from its
   // environment variable when the source opens, never kept here.
   connectors::http_api::HttpSourceOptions http;
+  // kind: nats, partitioned JetStream streams (docs/sources.md "nats", docs/scale-out.md).
+  connectors::nats::NatsSourceOptions nats;
 };
 
 // A duration and its text as the config writes it: messages quote the text (`every: 60s`

@@ -156,6 +156,10 @@ boost::json::object source_document(const pipeline::SourceConfig& source) {
     case pipeline::SourceKind::kHttp:
       document["url"] = source.http.url;
       break;
+    case pipeline::SourceKind::kNats:
+      document["stream"] = source.nats.stream;
+      document["partitions"] = source.nats.partitions;
+      break;
   }
   return document;
 }

@@ -6,6 +6,7 @@
 #include "connectors/file/file_source.hpp"
 #include "connectors/postgres/postgres_source.hpp"
 #include "connectors/http_api/http_source.hpp"
+#include "connectors/nats/nats_source.hpp"
 #include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/run_request.hpp"
@@ -32,6 +33,12 @@ const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factor
        [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
          return connectors::http_api::open_http_source(
              source.http, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
+       }},
+      // One partition: source.nats.partition, set per partition by partition_requests.
+      {pipeline::SourceKind::kNats,
+       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+         return connectors::nats::open_nats_partition(
+             source.nats, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
        }},
   };
   return factories;

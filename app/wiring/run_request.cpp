@@ -22,9 +22,22 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
   return request;
 }
 
+std::vector<pipeline::RunRequest> partition_requests(const pipeline::PipelineConfig& config,
+                                                     const pipeline::EntityDeclaration& entity) {
+  if (config.source.kind != pipeline::SourceKind::kNats) return {request_from_config(config, entity)};
+  std::vector<pipeline::RunRequest> requests;
+  for (int partition = 0; partition < config.source.nats.partitions; ++partition) {
+    pipeline::PipelineConfig one = config;
+    one.source.nats.partition = partition;
+    requests.push_back(request_from_config(one, entity));
+  }
+  return requests;
+}
+
 namespace {
 
 // The connector that read a quarantined record decodes it again: the stored format names it.
+// "json" (one JSON object) is the http source's and the nats source's alike.
 class DecoderByFormat final : public pipeline::RecordDecoder {
  public:
   pipeline::DecodedRecord decode(std::string_view format, std::string_view decode_context, std::string_view raw,

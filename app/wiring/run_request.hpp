@@ -1,5 +1,7 @@
 #pragma once
 // How `run` and `serve` turn a pipeline's configuration into a run request: one place.
+#include <vector>
+
 #include "app/config/config.hpp"
 #include "pipeline/core/record_decoder.hpp"
 #include "pipeline/run/run_controller.hpp"
@@ -11,6 +13,11 @@ namespace tidemark::app {
 // and destinations.
 pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
                                          const pipeline::EntityDeclaration& entity);
+
+// The run requests of a pipeline, one per partition of a partitioned source (kind nats: the
+// partitions in order, each its own source, checkpoint and run), else the one request.
+std::vector<pipeline::RunRequest> partition_requests(const pipeline::PipelineConfig& config,
+                                                     const pipeline::EntityDeclaration& entity);
 
 // The decoder a quarantine release decodes stored records with (the file connector's: every
 // quarantined record was read by a file source).

@@ -1,0 +1,104 @@
+#pragma once
+// The NATS edge: one connection and its JetStream context, owned (RAII around natsConnection
+// and jsCtx), with each client status turned into an exception that names what failed. The
+// C client stays in the .cpp files of this folder.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "connectors/nats/options.hpp"
+
+namespace tidemark::connectors::nats {
+
+// The server or the client failed (unreachable, timed out, an API error): the run fails.
+struct NatsError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A stream as the server describes it: what `nats setup` compares and a partition checks.
+struct StreamInfo {
+  std::string name;
+  std::int64_t created = 0;  // nanoseconds since the epoch, UTC
+  std::uint64_t first_sequence = 0;
+  std::uint64_t last_sequence = 0;
+  std::uint64_t messages = 0;
+  // The configuration:
+  std::vector<std::string> subjects;
+  bool file_storage = true;
+  bool limits_retention = true;
+  std::int64_t replicas = 1;
+  bool deny_delete = false;
+  bool deny_purge = false;
+  std::int64_t duplicate_window_ns = 0;
+  std::int64_t max_age_ns = 0;   // 0: unlimited
+  std::int64_t max_bytes = -1;   // -1: unlimited
+};
+
+// What `nats setup` creates for a partition (streams.hpp builds it from the options).
+struct StreamSpec {
+  std::string name;
+  std::string subjects;
+  std::int64_t replicas = 1;
+  bool deny_delete = true;
+  bool deny_purge = true;
+  std::int64_t duplicate_window_ns = 0;
+  std::int64_t max_age_ns = 0;
+  std::int64_t max_bytes = -1;
+};
+
+// One message of a stream, its body copied out of the client's buffer.
+struct StreamMessage {
+  std::uint64_t sequence = 0;
+  std::string body;
+};
+
+class Connection {
+ public:
+  // Connects to the first server of `servers` that answers (no reconnect: a run that loses
+  // its server fails, and the next run resumes from PostgreSQL's checkpoint).
+  explicit Connection(const std::vector<std::string>& servers);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // nullopt when no stream has that name.
+  std::optional<StreamInfo> stream_info(const std::string& name);
+  StreamInfo add_stream(const StreamSpec& spec);
+  // For tests and the runbook: removing messages or a whole stream.
+  void purge_stream(const std::string& name);
+  void delete_stream(const std::string& name);
+  // Publishes one message and waits for the stream's acknowledgement; returns its sequence.
+  std::uint64_t publish(const std::string& subject, const std::string& body);
+
+ private:
+  friend class PullConsumer;
+  struct Handles;  // the client's natsConnection and jsCtx
+  std::string servers_;  // as shown in messages
+  std::unique_ptr<Handles> handles_;
+};
+
+// An ephemeral pull consumer of one stream, AckPolicy None (PostgreSQL holds the truth:
+// explicit acks would redeliver a large uncommitted batch), delivering from `start_sequence`.
+// Deleted when destroyed; the server also removes it once it sees no interest.
+class PullConsumer {
+ public:
+  PullConsumer(Connection& connection, const std::string& stream, const std::string& subjects,
+               std::uint64_t start_sequence);
+  ~PullConsumer();
+  PullConsumer(const PullConsumer&) = delete;
+  PullConsumer& operator=(const PullConsumer&) = delete;
+
+  // Up to `max` messages in stream order, waiting up to `wait_ms` for the first; empty when
+  // none came in that time.
+  std::vector<StreamMessage> fetch(int max, std::int64_t wait_ms);
+
+ private:
+  struct Handles;  // the client's natsSubscription
+  std::string stream_;
+  std::unique_ptr<Handles> handles_;
+};
+
+}  // namespace tidemark::connectors::nats

@@ -1,0 +1,383 @@
+// The NATS JetStream source (issue 16): real tidemark processes, a real nats-server with
+// JetStream (tests/support/nats_server.hpp) and a throwaway PostgreSQL. `nats setup` creates
+// the partitions' streams and reports an existing one that differs (exit 2); `nats mapping`
+// prints a block the server accepts and that spreads keys over the partitions; a run drains
+// every partition and ends equal to an independent model of the revision rule, whichever
+// partition each version of a key went to; kills (a failpoint's _exit and a real SIGKILL)
+// lose nothing and load nothing twice; a purged or a deleted-and-recreated stream is refused
+// unless --accept-gap.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "connectors/nats/connection.hpp"
+#include "connectors/nats/position.hpp"
+#include "connectors/nats/streams.hpp"
+#include "tests/support/nats_server.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/run_helpers.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark {
+namespace {
+
+using connectors::nats::Connection;
+using testing::NatsServer;
+using testing::ProcessOptions;
+using testing::ProcessResult;
+using testing::Rows;
+using testing::TempDir;
+using testing::TestDatabase;
+using testing::query_rows;
+using testing::run_tidemark;
+using ::testing::HasSubstr;
+
+constexpr int kPartitions = 4;
+constexpr char kPipeline[] = "orders_nats";
+
+// A message body: one order version, its amount derived from both so that any mix-up shows.
+std::string order(int key, int version) {
+  return R"({"order_id": "o)" + std::to_string(key) + R"(", "version": )" + std::to_string(version) +
+         R"(, "amount": ")" + std::to_string(key) + "." + std::to_string(10 + version) + "\"}";
+}
+
+// The model: each key ends at its highest revision (docs/rules.md), whatever the order or
+// partition its versions arrived in. Shares no code with the pipeline.
+class Oracle {
+ public:
+  void published(int key, int version) {
+    int& highest = highest_[key];
+    highest = std::max(highest, version);
+  }
+  Rows rows() const {
+    std::map<std::string, std::vector<std::string>> sorted;  // by order_id as text, as the query sorts
+    for (const auto& [key, version] : highest_) {
+      sorted["o" + std::to_string(key)] = {"o" + std::to_string(key), std::to_string(version),
+                                           std::to_string(key) + "." + std::to_string(10 + version)};
+    }
+    Rows rows;
+    for (auto& [id, row] : sorted) rows.push_back(std::move(row));
+    return rows;
+  }
+
+ private:
+  std::map<int, int> highest_;
+};
+
+class NatsSource : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (testing::nats_server_program().empty()) GTEST_SKIP() << "nats-server is not installed (Debian nats-server)";
+    server_ = std::make_unique<NatsServer>();
+    nats_ = std::make_unique<Connection>(std::vector<std::string>{server_->url()});
+  }
+
+  std::string config(const std::string& extra_source = "") const {
+    return "entities:\n"
+           "  orders:\n"
+           "    key: order_id\n"
+           "    revision: version\n"
+           "    fields:\n"
+           "      amount: {type: decimal, precision: 14, scale: 2, required: true}\n"
+           "pipelines:\n"
+           "  orders_nats:\n"
+           "    entity: orders\n"
+           "    source: {kind: nats, servers: [" + server_->url() + "], stream: ORDERS, partitions: " +
+           std::to_string(kPartitions) + ", format: jsonl" + extra_source + "}\n"
+           "    batch_size: 50\n";
+  }
+
+  ProcessResult tidemark(std::vector<std::string> args, const std::string& yaml, ProcessOptions options = {}) const {
+    const auto file = dir_.write("config.yaml", yaml);
+    args.insert(args.end(), {"--config", file.string()});
+    if (args[0] == "run") args.insert(args.end(), {"--database", db_.url()});
+    return run_tidemark(args, options);
+  }
+  ProcessResult setup(const std::string& yaml) const { return tidemark({"nats", "setup", "--pipeline", kPipeline}, yaml); }
+  ProcessResult run(std::vector<std::string> extra = {}, ProcessOptions options = {}) const {
+    std::vector<std::string> args{"run", "--pipeline", kPipeline, "--json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return tidemark(args, config(), options);
+  }
+
+  void publish(int partition, int key, int version) {
+    nats_->publish("ORDERS." + std::to_string(partition) + ".o" + std::to_string(key), order(key, version));
+    oracle_.published(key, version);
+    ++published_;
+  }
+  // `count` versions of random keys to random partitions, from a printed seed.
+  void publish_random(std::mt19937& random, int count, int keys) {
+    std::uniform_int_distribution<int> partition(0, kPartitions - 1);
+    std::uniform_int_distribution<int> key(0, keys - 1);
+    std::uniform_int_distribution<int> version(1, 20);
+    for (int i = 0; i < count; ++i) publish(partition(random), key(random), version(random));
+  }
+
+  Rows table() const { return query_rows(db_, "SELECT order_id, version::text, amount::text FROM orders ORDER BY order_id"); }
+  std::string ledger_input() const {
+    return query_rows(db_, "SELECT coalesce(sum(input), 0)::text FROM batch_ledger WHERE pipeline = 'orders_nats'")[0][0];
+  }
+  // Each partition's checkpoint as it must be once everything is loaded: the stream's last
+  // sequence and creation time.
+  Rows drained_checkpoints() {
+    Rows rows;
+    for (int k = 0; k < kPartitions; ++k) {
+      const std::string stream = "ORDERS_" + std::to_string(k);
+      const auto info = nats_->stream_info(stream).value();
+      rows.push_back({stream, std::to_string(info.last_sequence) + "@" + connectors::nats::format_created(info.created)});
+    }
+    return rows;
+  }
+  Rows checkpoints() const {
+    return query_rows(db_, "SELECT source, position FROM checkpoint WHERE pipeline = 'orders_nats' ORDER BY source");
+  }
+  // Everything published is in the table as the model says, each sequence entered the ledger once.
+  void expect_everything_loaded_once() {
+    EXPECT_EQ(table(), oracle_.rows());
+    EXPECT_EQ(ledger_input(), std::to_string(published_));
+    EXPECT_EQ(checkpoints(), drained_checkpoints());
+  }
+
+  TestDatabase db_;
+  TempDir dir_;
+  std::unique_ptr<NatsServer> server_;
+  std::unique_ptr<Connection> nats_;
+  Oracle oracle_;
+  int published_ = 0;
+};
+
+TEST_F(NatsSource, SetupCreatesEachPartitionStreamAndAgainFindsThemAsConfigured) {
+  const auto first = setup(config(", duplicate_window: 5m"));
+  ASSERT_EQ(first.exit_code, 0) << first.both();
+  for (int k = 0; k < kPartitions; ++k) {
+    EXPECT_THAT(first.out, HasSubstr("stream ORDERS_" + std::to_string(k) + ": created"));
+    const auto info = nats_->stream_info("ORDERS_" + std::to_string(k));
+    ASSERT_TRUE(info.has_value());
+    EXPECT_EQ(info->subjects, std::vector<std::string>{"ORDERS." + std::to_string(k) + ".>"});
+    EXPECT_TRUE(info->file_storage);
+    EXPECT_TRUE(info->limits_retention);
+    EXPECT_EQ(info->replicas, 1);
+    EXPECT_TRUE(info->deny_delete);
+    EXPECT_TRUE(info->deny_purge);
+    EXPECT_EQ(info->duplicate_window_ns, 300'000'000'000);
+  }
+  const auto again = setup(config(", duplicate_window: 5m"));
+  EXPECT_EQ(again.exit_code, 0) << again.both();
+  EXPECT_THAT(again.out, HasSubstr("stream ORDERS_3: exists as configured"));
+}
+
+TEST_F(NatsSource, SetupReportsAnExistingStreamThatDiffersAndLeavesItAsItIs) {
+  // ORDERS_2 made by hand without DenyPurge and with the default window.
+  connectors::nats::NatsSourceOptions options;
+  options.stream = "ORDERS";
+  connectors::nats::StreamSpec spec = connectors::nats::partition_spec(options, 2);
+  spec.deny_purge = false;
+  nats_->add_stream(spec);
+
+  const auto result = setup(config(", duplicate_window: 5m"));
+  EXPECT_EQ(result.exit_code, 2) << result.both();
+  EXPECT_THAT(result.out, HasSubstr("stream ORDERS_2: exists and differs from the configuration (left as it is):\n"
+                                    "  deny_purge: false, configured true (can be set, never unset)\n"
+                                    "  duplicate_window: 120s, configured 300s\n"));
+  EXPECT_THAT(result.out, HasSubstr("stream ORDERS_0: created"));
+  EXPECT_THAT(result.err, HasSubstr("1 stream(s) differ"));
+  const auto kept = nats_->stream_info("ORDERS_2").value();
+  EXPECT_FALSE(kept.deny_purge);
+  EXPECT_EQ(kept.duplicate_window_ns, 120'000'000'000);
+}
+
+TEST_F(NatsSource, MappingPrintsABlockTheServerAcceptsThatSpreadsKeysOverThePartitions) {
+  const auto result = tidemark({"nats", "mapping", "--pipeline", kPipeline}, config());
+  ASSERT_EQ(result.exit_code, 0) << result.both();
+  EXPECT_EQ(result.out, "mappings {\n  \"ORDERS.in.*\": \"ORDERS.{{partition(4,1)}}.{{wildcard(1)}}\"\n}\n");
+
+  // A server configured with it: producers publish to ORDERS.in.<key>.
+  NatsServer mapped(result.out);
+  Connection producer({mapped.url()});
+  connectors::nats::NatsSourceOptions options;
+  options.stream = "ORDERS";
+  for (int k = 0; k < kPartitions; ++k) producer.add_stream(connectors::nats::partition_spec(options, k));
+  constexpr int kKeys = 200;
+  for (int key = 0; key < kKeys; ++key) producer.publish("ORDERS.in.o" + std::to_string(key), order(key, 1));
+  std::uint64_t total = 0;
+  int used = 0;
+  for (int k = 0; k < kPartitions; ++k) {
+    const auto messages = producer.stream_info("ORDERS_" + std::to_string(k)).value().messages;
+    total += messages;
+    used += messages > 0 ? 1 : 0;
+  }
+  EXPECT_EQ(total, static_cast<std::uint64_t>(kKeys));
+  EXPECT_EQ(used, kPartitions) << "200 keys hashed onto fewer than 4 partitions";
+}
+
+TEST_F(NatsSource, ARunDrainsEveryPartitionEqualToTheModelAndASecondLoadsNothing) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  publish_random(random, 600, 150);  // the versions of a key spread over the partitions
+
+  const auto first = run();
+  ASSERT_EQ(first.exit_code, 0) << first.both();
+  EXPECT_THAT(first.out, HasSubstr("\"input\":600"));
+  const Rows drained = drained_checkpoints();
+  for (const auto& row : drained) {
+    EXPECT_THAT(first.out, HasSubstr("\"" + row[0] + "\":\"" + row[1] + "\"")) << "--json checkpoint by stream";
+  }
+  expect_everything_loaded_once();
+
+  const auto second = run();
+  ASSERT_EQ(second.exit_code, 0) << second.both();
+  EXPECT_THAT(second.out, HasSubstr("\"input\":0"));
+  expect_everything_loaded_once();
+
+  // What is published later is loaded by the next run, from each partition's checkpoint on.
+  publish_random(random, 100, 150);
+  const auto third = run();
+  ASSERT_EQ(third.exit_code, 0) << third.both();
+  EXPECT_THAT(third.out, HasSubstr("\"input\":100"));
+  expect_everything_loaded_once();
+}
+
+TEST_F(NatsSource, OneKeyPublishedToTwoPartitionsEndsAtItsHighestRevision) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  // Partition 0 is loaded first: the newer revision arrives before the older one.
+  publish(0, 1, 5);
+  publish(3, 1, 2);
+  publish(1, 2, 1);
+  publish(2, 2, 3);
+  publish(3, 2, 3);  // the same revision and payload in another partition (another batch): unchanged
+  const auto result = run();
+  ASSERT_EQ(result.exit_code, 0) << result.both();
+  EXPECT_THAT(result.out, HasSubstr("\"stale\":1"));
+  EXPECT_THAT(result.out, HasSubstr("\"unchanged\":1"));
+  expect_everything_loaded_once();
+  EXPECT_EQ(table(), (Rows{{"o1", "5", "1.15"}, {"o2", "3", "2.13"}}));
+}
+
+TEST_F(NatsSource, AMessageThatIsNotARecordIsQuarantinedWithItsStreamAndSequence) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  publish(1, 1, 1);
+  nats_->publish("ORDERS.1.bad", "{\"order_id\": \"o9\", \"version\": 1, \"amount\": \"x\"}");
+  nats_->publish("ORDERS.1.bad", "not json");
+  const auto result = run();
+  ASSERT_EQ(result.exit_code, 0) << result.both();
+  EXPECT_THAT(result.out, HasSubstr("\"invalid\":2"));
+  EXPECT_EQ(query_rows(db_, "SELECT position, raw FROM quarantine ORDER BY id"),
+            (Rows{{"ORDERS_1 sequence 2:1 (byte 0)", "{\"order_id\": \"o9\", \"version\": 1, \"amount\": \"x\"}"},
+                  {"ORDERS_1 sequence 3:1 (byte 0)", "not json"}}));
+}
+
+TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  std::mt19937 random(seed);
+  publish_random(random, 2000, 300);
+  // Each run dies at its Nth commit as kill -9 would (no destructors, no flushing): in the
+  // middle of a partition, and the next run goes on from the checkpoints.
+  for (const char* failpoint : {"after_commit:7", "after_commit:13", "after_commit:2"}) {
+    SCOPED_TRACE("seed " + std::to_string(seed) + ", TIDEMARK_FAILPOINTS=" + failpoint);
+    ProcessOptions options;
+    options.env["TIDEMARK_FAILPOINTS"] = failpoint;
+    const auto killed = run({}, options);
+    ASSERT_EQ(killed.exit_code, 137) << killed.both();
+  }
+  // A real SIGKILL from outside, once the run has committed a batch of its own.
+  const std::string before = query_rows(db_, "SELECT count(*)::text FROM batch_ledger")[0][0];
+  const auto file = dir_.write("config.yaml", config());
+  auto process = testing::start_tidemark(
+      {"run", "--pipeline", kPipeline, "--config", file.string(), "--database", db_.url()});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (process->running() && query_rows(db_, "SELECT count(*)::text FROM batch_ledger")[0][0] == before &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the ledger: the event is a commit
+  }
+  process->kill(SIGKILL);
+  process->wait();
+
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  const auto last = run();
+  ASSERT_EQ(last.exit_code, 0) << last.both();
+  expect_everything_loaded_once();
+}
+
+// The partitions made by hand without DenyPurge, as a stream made by another tool may be.
+void create_purgeable_streams(Connection& nats) {
+  connectors::nats::NatsSourceOptions options;
+  options.stream = "ORDERS";
+  for (int k = 0; k < kPartitions; ++k) {
+    connectors::nats::StreamSpec spec = connectors::nats::partition_spec(options, k);
+    spec.deny_purge = false;
+    nats.add_stream(spec);
+  }
+}
+
+TEST_F(NatsSource, APurgedStreamIsRefusedUnlessTheGapIsAccepted) {
+  create_purgeable_streams(*nats_);
+  for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
+  ASSERT_EQ(run().exit_code, 0);
+  // Published, then purged before any run loaded it: JetStream would start a consumer at its
+  // first sequence and the two messages would be skipped unnoticed.
+  nats_->publish("ORDERS.1.o100", order(100, 1));
+  nats_->publish("ORDERS.1.o101", order(101, 1));
+  nats_->purge_stream("ORDERS_1");
+  publish(1, 102, 1);
+
+  const auto refused = run();
+  EXPECT_EQ(refused.exit_code, 1) << refused.both();
+  EXPECT_THAT(refused.err, HasSubstr("partition ORDERS_1 refused: its first sequence is 5 but the next to load is 3: "
+                                     "2 message(s) were removed"));
+  EXPECT_THAT(refused.err, HasSubstr("--accept-gap"));
+  EXPECT_EQ(query_rows(db_, "SELECT position FROM checkpoint WHERE source = 'ORDERS_1'")[0][0].substr(0, 2), "2@");
+
+  const auto accepted = run({"--accept-gap"});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.both();
+  EXPECT_THAT(accepted.err, HasSubstr("accepted (--accept-gap)"));
+  EXPECT_EQ(table(), oracle_.rows());  // o100 and o101 are gone; o102 is loaded
+  EXPECT_EQ(checkpoints(), drained_checkpoints());
+}
+
+TEST_F(NatsSource, ADeletedAndRecreatedStreamIsRefusedUnlessTheGapIsAccepted) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
+  ASSERT_EQ(run().exit_code, 0);
+  const std::string old_checkpoint = query_rows(db_, "SELECT position FROM checkpoint WHERE source = 'ORDERS_2'")[0][0];
+  nats_->delete_stream("ORDERS_2");
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  // The new stream starts again at sequence 1: without the creation time in the checkpoint
+  // its first messages would look loaded already.
+  publish(2, 200, 1);
+  publish(2, 201, 1);
+  publish(2, 202, 1);
+
+  const auto refused = run();
+  EXPECT_EQ(refused.exit_code, 1) << refused.both();
+  EXPECT_THAT(refused.err, HasSubstr("partition ORDERS_2 refused: the stream was created at"));
+  EXPECT_THAT(refused.err, HasSubstr("deleted and created again"));
+  EXPECT_EQ(query_rows(db_, "SELECT position FROM checkpoint WHERE source = 'ORDERS_2'")[0][0], old_checkpoint);
+
+  const auto accepted = run({"--accept-gap"});
+  ASSERT_EQ(accepted.exit_code, 0) << accepted.both();
+  EXPECT_EQ(table(), oracle_.rows());
+  EXPECT_EQ(checkpoints(), drained_checkpoints());
+  EXPECT_EQ(ledger_input(), std::to_string(published_));
+}
+
+TEST_F(NatsSource, AcceptGapAppliesToNatsSourcesOnly) {
+  const auto file = dir_.write("in.csv", "transaction_id,account_id,amount,currency,occurred_at,source_revision\n");
+  const auto result = run_tidemark({"run", "--pipeline", "p", "--source", file.string(), "--database", db_.url(),
+                                    "--accept-gap"});
+  EXPECT_EQ(result.exit_code, 2) << result.both();
+  EXPECT_THAT(result.err, HasSubstr("--accept-gap applies to nats sources only"));
+}
+
+}  // namespace
+}  // namespace tidemark

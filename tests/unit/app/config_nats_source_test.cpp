@@ -1,0 +1,82 @@
+// `source: {kind: nats, …}` (docs/configuration.md "NATS source"): every key into
+// NatsSourceOptions, and each mistake a ConfigError naming the key and its line.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "app/config/config.hpp"
+
+namespace tidemark::pipeline {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string config_error(const std::string& yaml) {
+  try {
+    parse_config(yaml, "config.yaml");
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// Line 3 is the source.
+std::string pipeline_with(const std::string& source) { return "pipelines:\n  orders:\n    source: " + source + "\n"; }
+
+TEST(ParseNatsSource, EveryKeyIsRead) {
+  const auto config = parse_config(
+      pipeline_with("{kind: nats, servers: [nats://127.0.0.1:4222, nats://127.0.0.1:4223], stream: ORDERS, "
+                    "partitions: 4, replicas: 3, format: jsonl, duplicate_window: 10m, max_age: 168h, "
+                    "max_bytes: 1073741824}"),
+      "config.yaml");
+  const auto& source = config.pipelines.at("orders").source;
+  EXPECT_EQ(source.kind, SourceKind::kNats);
+  EXPECT_EQ(to_string(source.kind), "nats");
+  const auto& nats = source.nats;
+  EXPECT_EQ(nats.servers, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://127.0.0.1:4223"}));
+  EXPECT_EQ(nats.stream, "ORDERS");
+  EXPECT_EQ(nats.partitions, 4);
+  EXPECT_EQ(nats.replicas, 3);
+  EXPECT_EQ(nats.duplicate_window, std::chrono::minutes(10));
+  EXPECT_EQ(nats.max_age, std::chrono::hours(168));
+  EXPECT_EQ(nats.max_bytes, 1073741824);
+  EXPECT_FALSE(nats.partition.has_value());  // chosen per run, never by the file
+  EXPECT_FALSE(nats.accept_gap);
+  EXPECT_EQ(nats.origin, "config.yaml:3: pipelines.orders.source");
+}
+
+TEST(ParseNatsSource, DefaultsAreOnePartitionOneReplicaTheTwoMinuteWindowAndNoLimits) {
+  const auto config = parse_config(pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS}"),
+                                   "config.yaml");
+  const auto& nats = config.pipelines.at("orders").source.nats;
+  EXPECT_EQ(nats.partitions, 1);
+  EXPECT_EQ(nats.replicas, 1);
+  EXPECT_EQ(nats.duplicate_window, std::chrono::minutes(2));
+  EXPECT_FALSE(nats.max_age.has_value());
+  EXPECT_FALSE(nats.max_bytes.has_value());
+}
+
+TEST(ParseNatsSourceErrors, EachMistakeNamesTheLineAndTheKey) {
+  const std::string head = "{kind: nats, servers: [nats://n1:4222], stream: ORDERS, ";
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, stream: ORDERS}")),
+              HasSubstr("config.yaml:3: pipelines.orders.source: missing required key 'servers'"));
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, servers: [], stream: ORDERS}")),
+              HasSubstr("config.yaml:3: pipelines.orders.source.servers"));
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, servers: [http://n1:4222], stream: ORDERS}")),
+              HasSubstr("servers[0]"));
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, servers: [nats://n1:4222]}")), HasSubstr("missing required key 'stream'"));
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS.in}")),
+              HasSubstr("a stream name of letters, digits, '_' and '-'"));
+  EXPECT_THAT(config_error(pipeline_with(head + "partitions: 0}")), HasSubstr("partitions"));
+  EXPECT_THAT(config_error(pipeline_with(head + "replicas: 7}")), HasSubstr("an integer from 1 to 5"));
+  EXPECT_THAT(config_error(pipeline_with(head + "format: csv}")), HasSubstr("jsonl (each message is one JSON object)"));
+  EXPECT_THAT(config_error(pipeline_with(head + "duplicate_window: soon}")), HasSubstr("duplicate_window"));
+  EXPECT_THAT(config_error(pipeline_with(head + "max_bytes: -5}")), HasSubstr("a positive number of bytes"));
+  EXPECT_THAT(config_error(pipeline_with(head + "path: x.csv}")), HasSubstr("unknown key 'path'"));
+  // A key on its own line: the message names that line.
+  EXPECT_THAT(config_error("pipelines:\n  orders:\n    source:\n      kind: nats\n      servers: [nats://n1:4222]\n"
+                           "      stream: ORDERS\n      replicas: zero\n"),
+              HasSubstr("config.yaml:7:"));
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline
