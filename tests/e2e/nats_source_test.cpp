@@ -379,5 +379,32 @@ TEST_F(NatsSource, AcceptGapAppliesToNatsSourcesOnly) {
   EXPECT_THAT(result.err, HasSubstr("--accept-gap applies to nats sources only"));
 }
 
+TEST(NatsCli, EachCommandHasHelpAndAMistakeExitsTwo) {
+  for (const std::vector<std::string>& command : std::vector<std::vector<std::string>>{
+           {"nats", "--help"}, {"nats", "setup", "--help"}, {"nats", "mapping", "--help"}}) {
+    const ProcessResult help = run_tidemark(command);
+    EXPECT_EQ(help.exit_code, 0) << help.both();
+    EXPECT_THAT(help.out, HasSubstr("Usage"));
+  }
+  EXPECT_THAT(run_tidemark({"nats", "setup", "--help"}).out, HasSubstr("never modified"));
+  EXPECT_THAT(run_tidemark({"run", "--help"}).out, HasSubstr("--accept-gap"));
+  EXPECT_EQ(run_tidemark({"nats"}).exit_code, 2);
+
+  TempDir dir;
+  const auto file = dir.write("config.yaml", "pipelines:\n  files:\n    source: {path: in.csv}\n"
+                                             "  orders:\n    source: {kind: nats, servers: [nats://127.0.0.1:1], "
+                                             "stream: ORDERS}\n");
+  const auto not_nats = run_tidemark({"nats", "setup", "--pipeline", "files", "--config", file.string()});
+  EXPECT_EQ(not_nats.exit_code, 2) << not_nats.both();
+  EXPECT_THAT(not_nats.err, HasSubstr("pipeline files reads a kind file source, not nats"));
+  const auto unknown = run_tidemark({"nats", "mapping", "--pipeline", "nope", "--config", file.string()});
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.both();
+  EXPECT_THAT(unknown.err, HasSubstr("--pipeline nope: no such pipeline"));
+  // Nothing listens on port 1: the server cannot be reached, a failure (exit 1) naming it.
+  const auto unreachable = run_tidemark({"nats", "setup", "--pipeline", "orders", "--config", file.string()});
+  EXPECT_EQ(unreachable.exit_code, 1) << unreachable.both();
+  EXPECT_THAT(unreachable.err, HasSubstr("cannot connect to NATS at nats://127.0.0.1:1"));
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -90,7 +90,7 @@ TEST(ParseHttpSourceErrors, EachNamesTheKeyAndTheLine) {
   EXPECT_THAT(config_error(pipeline_with("{kind: http, url: \"https://a/b\", ca_file: /nonexistent/ca.pem}")),
               HasSubstr("pipelines.orders.source.ca_file: cannot read '/nonexistent/ca.pem'"));
   EXPECT_THAT(config_error(pipeline_with("{kind: ftp, path: a.csv}")),
-              HasSubstr("pipelines.orders.source.kind: expected file, postgres or http"));
+              HasSubstr("pipelines.orders.source.kind: expected file, postgres, http or nats"));
 }
 
 }  // namespace

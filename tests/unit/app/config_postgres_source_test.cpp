@@ -92,8 +92,8 @@ TEST(ParsePostgresSource, EachRuleIsAnErrorNamingTheKeyAndLine) {
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'table'"));
   EXPECT_THAT(config_error(with_source("{kind: postgres, url_env: U, table: t}")),
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'cursor'"));
-  EXPECT_THAT(config_error(with_source("{kind: nats, path: a.csv}")),
-              StartsWith("config.yaml:3: pipelines.orders.source.kind: expected file, postgres or http"));
+  EXPECT_THAT(config_error(with_source("{kind: kafka, path: a.csv}")),
+              StartsWith("config.yaml:3: pipelines.orders.source.kind: expected file, postgres, http or nats"));
 }
 
 }  // namespace

@@ -304,7 +304,7 @@ TEST(ParseConfigErrors, FolderWithoutFormatAsksForFormat) {
 }
 
 TEST(ParseConfigErrors, UnknownSourceKindIsRejected) {
-  EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {kind: nats, path: x.csv}\n"),
+  EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {kind: kafka, path: x.csv}\n"),
               StartsWith("config.yaml:3: pipelines.p.source.kind: expected file"));
 }
 
