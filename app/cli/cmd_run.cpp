@@ -16,6 +16,7 @@
 #include "app/wiring/run_request.hpp"
 #include "connectors/file/format.hpp"
 #include "connectors/nats/streams.hpp"
+#include "pipeline/run/partition_worker.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app {
@@ -114,7 +115,8 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
 // partition's checkpoint by its stream (source identity).
 struct PartitionedSummary {
   pipeline::RunSummary total;
-  std::vector<std::pair<std::string, pipeline::RunSummary>> partitions;  // empty for an unpartitioned source
+  bool partitioned = false;  // a partitioned source's: `partitions` holds those this worker ran
+  std::vector<std::pair<std::string, pipeline::RunSummary>> partitions;
 };
 
 void add_partition(PartitionedSummary& summary, const std::string& stream, const pipeline::RunSummary& partition) {
@@ -145,7 +147,7 @@ std::string summary_json(const PartitionedSummary& partitioned) {
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     json[pipeline::to_string(outcome)] = summary.counts[outcome];
   }
-  if (partitioned.partitions.empty()) {
+  if (!partitioned.partitioned) {
     json["checkpoint"] = summary.checkpoint;
   } else {
     // Partitioned: a checkpoint, and a run, per stream.
@@ -177,9 +179,12 @@ void print_summary(const PartitionedSummary& partitioned) {
   for (pipeline::Outcome outcome : pipeline::kAllOutcomes) {
     std::cout << "  " << pipeline::to_string(outcome) << ": " << summary.counts[outcome] << "\n";
   }
-  if (partitioned.partitions.empty()) {
+  if (!partitioned.partitioned) {
     std::cout << "checkpoint: " << (summary.checkpoint.empty() ? "(start)" : summary.checkpoint)
               << (summary.dry_run ? " (not stored: a dry run)" : "") << std::endl;
+  }
+  if (partitioned.partitioned && partitioned.partitions.empty()) {
+    std::cout << "no partition ran: other workers own every partition" << std::endl;
   }
   for (const auto& [stream, partition] : partitioned.partitions) {
     std::cout << "checkpoint " << stream << ": " << (partition.checkpoint.empty() ? "(start)" : partition.checkpoint)
@@ -230,19 +235,42 @@ int run_command(const RunOptions& options, Committed& committed) {
   }
   block_stop_signals();
   PartitionedSummary partitioned;
+  partitioned.total.pipeline = options.pipeline;  // also when this worker took no partition
   const bool partitioned_source = planned.source.kind == pipeline::SourceKind::kNats;
+  partitioned.partitioned = partitioned_source;
+  // A partitioned source's run is a worker's (docs/scale-out.md "Workers"): it runs the
+  // partitions it can take, each under its lease instead of the pipeline's lock, beside other
+  // workers. A dry run writes nothing and keeps to the pipeline's lock.
+  std::unique_ptr<pipeline::PartitionWorker> worker;
+  if (partitioned_source && !options.dry_run) {
+    const auto& nats = planned.source.nats;
+    worker = std::make_unique<pipeline::PartitionWorker>(database_url, options.pipeline, nats.partitions,
+                                                         pipeline::LeaseSettings{nats.owner_timeout,
+                                                                                 nats.rebalance_interval});
+    std::vector<pipeline::RunRequest> owned;
+    for (const pipeline::PartitionLease& lease : worker->balance()) {
+      owned.push_back(std::move(planned.requests[static_cast<std::size_t>(lease.partition)]));
+      owned.back().partition = pipeline::PartitionOwnership{&worker->leases(), lease};
+    }
+    if (owned.size() < planned.requests.size()) {
+      spdlog::info("pipeline {}: worker {} takes {} of {} partitions; other workers run the rest", options.pipeline,
+                   worker->leases().worker_id(), owned.size(), planned.requests.size());
+    }
+    planned.requests = std::move(owned);
+  }
   run_until_stopped(
       [&] {
         try {
           // Partitions one after the other, each a run of its own (docs/scale-out.md): a batch
           // never spans two, and a stop ends the loop after the partition in hand.
           for (std::size_t i = 0; i < planned.requests.size() && !stop; ++i) {
-            const pipeline::RunSummary summary = pipeline::run_pipeline(planned.requests[i]);
+            const pipeline::RunRequest& request = planned.requests[i];
+            const pipeline::RunSummary summary = pipeline::run_pipeline(request);
             if (!partitioned_source) {
               partitioned.total = summary;
             } else {
-              add_partition(partitioned, connectors::nats::partition_stream(planned.source.nats, static_cast<int>(i)),
-                            summary);
+              const int partition = request.partition ? request.partition->lease.partition : static_cast<int>(i);
+              add_partition(partitioned, connectors::nats::partition_stream(planned.source.nats, partition), summary);
             }
           }
         } catch (const pipeline::db::EntitySchemaError& error) {

@@ -831,7 +831,7 @@ class Parser {
     source.kind = SourceKind::kNats;
     auto& nats = source.nats;
     const auto keys = fields(map, {"kind", "servers", "stream", "partitions", "replicas", "format", "duplicate_window",
-                                   "max_age", "max_bytes"});
+                                   "max_age", "max_bytes", "owner_timeout", "rebalance_interval"});
     nats.origin = message_at(mark_of(map), map.path);
     const auto& servers = require(keys, map, "servers");
     attempt([&] {
@@ -876,6 +876,26 @@ class Parser {
       attempt([&] {
         nats.max_bytes = static_cast<std::int64_t>(
             integer_value(*max_bytes, 1, std::uint64_t{1} << 62, "a positive number of bytes"));
+      });
+    }
+    const auto* owner_timeout = find(keys, "owner_timeout");
+    if (owner_timeout) attempt([&] { nats.owner_timeout = duration_value(*owner_timeout); });
+    if (const auto* interval = find(keys, "rebalance_interval")) {
+      attempt([&] { nats.rebalance_interval = duration_value(*interval); });
+      // A live worker beats every rebalance_interval: at least twice per owner_timeout, or a
+      // late beat would hand its partitions to another worker while it still works.
+      attempt([&] {
+        if (2 * nats.rebalance_interval > nats.owner_timeout) {
+          fail_value(*interval, "a duration of at most half the owner_timeout (" +
+                                    format_duration(nats.owner_timeout) + ")");
+        }
+      });
+    } else if (owner_timeout) {
+      attempt([&] {
+        if (2 * nats.rebalance_interval > nats.owner_timeout) {
+          fail_value(*owner_timeout, "a duration of at least twice the rebalance_interval (" +
+                                         format_duration(nats.rebalance_interval) + ")");
+        }
       });
     }
     return source;

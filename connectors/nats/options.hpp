@@ -21,6 +21,11 @@ struct NatsSourceOptions {
   std::chrono::milliseconds duplicate_window = kDefaultDuplicateWindow;
   std::optional<std::chrono::milliseconds> max_age;  // limits retention: unset keeps messages for ever
   std::optional<std::int64_t> max_bytes;
+  // Workers sharing the partitions (docs/scale-out.md "Workers"): a worker silent for
+  // owner_timeout is dead and its partitions are taken; each worker beats and balances every
+  // rebalance_interval.
+  std::chrono::milliseconds owner_timeout = std::chrono::seconds(30);
+  std::chrono::milliseconds rebalance_interval = std::chrono::seconds(10);
   // Not from the file: which partition this source reads (set per partition by the run
   // wiring), and `run --accept-gap`, which takes a partition whose stream lost messages
   // past the checkpoint or was recreated.

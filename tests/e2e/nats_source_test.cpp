@@ -406,5 +406,80 @@ TEST(NatsCli, EachCommandHasHelpAndAMistakeExitsTwo) {
   EXPECT_THAT(unreachable.err, HasSubstr("cannot connect to NATS at nats://127.0.0.1:1"));
 }
 
+// Workers (docs/scale-out.md "Workers"): `run` processes share the partitions through
+// PostgreSQL. A short owner timeout so that a killed worker's partitions are taken soon.
+constexpr char kFastWorkers[] = ", owner_timeout: 2s, rebalance_interval: 500ms";
+
+// Waits until every worker of the pipeline is dead (silent for the 2 s owner timeout): a
+// killed one's partitions can then be taken. The event is in the database.
+void wait_until_no_live_worker(const TestDatabase& db) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (db.scalar("SELECT count(*) FROM tidemark_workers WHERE seen_at >= now() - interval '2 seconds'") != "0") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a worker still beats";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Waits for the next commit after `before` batches (polling the ledger: the event is a commit).
+void wait_for_commit_after(const TestDatabase& db, const std::string& before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (db.scalar("SELECT count(*) FROM batch_ledger") == before) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no batch committed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+TEST_F(NatsSource, WorkersRunningAtOnceAndKilledAtRandomLoadEverythingOnce) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  publish_random(random, 3000, 400);
+  const auto file = dir_.write("config.yaml", config(kFastWorkers));
+  const std::vector<std::string> args{"run", "--pipeline", kPipeline, "--config", file.string(), "--database", db_.url()};
+  // Rounds of three workers started at once; in each, one of them is killed after a commit.
+  for (int round = 0; round < 3; ++round) {
+    std::vector<std::unique_ptr<testing::Process>> workers;
+    const std::string before = db_.scalar("SELECT count(*) FROM batch_ledger");
+    for (int w = 0; w < 3; ++w) workers.push_back(testing::start_tidemark(args));
+    wait_for_commit_after(db_, before);
+    workers[std::uniform_int_distribution<std::size_t>(0, workers.size() - 1)(random)]->kill(SIGKILL);
+    for (auto& worker : workers) worker->wait();
+    wait_until_no_live_worker(db_);
+  }
+  const auto last = tidemark({"run", "--pipeline", kPipeline}, config(kFastWorkers));
+  ASSERT_EQ(last.exit_code, 0) << last.both();
+  expect_everything_loaded_once();
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM runs WHERE status = 'running'"), "0")
+      << "the killed workers' runs are marked failed";
+}
+
+TEST_F(NatsSource, AStoppedWorkerIsTakenOverAndNeverCommitsAgainWhenItResumes) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  publish_random(random, 4000, 400);
+  const auto file = dir_.write("config.yaml", config(kFastWorkers));
+  const std::vector<std::string> args{"run", "--pipeline", kPipeline, "--config", file.string(), "--database",
+                                      db_.url(), "--batch-size", "10"};
+  auto stopped = testing::start_tidemark(args);
+  wait_for_commit_after(db_, "0");
+  stopped->kill(SIGSTOP);  // keeps its connections, perhaps inside a batch's transaction
+  wait_until_no_live_worker(db_);
+
+  const auto taker = tidemark({"run", "--pipeline", kPipeline}, config(kFastWorkers));
+  ASSERT_EQ(taker.exit_code, 0) << taker.both();
+  expect_everything_loaded_once();
+  const auto ledger = db_.scalar("SELECT count(*) FROM batch_ledger");
+
+  stopped->kill(SIGCONT);
+  const auto resumed = stopped->wait();
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.both();
+  EXPECT_THAT(resumed.err, HasSubstr("another worker took it"));
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM batch_ledger"), ledger) << "the resumed worker committed nothing";
+  expect_everything_loaded_once();
+}
+
 }  // namespace
 }  // namespace tidemark

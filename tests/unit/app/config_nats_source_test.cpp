@@ -55,6 +55,27 @@ TEST(ParseNatsSource, DefaultsAreOnePartitionOneReplicaTheTwoMinuteWindowAndNoLi
   EXPECT_FALSE(nats.max_bytes.has_value());
 }
 
+// The workers' timing (docs/scale-out.md "Workers"): 30 s and 10 s unless set; a live worker
+// must beat at least twice per owner timeout.
+TEST(ParseNatsSource, WorkersTimingDefaultsAndItsRule) {
+  const std::string head = "{kind: nats, servers: [nats://n1:4222], stream: ORDERS";
+  const auto defaults = parse_config(pipeline_with(head + "}"), "config.yaml").pipelines.at("orders").source.nats;
+  EXPECT_EQ(defaults.owner_timeout, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.rebalance_interval, std::chrono::seconds(10));
+  const auto set = parse_config(pipeline_with(head + ", owner_timeout: 2s, rebalance_interval: 500ms}"), "config.yaml")
+                       .pipelines.at("orders")
+                       .source.nats;
+  EXPECT_EQ(set.owner_timeout, std::chrono::seconds(2));
+  EXPECT_EQ(set.rebalance_interval, std::chrono::milliseconds(500));
+  EXPECT_THAT(config_error(pipeline_with(head + ", rebalance_interval: 20s}")),
+              HasSubstr("config.yaml:3: pipelines.orders.source.rebalance_interval: expected a duration of at most "
+                        "half the owner_timeout (30s)"));
+  EXPECT_THAT(config_error(pipeline_with(head + ", owner_timeout: 15s}")),
+              HasSubstr("pipelines.orders.source.owner_timeout: expected a duration of at least twice the "
+                        "rebalance_interval (10s)"));
+  EXPECT_THAT(config_error(pipeline_with(head + ", owner_timeout: never}")), HasSubstr("owner_timeout"));
+}
+
 TEST(ParseNatsSourceErrors, EachMistakeNamesTheLineAndTheKey) {
   const std::string head = "{kind: nats, servers: [nats://n1:4222], stream: ORDERS, ";
   EXPECT_THAT(config_error(pipeline_with("{kind: nats, stream: ORDERS}")),
