@@ -120,6 +120,11 @@ std::chrono::nanoseconds setup_duplicate_window(pipeline::Duration horizon, std:
 
 DeliveryResult classify_publish(int status, int api_error, std::string_view text) {
   std::string error(text);
+  // nats.c pairs "no responders" with the code of "JetStream not enabled"; the subject is the cause.
+  if (status == NATS_NO_RESPONDERS) {
+    return DeliveryResult::retry(std::move(error) +
+                                 " (no JetStream stream captures this subject: check the stream's subjects)");
+  }
   if (api_error != 0) error += " (JetStream error " + std::to_string(api_error) + ")";
   switch (api_error) {
     case JSStreamMessageExceedsMaximumErr:
@@ -133,9 +138,6 @@ DeliveryResult classify_publish(int status, int api_error, std::string_view text
     case NATS_MAX_PAYLOAD:
     case NATS_NOT_PERMITTED:
       return DeliveryResult::dead(std::move(error));
-    case NATS_NO_RESPONDERS:
-      return DeliveryResult::retry(std::move(error) +
-                                   " (no JetStream stream captures this subject: check the stream's subjects)");
     default:
       return DeliveryResult::retry(std::move(error));
   }

@@ -20,7 +20,9 @@ TEST(Registry, EveryConfigKindHasAFactory) {
   EXPECT_TRUE(source_factory(SourceKind::kFile));
   EXPECT_TRUE(sink_factory(DestinationKind::kHttp));
   EXPECT_TRUE(sink_factory(DestinationKind::kView));
-  EXPECT_EQ(sink_kinds(), (std::vector<DestinationKind>{DestinationKind::kHttp, DestinationKind::kView}));
+  EXPECT_TRUE(sink_factory(DestinationKind::kNats));
+  EXPECT_EQ(sink_kinds(), (std::vector<DestinationKind>{DestinationKind::kHttp, DestinationKind::kView,
+                                                        DestinationKind::kNats}));
 }
 
 TEST(Registry, AKindWithoutAFactoryIsRefusedNamingIt) {
