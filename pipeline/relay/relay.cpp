@@ -630,8 +630,11 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
                              const std::vector<long long>& delays, std::size_t capacity,
                              std::vector<OutboxEvent>& claimed) {
   std::vector<std::int64_t> delivered;
+  std::vector<std::int64_t> delivered_attempts;
   for (const auto& answer : answers) {
-    if (answer.result.status == DeliveryResult::Status::kDelivered) delivered.push_back(answer.id);
+    if (answer.result.status != DeliveryResult::Status::kDelivered) continue;
+    delivered.push_back(answer.id);
+    delivered_attempts.push_back(answer.attempt);
   }
   const std::string delivered_ids = db::bigint_array_literal(delivered);
 
@@ -650,7 +653,8 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
   }
   if (capacity > 0 || delivered_ids.size() > 2) {
     const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
-                                        static_cast<long long>(options_.lease.count()), delivered_ids);
+                                        static_cast<long long>(options_.lease.count()), delivered_ids,
+                                        db::bigint_array_literal(delivered_attempts));
     for (const auto& row : rows) {
       OutboxEvent event;
       event.id = row[0].as<std::int64_t>();
