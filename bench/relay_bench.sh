@@ -9,13 +9,14 @@
 #   PENDING="10000 100000 1000000" ROUNDS=1 bench/relay_bench.sh   # the backlog sweep
 #   TIDEMARKS="old/tidemark build-bench/tidemark" bench/relay_bench.sh   # A/B, alternating per round
 #
-# PENDING (10000)        backlog sizes; each is filled once by `tidemark run` on generated
-#                        input (PENDING new keys over PENDING/10 accounts, so every event is
-#                        one outbox row) into a template database, cloned for every relay run
+# PENDING (10000)        backlog sizes; each is filled once per binary by its `tidemark run` on
+#                        the same generated input (PENDING new keys over PENDING/10 accounts,
+#                        so every event is one outbox row) into a template database at that
+#                        binary's schema, cloned for every relay run of that binary
 # ROUNDS (3)             per backlog: ROUNDS × (wrk ceiling, then each binary's relay run)
 # CONNECTIONS (64)       wrk connections = the relay's max_in_flight
 # WRK_SECONDS (5)        length of each wrk run
-# TIDEMARKS (build-bench/tidemark)  the binaries to measure; the first fills the outbox
+# TIDEMARKS (build-bench/tidemark)  the binaries to measure
 # WORK (/tmp/tidemark-relay-bench), PGBIN (/usr/lib/postgresql/15/bin)
 set -euo pipefail
 
@@ -53,9 +54,10 @@ relay:
   max_in_flight: $CONNECTIONS
 EOF
 
-# One template database per backlog, filled through the real write path.
-fill() {  # pending -> template name
-  local pending="$1" template="relay_fill_$1" csv="$WORK/data/relay-$1.csv"
+# One template database per backlog and binary, filled through the real write path: binaries
+# of an A/B may differ in schema (a migration), and a binary runs only on its own.
+fill() {  # pending binary_index -> template name
+  local pending="$1" binary="${binaries[$2]}" template="relay_fill_$1_$2" csv="$WORK/data/relay-$1.csv"
   if [[ ! -s "$csv" ]]; then
     awk -v n="$pending" -v accounts=$(( pending / 10 > 0 ? pending / 10 : 1 )) 'BEGIN {
       print "transaction_id,source_revision,amount,account_id,occurred_at"
@@ -65,8 +67,8 @@ fill() {  # pending -> template name
   fi
   psql_q postgres "DROP DATABASE IF EXISTS $template" >/dev/null 2>&1
   psql_q postgres "CREATE DATABASE $template" >/dev/null
-  "${binaries[0]}" migrate --database "$base_url/$template" >"$WORK/logs/fill-$pending.log" 2>&1 &&
-    "${binaries[0]}" run --pipeline bench --config "$config" --database "$base_url/$template" --source "$csv" \
+  "$binary" migrate --database "$base_url/$template" >"$WORK/logs/fill-$pending.log" 2>&1 &&
+    "$binary" run --pipeline bench --config "$config" --database "$base_url/$template" --source "$csv" \
     >>"$WORK/logs/fill-$pending.log" 2>&1 || die "filling $pending events failed, see $WORK/logs/fill-$pending.log"
   psql_q "$template" "VACUUM ANALYZE" >/dev/null
   psql_q postgres "CHECKPOINT" >/dev/null
@@ -105,11 +107,13 @@ log "cpus $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg); results in $results"
 printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' pending round binary wrk_req/s seconds events/s share recv_ev/s
 for pending in $PENDING; do
   log "filling $pending pending events"
-  template="$(fill "$pending")"
-  wrk_request "$template"
+  templates=()
+  for index in "${!binaries[@]}"; do templates+=("$(fill "$pending" "$index")"); done
+  wrk_request "${templates[0]}"
   for round in $(seq "$ROUNDS"); do
     wire="$(ceiling)"
-    for binary in "${binaries[@]}"; do
+    for index in "${!binaries[@]}"; do
+      binary="${binaries[$index]}" template="${templates[$index]}"
       db="relay_run"
       psql_q postgres "DROP DATABASE IF EXISTS $db" >/dev/null 2>&1
       psql_q postgres "CREATE DATABASE $db TEMPLATE $template" >/dev/null
@@ -129,7 +133,9 @@ span = (s['last_us'] - s['first_us']) / 1e6
 print(f'{seconds:.2f} {$pending / seconds:.0f} {$pending / seconds / $wire:.2f} {(s[\"received\"] - 1) / span if span > 0 else 0:.0f}')")
       load="$(cut -d' ' -f1 /proc/loadavg)"
       printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pending" "$round" "$binary" "$wire" "$seconds" "$rate" "$share" "$recv_rate" "$load" >>"$results"
-      printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' "$pending" "$round" "${binary: -34}" "$wire" "$seconds" "$rate" "$share" "$recv_rate"
+      label="$binary"
+      (( ${#label} > 34 )) && label="${label: -34}"  # (a shorter one would print empty)
+      printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' "$pending" "$round" "$label" "$wire" "$seconds" "$rate" "$share" "$recv_rate"
     done
   done
 done

@@ -9,7 +9,13 @@
 #include <future>
 #include <map>
 #include <set>
+#include <system_error>
 #include <thread>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
@@ -895,6 +901,65 @@ TEST(RelayListen, ABrokenListenConnectionIsMadeAgainAndWhatCameMeanwhileIsDelive
   commit_event(db, "tx-after-reconnect", true);
   EXPECT_TRUE(receiver.wait_for_applied(2, 20s)) << "the new LISTEN connection does not wake the relay";
   EXPECT_TRUE(relay.running());
+}
+
+// A TCP port on 127.0.0.1 whose connections the kernel completes and nobody ever answers: a
+// database host that hangs. Closing it resets the connections it holds.
+class SilentServer {
+ public:
+  SilentServer() : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t size = sizeof address;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&address), size) != 0 || ::listen(fd_, 128) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
+      throw std::system_error(errno, std::generic_category(), "silent server on 127.0.0.1");
+    }
+    port_ = ntohs(address.sin_port);
+  }
+  ~SilentServer() { close(); }
+  SilentServer(const SilentServer&) = delete;
+  SilentServer& operator=(const SilentServer&) = delete;
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+  unsigned short port() const { return port_; }
+
+ private:
+  int fd_;
+  unsigned short port_ = 0;
+};
+
+// A database that accepts the TCP connection and never answers: each connection of the
+// relay, its LISTEN connection too, gives up after the connect timeout (libpq's floor of 2 s
+// here), so run() reports that it waits for the database and stop() ends it. Before, those
+// connects waited for ever, and stop() with them.
+TEST(RelayListen, ADatabaseThatNeverAnswersHoldsNeitherTheRelayNorItsStop) {
+  SilentServer silent;
+  TestReceiver receiver(kSecret);
+  auto options = fast_options();
+  options.listen_retry = 50ms;
+  options.database_retries = {.max_attempts = 1, .base_delay = 10ms, .max_delay = 10ms};
+  Relay relay("postgresql://tidemark@127.0.0.1:" + std::to_string(silent.port()) + "/tidemark?sslmode=disable",
+              sinks_for(receiver, options), options);
+  auto ended = std::async(std::launch::async, [&relay] { relay.run(); });
+  struct Release {  // when an expectation failed: the hanging connects are reset, so the relay ends
+    SilentServer& silent;
+    Relay& relay;
+    std::future<void>& ended;
+    ~Release() {
+      silent.close();
+      relay.stop();
+      ended.wait();
+    }
+  } release{silent, relay, ended};
+
+  EXPECT_TRUE(eventually([&] { return relay.waiting_for_database(); }, 60s))
+      << "a connect to the silent database still waits after 60 s";
+  relay.stop();
+  EXPECT_EQ(ended.wait_for(60s), std::future_status::ready) << "stop() still waits for a connect after 60 s";
 }
 
 }  // namespace

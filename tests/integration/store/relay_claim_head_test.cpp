@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
@@ -31,12 +32,24 @@ struct Claimed {
   int attempt = 0;
 };
 
+// The ids and the attempts of `events` as claim.sql's $4 and $5.
+std::pair<std::string, std::string> delivered_arrays(const std::vector<Claimed>& events) {
+  std::vector<std::int64_t> ids;
+  std::vector<std::int64_t> attempts;
+  for (const auto& event : events) {
+    ids.push_back(event.id);
+    attempts.push_back(event.attempt);
+  }
+  return {db::bigint_array_literal(ids), db::bigint_array_literal(attempts)};
+}
+
 // One call of relay/claim.sql: records `delivered`, claims up to `max_events` of "ledger".
 std::vector<Claimed> claim(pqxx::connection& connection, std::size_t max_events,
-                           const std::vector<std::int64_t>& delivered = {}) {
+                           const std::vector<Claimed>& delivered = {}) {
   pqxx::nontransaction txn(connection);
+  const auto [ids, attempts] = delivered_arrays(delivered);
   const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", static_cast<long long>(max_events),
-                                    kLeaseMs, db::bigint_array_literal(delivered));
+                                    kLeaseMs, ids, attempts);
   std::vector<Claimed> claimed;
   for (const auto& row : rows) claimed.push_back({row[0].as<std::int64_t>(), row[6].as<int>()});
   return claimed;
@@ -47,16 +60,22 @@ void mark_failed(pqxx::connection& connection, const Claimed& event, const char*
   txn.exec_params(std::string(sql::kRelayMarkFailed), event.id, event.attempt, status, 0LL, "HTTP 500");
 }
 
-// Keys whose head is not their lowest pending sequence and that event's due time ("" when
+// Keys whose head is not their lowest pending sequence with that event's attempts and due
+// time, or that event leased (one attempt more on the head, due when the lease ends) ("" when
 // every head is right).
 std::string wrong_heads(const TestDatabase& db) {
   return db.scalar(
       "SELECT string_agg(h.partition_key || ' head ' || coalesce(h.head_sequence::text, 'none') || ' lowest ' || "
-      "coalesce(p.sequence::text, 'none'), ', ') "
+      "coalesce(p.sequence::text, 'none') || ' attempts ' || coalesce(h.head_attempts::text, 'none') || ' row ' || "
+      "coalesce(p.attempts::text, 'none'), ', ') "
       "FROM tidemark_destination_sequence h "
-      "LEFT JOIN LATERAL (SELECT o.sequence, o.next_attempt_at FROM outbox o WHERE o.destination = h.destination "
-      "AND o.partition_key = h.partition_key AND o.status = 'pending' ORDER BY o.sequence LIMIT 1) p ON true "
-      "WHERE h.head_sequence IS DISTINCT FROM p.sequence OR h.head_due_at IS DISTINCT FROM p.next_attempt_at");
+      "LEFT JOIN LATERAL (SELECT o.sequence, o.attempts, o.next_attempt_at FROM outbox o WHERE o.destination = "
+      "h.destination AND o.partition_key = h.partition_key AND o.status = 'pending' ORDER BY o.sequence LIMIT 1) p "
+      "ON true "
+      "WHERE h.head_sequence IS DISTINCT FROM p.sequence "
+      "OR NOT ((coalesce(h.head_attempts, 0) IS NOT DISTINCT FROM p.attempts "
+      "AND h.head_due_at IS NOT DISTINCT FROM p.next_attempt_at) "
+      "OR (h.head_attempts = p.attempts + 1 AND h.head_due_at > now()))");
 }
 
 // Of the events `ids`, those with an earlier pending event of their key (per-key order broken).
@@ -99,13 +118,13 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
                       "'tidemark_destination_sequence') AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
             "2");
   auto connection = db.connect();
-  std::vector<std::int64_t> delivered;
+  std::vector<Claimed> delivered;
   for (int round = 0; round < 3; ++round) {
     SCOPED_TRACE(round);
     // The table statistics of this transaction's own reads (pg_stat_xact_user_tables).
     pqxx::work txn(*connection);
-    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 64LL, kLeaseMs,
-                                      db::bigint_array_literal(delivered));
+    const auto [ids, attempts] = delivered_arrays(delivered);
+    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 64LL, kLeaseMs, ids, attempts);
     ASSERT_EQ(rows.size(), 64u);
     const auto read = txn.exec(
         "SELECT relname, seq_scan, seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables "
@@ -118,7 +137,7 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
     }
     txn.commit();
     delivered.clear();
-    for (const auto& row : rows) delivered.push_back(row[0].as<std::int64_t>());
+    for (const auto& row : rows) delivered.push_back({row[0].as<std::int64_t>(), row[6].as<int>()});
   }
   EXPECT_EQ(wrong_heads(db), "");
 }
@@ -141,7 +160,8 @@ TEST(RelayClaimHead, AHeadWhoseRowTheClaimCannotSeeKeepsItsSequenceAndItsRowIsCl
     pqxx::work txn(*connection);
     txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
     txn.exec("UPDATE outbox SET status = 'delivered' WHERE sequence = 1");
-    txn.exec("UPDATE tidemark_destination_sequence SET last_sequence = 2, head_sequence = 2, head_due_at = now()");
+    txn.exec("UPDATE tidemark_destination_sequence SET last_sequence = 2, head_sequence = 2, head_due_at = now(), "
+             "head_attempts = NULL");
     txn.commit();
   }
   EXPECT_TRUE(claim(*connection, 64).empty());
@@ -219,14 +239,14 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
   fill_backlog(db, 600, 12);
   auto connection = db.connect();
   std::vector<Claimed> in_flight;
-  std::vector<std::int64_t> delivered;
+  std::vector<Claimed> delivered;
   for (int step = 0; step < 200; ++step) {
     SCOPED_TRACE("step " + std::to_string(step) + ", seed " + std::to_string(seed));
     for (const auto& event : in_flight) {
       switch (random() % 6) {
         case 0: mark_failed(*connection, event, "pending"); break;  // due again at once
         case 1: mark_failed(*connection, event, "dead"); break;
-        default: delivered.push_back(event.id);
+        default: delivered.push_back(event);
       }
     }
     if (random() % 8 == 0) {
@@ -253,9 +273,7 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
   db.scalar("UPDATE outbox SET next_attempt_at = now() WHERE status = 'pending' RETURNING 1");
   EXPECT_EQ(wrong_heads(db), "");
   for (int round = 0; round < 400; ++round) {
-    std::vector<std::int64_t> ids;
-    for (const auto& event : in_flight) ids.push_back(event.id);
-    in_flight = claim(*connection, 64, ids);
+    in_flight = claim(*connection, 64, in_flight);
     ASSERT_EQ(claimed_out_of_order(db, in_flight), "");
     if (in_flight.empty()) break;
   }
@@ -284,7 +302,7 @@ TEST(RelayClaimHead, DeliveryOfTheLastPendingEventWhileAWriterAddsOneLeavesTheNe
       "VALUES ('ledger', 'ledger:tx-late', 'acct-0', 2, '{}')");
   std::atomic<bool> marked{false};
   std::thread mark([&] {
-    claim(*relay, 0, {first[0].id});
+    claim(*relay, 0, {first[0]});
     marked = true;
   });
   // The mark waits for the writer's lock (it would otherwise set the head to none).
@@ -331,12 +349,12 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
     for (bool last = false; !last;) {
       last = !writing;
       for (;;) {
-        std::vector<std::int64_t> delivered;
+        std::vector<Claimed> delivered;
         for (const auto& event : in_flight) {
           if (random() % 5 == 0) {
             mark_failed(*connection, event, random() % 2 == 0 ? "pending" : "dead");
           } else {
-            delivered.push_back(event.id);
+            delivered.push_back(event);
           }
         }
         in_flight = claim(*connection, 32, delivered);
@@ -419,7 +437,7 @@ TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
   for (const auto& row : heads) texts.push_back(row[0].c_str());
   EXPECT_EQ(texts, (std::vector<std::string>{"A 4 3 03", "B 1 none none", "C 7 7 07"}));
   std::vector<std::string> claimed;
-  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 10LL, kLeaseMs, "{}")) {
+  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 10LL, kLeaseMs, "{}", "{}")) {
     claimed.push_back(row[2].c_str());
   }
   std::sort(claimed.begin(), claimed.end());
