@@ -134,6 +134,31 @@ TEST_F(NatsSinkRelay, StartUpRefusesAStreamWhoseDuplicateWindowIsNotLongerThanTh
             std::to_string(kEvents));
 }
 
+// `tidemark nats setup` makes a nats destination's stream too (a pipeline whose source is a
+// file): a duplicate window of twice the relay's horizon; an existing stream is left as it is.
+TEST_F(NatsSinkRelay, NatsSetupCreatesTheDestinationsStreamWithTwiceTheHorizonAndLeavesAnExistingOne) {
+  const std::vector<std::string> setup{"nats", "setup", "--pipeline", "transactions", "--config", config_};
+  const auto created = run_tidemark(setup);
+  ASSERT_EQ(created.exit_code, 0) << created.both();
+  EXPECT_THAT(created.out, HasSubstr("stream LEDGER: created for destination bus (subjects ledger.events.>, "
+                                     "duplicate window " + pipeline::format_duration(2 * horizon()) + ")"));
+  const auto again = run_tidemark(setup);
+  EXPECT_EQ(again.exit_code, 0) << again.both();
+  EXPECT_THAT(again.out, HasSubstr("stream LEDGER: exists as configured"));
+  ASSERT_EQ(tidemark({"run", "--pipeline", "transactions"}).exit_code, 0);
+  const auto relay = tidemark({"relay", "--once"});
+  ASSERT_EQ(relay.exit_code, 0) << relay.both();
+  EXPECT_EQ(testing::read_stream(server_.url(), "LEDGER").size(), static_cast<std::size_t>(kEvents));
+}
+
+TEST_F(NatsSinkRelay, NatsSetupReportsADestinationsStreamWhoseWindowIsTooShort) {
+  testing::create_stream(server_.url(), "LEDGER", {"ledger.events.>"}, 2s);
+  const auto differs = run_tidemark({"nats", "setup", "--pipeline", "transactions", "--config", config_});
+  EXPECT_EQ(differs.exit_code, 2) << differs.both();
+  EXPECT_THAT(differs.out, HasSubstr("stream LEDGER: exists and differs from the configuration (left as it is)"));
+  EXPECT_THAT(differs.out, HasSubstr("duplicate window 2s"));
+}
+
 TEST_F(NatsSinkRelay, StartUpRefusesAMissingStream) {
   const auto refused = tidemark({"relay", "--once"});
   EXPECT_EQ(refused.exit_code, 2) << refused.both();
