@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {
@@ -12,18 +13,6 @@ using connectors::http_api::JsonPath;
 using connectors::http_api::PageFormat;
 using connectors::http_api::Paging;
 using ::testing::HasSubstr;
-
-std::string config_error(const std::string& yaml) {
-  try {
-    parse_config(yaml, "config.yaml");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
-
-// Line 3 is the source.
-std::string pipeline_with(const std::string& source) { return "pipelines:\n  orders:\n    source: " + source + "\n"; }
 
 TEST(ParseHttpSource, EveryKeyIsRead) {
   const auto config = parse_config(

@@ -4,23 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string config_error(const std::string& yaml) {
-  try {
-    parse_config(yaml, "config.yaml");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
-
-// Line 3 is the source.
-std::string pipeline_with(const std::string& source) { return "pipelines:\n  orders:\n    source: " + source + "\n"; }
 
 TEST(ParseNatsSource, EveryKeyIsRead) {
   const auto config = parse_config(

@@ -4,24 +4,13 @@
 #include <gtest/gtest.h>
 
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {
 
 using ::testing::StartsWith;
 using Consistency = connectors::postgres::Consistency;
-
-std::string config_error(const std::string& yaml) {
-  try {
-    parse_config(yaml, "config.yaml");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
-
-// Line 3 is the source.
-std::string with_source(const std::string& source) { return "pipelines:\n  orders:\n    source: " + source + "\n"; }
 
 TEST(ParsePostgresSource, ReadsEveryKey) {
   const auto config = parse_config(
@@ -49,50 +38,50 @@ TEST(ParsePostgresSource, ReadsEveryKey) {
 }
 
 TEST(ParsePostgresSource, DefaultsToAFiveSecondSafetyLag) {
-  const auto config = parse_config(with_source("{kind: postgres, url_env: U, table: t, cursor: [ts, id]}"), "c.yaml");
+  const auto config = parse_config(pipeline_with("{kind: postgres, url_env: U, table: t, cursor: [ts, id]}"), "c.yaml");
   EXPECT_EQ(config.pipelines.at("orders").source.postgres.consistency, Consistency::kSafetyLag);
   EXPECT_EQ(config.pipelines.at("orders").source.postgres.safety_lag, std::chrono::seconds(5));
 }
 
 TEST(ParsePostgresSource, SnapshotTakesACursorOfOneColumn) {
   const auto config =
-      parse_config(with_source("{kind: postgres, url_env: U, table: t, cursor: [id], consistency: snapshot}"), "c.yaml");
+      parse_config(pipeline_with("{kind: postgres, url_env: U, table: t, cursor: [id], consistency: snapshot}"), "c.yaml");
   EXPECT_EQ(config.pipelines.at("orders").source.postgres.consistency, Consistency::kSnapshot);
 }
 
 TEST(ParsePostgresSource, EachRuleIsAnErrorNamingTheKeyAndLine) {
   const std::string head = "{kind: postgres, url_env: U, table: t, ";
-  EXPECT_THAT(config_error(with_source(head + "cursor: [id]}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [id]}")),
               StartsWith("config.yaml:3: pipelines.orders.source.cursor: a cursor of one column needs consistency: snapshot"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], consistency: snapshot, safety_lag: 5s}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], consistency: snapshot, safety_lag: 5s}")),
               StartsWith("config.yaml:3: pipelines.orders.source.safety_lag: applies to consistency: safety_lag only"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], consistency: eventual}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], consistency: eventual}")),
               StartsWith("config.yaml:3: pipelines.orders.source.consistency: expected safety_lag (the default) or snapshot"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], safety_lag: 0s}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], safety_lag: 0s}")),
               StartsWith("config.yaml:3: pipelines.orders.source.safety_lag: expected a positive duration"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: []}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: []}")),
               StartsWith("config.yaml:3: pipelines.orders.source.cursor: expected a list of the columns"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: id}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: id}")),
               StartsWith("config.yaml:3: pipelines.orders.source.cursor: expected a list of the columns"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [id, id], consistency: snapshot}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [id, id], consistency: snapshot}")),
               StartsWith("config.yaml:3: pipelines.orders.source.cursor[1]: column id is in the cursor twice"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], columns: {a: x, b: x}}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], columns: {a: x, b: x}}")),
               StartsWith("config.yaml:3: pipelines.orders.source.columns.b: column x is already mapped to field a"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], columns: [a]}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], columns: [a]}")),
               StartsWith("config.yaml:3: pipelines.orders.source.columns: expected a map from field name to source column"));
-  EXPECT_THAT(config_error(with_source(head + "cursor: [ts, id], path: a.csv}")),
+  EXPECT_THAT(config_error(pipeline_with(head + "cursor: [ts, id], path: a.csv}")),
               StartsWith("config.yaml:3: unknown key 'path' in pipelines.orders.source"));
-  EXPECT_THAT(config_error(with_source("{kind: postgres, url_env: 'not a name', table: t, cursor: [ts, id]}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: postgres, url_env: 'not a name', table: t, cursor: [ts, id]}")),
               StartsWith("config.yaml:3: pipelines.orders.source.url_env: expected the name of an environment variable"));
-  EXPECT_THAT(config_error(with_source("{kind: postgres, url: postgresql://x, url_env: U, table: t, cursor: [ts, id]}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: postgres, url: postgresql://x, url_env: U, table: t, cursor: [ts, id]}")),
               StartsWith("config.yaml:3: unknown key 'url' in pipelines.orders.source"));
-  EXPECT_THAT(config_error(with_source("{kind: postgres, table: t, cursor: [ts, id]}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: postgres, table: t, cursor: [ts, id]}")),
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'url_env'"));
-  EXPECT_THAT(config_error(with_source("{kind: postgres, url_env: U, cursor: [ts, id]}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: postgres, url_env: U, cursor: [ts, id]}")),
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'table'"));
-  EXPECT_THAT(config_error(with_source("{kind: postgres, url_env: U, table: t}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: postgres, url_env: U, table: t}")),
               StartsWith("config.yaml:3: pipelines.orders.source: missing required key 'cursor'"));
-  EXPECT_THAT(config_error(with_source("{kind: kafka, path: a.csv}")),
+  EXPECT_THAT(config_error(pipeline_with("{kind: kafka, path: a.csv}")),
               StartsWith("config.yaml:3: pipelines.orders.source.kind: expected file, postgres, http or nats"));
 }
 

@@ -1,4 +1,5 @@
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,16 +19,6 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
-
-// The message of the ConfigError that parsing `yaml` throws ("" when it parses).
-std::string config_error(const std::string& yaml) {
-  try {
-    parse_config(yaml, "config.yaml");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 // A valid pipeline to which tests append one faulty line or block.
 constexpr const char* kPipelineHead =

@@ -4,21 +4,13 @@
 #include <stdlib.h>
 
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 #include "app/wiring/sinks.hpp"
 
 namespace tidemark::pipeline {
 namespace {
 
 using ::testing::HasSubstr;
-
-std::string config_error(const std::string& yaml) {
-  try {
-    parse_config(yaml, "config.yaml");
-  } catch (const ConfigError& error) {
-    return error.what();
-  }
-  return "";
-}
 
 // A pipeline whose destination (line 5) the tests write.
 std::string with_destination(const std::string& destination) {
