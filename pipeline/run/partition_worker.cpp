@@ -13,8 +13,12 @@ PartitionWorker::PartitionWorker(std::string database_url, std::string pipeline,
                                  LeaseSettings settings)
     : database_url_(std::move(database_url)),
       leases_(new_worker_id(), std::move(pipeline), partitions, settings) {
-  leases_.heartbeat(*db::connect(database_url_));
-  heartbeat_ = std::thread([this] { beat(); });
+  // The heartbeat's session is recorded as the worker's from the start, so the worker counts
+  // as alive exactly while its process holds it (or another of its sessions): when the process
+  // dies, its partitions are free at once, not after the owner timeout.
+  auto connection = db::connect(database_url_);
+  leases_.register_session(*connection);
+  heartbeat_ = std::thread([this, connection = std::move(connection)]() mutable { beat(std::move(connection)); });
 }
 
 PartitionWorker::~PartitionWorker() {
@@ -34,14 +38,17 @@ PartitionWorker::~PartitionWorker() {
 
 std::vector<PartitionLease> PartitionWorker::balance() { return leases_.balance(*db::connect(database_url_)); }
 
-void PartitionWorker::beat() {
-  std::unique_ptr<pqxx::connection> connection;
+void PartitionWorker::beat(std::unique_ptr<pqxx::connection> connection) {
   std::unique_lock lock(mutex_);
   while (!wake_.wait_for(lock, leases_.settings().rebalance_interval, [this] { return stopping_; })) {
     lock.unlock();
     try {
-      if (!connection || !connection->is_open()) connection = db::connect(database_url_);
-      leases_.heartbeat(*connection);
+      if (!connection || !connection->is_open()) {
+        connection = db::connect(database_url_);
+        leases_.register_session(*connection);
+      } else {
+        leases_.heartbeat(*connection);
+      }
     } catch (const std::exception& error) {
       // The next beat tries again on a new connection; a worker silent for the owner timeout
       // loses its partitions, and its batches then fail their fence: never a wrong commit.

@@ -1,9 +1,11 @@
 #pragma once
 // One process's worker of a partitioned pipeline (docs/scale-out.md "Workers"): its id, its
-// heartbeat, sent from a thread of its own on a connection of its own every rebalance
-// interval for as long as it lives (a long batch must not look like a dead worker), and its
+// heartbeat, sent from a thread of its own on a connection of its own (recorded as one of the
+// worker's sessions) every rebalance interval for as long as it lives (a long batch must not
+// look like a dead worker), and its
 // leases, which it balances when asked and frees when it ends.
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -28,7 +30,7 @@ class PartitionWorker {
   std::vector<PartitionLease> balance();
 
  private:
-  void beat();
+  void beat(std::unique_ptr<pqxx::connection> connection);
 
   std::string database_url_;
   PartitionLeases leases_;

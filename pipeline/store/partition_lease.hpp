@@ -17,7 +17,8 @@
 namespace tidemark::pipeline {
 
 struct LeaseSettings {
-  // A worker whose heartbeat is older than this is dead: its partitions may be taken.
+  // A worker whose heartbeat is older than this is dead (as is one whose recorded sessions
+  // have all ended): its partitions may be taken.
   std::chrono::milliseconds owner_timeout{std::chrono::seconds(30)};
   // How often a worker balances (takes its share, gives up its surplus); also its heartbeat's
   // period, which must stay well below owner_timeout.
@@ -52,8 +53,9 @@ class PartitionLeases {
 
   // Records that the worker is alive now.
   void heartbeat(pqxx::connection& connection) const;
-  // Records `connection`'s session as one the worker writes through, so that a taker can end
-  // it; call on every (re)connect of a connection that commits batches.
+  // Records `connection`'s session as one of the worker's, so that a taker can end it, and a
+  // worker whose recorded sessions have all ended counts as dead at once (a killed process);
+  // call on every (re)connect of a connection that commits batches or sends the heartbeat.
   void register_session(pqxx::connection& connection) const;
   // A heartbeat, then: ends the sessions of dead workers, gives up the surplus over the fair
   // share, takes free and dead workers' partitions up to it, and returns every partition the

@@ -1,4 +1,4 @@
--- Ends the sessions of the pipeline's workers whose heartbeat is older than the owner timeout,
+-- Ends the sessions of the pipeline's dead workers (tidemark_worker_alive, migration 0019),
 -- so that none of them can still commit, or hold a partition's row lock, once its partitions
 -- are taken. Only sessions whose pid and start time match a recorded one: a pid reused by
 -- another session is left alone. pg_terminate_backend needs the same role (or membership of
@@ -9,5 +9,5 @@ SELECT count(*) FILTER (WHERE pg_terminate_backend(a.pid))
   JOIN tidemark_worker_backends b ON b.worker = w.id
   JOIN pg_stat_activity a ON a.pid = b.backend_pid AND a.backend_start = b.backend_start
  WHERE w.pipeline = $1
-   AND w.seen_at < now() - make_interval(secs => $2::bigint / 1000.0)
+   AND NOT tidemark_worker_alive(w.id, $2)
    AND a.pid <> pg_backend_pid()

@@ -4,8 +4,7 @@
 -- fail its epoch check and roll back (lease/fence.sql).
 -- $1 pipeline, $2 partitions, $3 worker id, $4 owner timeout (ms)
 WITH live AS (
-  SELECT count(*) AS workers FROM tidemark_workers
-   WHERE pipeline = $1 AND seen_at >= now() - make_interval(secs => $4::bigint / 1000.0)
+  SELECT count(*) AS workers FROM tidemark_workers WHERE pipeline = $1 AND tidemark_worker_alive(id, $4)
 ),
 kept AS (
   SELECT partition FROM tidemark_partitions

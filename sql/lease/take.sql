@@ -1,4 +1,4 @@
--- Takes free partitions, and those of workers whose heartbeat is older than the owner timeout,
+-- Takes free partitions, and those of dead workers (tidemark_worker_alive, migration 0019),
 -- up to the worker's fair share, ceil(partitions / live workers), bumping each one's epoch so
 -- that its previous owner's batches fail their check (lease/fence.sql). SKIP LOCKED passes over
 -- a partition whose row a batch holds: its owner is committing, or is a dead worker's session
@@ -6,8 +6,7 @@
 -- partitions are never taken: they give up their surplus themselves (lease/release_surplus.sql).
 -- Returns the partitions taken. $1 pipeline, $2 partitions, $3 worker id, $4 owner timeout (ms)
 WITH live AS (
-  SELECT id FROM tidemark_workers
-   WHERE pipeline = $1 AND seen_at >= now() - make_interval(secs => $4::bigint / 1000.0)
+  SELECT id FROM tidemark_workers WHERE pipeline = $1 AND tidemark_worker_alive(id, $4)
 ),
 wanted AS (
   SELECT GREATEST(ceil($2::numeric / GREATEST((SELECT count(*) FROM live), 1))

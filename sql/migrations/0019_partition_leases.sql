@@ -21,6 +21,22 @@ CREATE TABLE tidemark_worker_backends (
   PRIMARY KEY (worker, backend_pid, backend_start)
 );
 
+-- Whether a worker is alive: its heartbeat is younger than the owner timeout, and, when it has
+-- recorded sessions, one of them still exists. A killed process's sessions end with it, so its
+-- partitions are free at once; a stopped one (SIGSTOP) keeps its sessions and is dead only when
+-- its heartbeat is too old.
+CREATE FUNCTION tidemark_worker_alive(worker text, owner_timeout_ms bigint) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+  SELECT EXISTS (
+    SELECT 1 FROM tidemark_workers w
+     WHERE w.id = worker
+       AND w.seen_at >= now() - make_interval(secs => owner_timeout_ms / 1000.0)
+       AND (NOT EXISTS (SELECT 1 FROM tidemark_worker_backends b WHERE b.worker = w.id)
+            OR EXISTS (SELECT 1 FROM tidemark_worker_backends b
+                         JOIN pg_stat_activity a ON a.pid = b.backend_pid AND a.backend_start = b.backend_start
+                        WHERE b.worker = w.id)))
+$$;
+
 -- A partition's run names its worker: without the pipeline's lock, a run left 'running' is
 -- known to be abandoned only when its worker is dead (lease/fail_abandoned_runs.sql).
 ALTER TABLE runs ADD COLUMN worker text;

@@ -154,6 +154,30 @@ class NatsSource : public ::testing::Test {
   int published_ = 0;
 };
 
+// Workers (docs/scale-out.md "Workers"): `run` processes share the partitions through
+// PostgreSQL. A short owner timeout so that a killed worker's partitions are taken soon.
+constexpr char kFastWorkers[] = ", owner_timeout: 2s, rebalance_interval: 500ms";
+
+// Waits until every worker of the pipeline is dead (a killed one as soon as PostgreSQL has ended
+// its sessions; a stopped one once silent for the 2 s owner timeout): their partitions can then
+// be taken. The event is in the database.
+void wait_until_no_live_worker(const TestDatabase& db) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (db.scalar("SELECT count(*) FROM tidemark_workers WHERE tidemark_worker_alive(id, 2000)") != "0") {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a worker still beats";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+// Waits for the next commit after `before` batches (polling the ledger: the event is a commit).
+void wait_for_commit_after(const TestDatabase& db, const std::string& before) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (db.scalar("SELECT count(*) FROM batch_ledger") == before) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no batch committed";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
 TEST_F(NatsSource, SetupCreatesEachPartitionStreamAndAgainFindsThemAsConfigured) {
   const auto first = setup(config(", duplicate_window: 5m"));
   ASSERT_EQ(first.exit_code, 0) << first.both();
@@ -289,6 +313,7 @@ TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
     options.env["TIDEMARK_FAILPOINTS"] = failpoint;
     const auto killed = run({}, options);
     ASSERT_EQ(killed.exit_code, 137) << killed.both();
+    wait_until_no_live_worker(db_);  // the killed worker's partitions are free once its sessions end
   }
   // A real SIGKILL from outside, once the run has committed a batch of its own.
   const std::string before = query_rows(db_, "SELECT count(*)::text FROM batch_ledger")[0][0];
@@ -302,6 +327,7 @@ TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
   }
   process->kill(SIGKILL);
   process->wait();
+  wait_until_no_live_worker(db_);
 
   SCOPED_TRACE("seed " + std::to_string(seed));
   const auto last = run();
@@ -396,7 +422,10 @@ TEST(NatsCli, EachCommandHasHelpAndAMistakeExitsTwo) {
                                              "stream: ORDERS}\n");
   const auto not_nats = run_tidemark({"nats", "setup", "--pipeline", "files", "--config", file.string()});
   EXPECT_EQ(not_nats.exit_code, 2) << not_nats.both();
-  EXPECT_THAT(not_nats.err, HasSubstr("pipeline files reads a kind file source, not nats"));
+  EXPECT_THAT(not_nats.err, HasSubstr("pipeline files has neither a nats source nor a nats destination"));
+  const auto mapping = run_tidemark({"nats", "mapping", "--pipeline", "files", "--config", file.string()});
+  EXPECT_EQ(mapping.exit_code, 2) << mapping.both();
+  EXPECT_THAT(mapping.err, HasSubstr("pipeline files reads a kind file source, not nats"));
   const auto unknown = run_tidemark({"nats", "mapping", "--pipeline", "nope", "--config", file.string()});
   EXPECT_EQ(unknown.exit_code, 2) << unknown.both();
   EXPECT_THAT(unknown.err, HasSubstr("--pipeline nope: no such pipeline"));
@@ -406,39 +435,17 @@ TEST(NatsCli, EachCommandHasHelpAndAMistakeExitsTwo) {
   EXPECT_THAT(unreachable.err, HasSubstr("cannot connect to NATS at nats://127.0.0.1:1"));
 }
 
-// Workers (docs/scale-out.md "Workers"): `run` processes share the partitions through
-// PostgreSQL. A short owner timeout so that a killed worker's partitions are taken soon.
-constexpr char kFastWorkers[] = ", owner_timeout: 2s, rebalance_interval: 500ms";
-
-// Waits until every worker of the pipeline is dead (silent for the 2 s owner timeout): a
-// killed one's partitions can then be taken. The event is in the database.
-void wait_until_no_live_worker(const TestDatabase& db) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (db.scalar("SELECT count(*) FROM tidemark_workers WHERE seen_at >= now() - interval '2 seconds'") != "0") {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a worker still beats";
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-}
-
-// Waits for the next commit after `before` batches (polling the ledger: the event is a commit).
-void wait_for_commit_after(const TestDatabase& db, const std::string& before) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (db.scalar("SELECT count(*) FROM batch_ledger") == before) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no batch committed";
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-}
-
 TEST_F(NatsSource, WorkersRunningAtOnceAndKilledAtRandomLoadEverythingOnce) {
   ASSERT_EQ(setup(config()).exit_code, 0);
   const unsigned seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 random(seed);
-  publish_random(random, 3000, 400);
   const auto file = dir_.write("config.yaml", config(kFastWorkers));
   const std::vector<std::string> args{"run", "--pipeline", kPipeline, "--config", file.string(), "--database", db_.url()};
-  // Rounds of three workers started at once; in each, one of them is killed after a commit.
+  // Rounds of three workers started at once on new messages; in each, one of them is killed
+  // after a commit.
   for (int round = 0; round < 3; ++round) {
+    publish_random(random, 1500, 400);
     std::vector<std::unique_ptr<testing::Process>> workers;
     const std::string before = db_.scalar("SELECT count(*) FROM batch_ledger");
     for (int w = 0; w < 3; ++w) workers.push_back(testing::start_tidemark(args));

@@ -96,6 +96,23 @@ TEST(PartitionLeases, AWorkerWhoseHeartbeatStoppedIsTakenOverAndItsSessionsEnded
   EXPECT_THROW(a.fence(txn, {0, 1}), LeaseLost);
 }
 
+// A killed process's sessions end with it: a worker whose recorded sessions have all ended is
+// dead at once, however fresh its heartbeat.
+TEST(PartitionLeases, AWorkerWhoseSessionsHaveAllEndedIsDeadAtOnce) {
+  TestDatabase db;
+  auto a_connection = db.connect();
+  auto b_connection = db.connect();
+  const PartitionLeases a("a", "orders", kPartitions);
+  const PartitionLeases b("b", "orders", kPartitions);
+  a.register_session(*a_connection);
+  ASSERT_EQ(a.balance(*a_connection).size(), 4u);
+  EXPECT_TRUE(b.balance(*b_connection).empty()) << "a holds a session: alive";
+  const auto a_pid = backend_pid(*a_connection);
+  a_connection.reset();  // as the process's death closes it
+  wait_until_gone(db, a_pid);
+  EXPECT_EQ(b.balance(*b_connection).size(), 4u) << "a's heartbeat is fresh, but it has no session left";
+}
+
 TEST(PartitionLeases, AStoppedOwnerInTheMiddleOfABatchCannotCommitAfterTheTakeover) {
   TestDatabase db;
   auto a_connection = db.connect();
