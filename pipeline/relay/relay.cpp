@@ -56,23 +56,6 @@ std::string text_array(const Sinks& sinks) {
   return db::text_array_literal(names);
 }
 
-// The relay's database connections (its pool and its LISTEN connection) with libpq's
-// connect_timeout set from the relay's connect_timeout (whole seconds; libpq waits at least
-// 2), unless the URL sets its own: it goes first, and libpq keeps the last value of a
-// setting. Without it, a database host that accepts the TCP connection and never answers
-// holds a database thread for ever, and stop() with it.
-std::string with_connect_timeout(const std::string& url, Duration timeout) {
-  const auto seconds = std::max<long long>(2, std::chrono::ceil<std::chrono::seconds>(timeout).count());
-  const std::string setting = "connect_timeout=" + std::to_string(seconds);
-  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
-    const std::size_t query = url.find('?');
-    if (query == std::string::npos) return url + "?" + setting;
-    if (query + 1 == url.size()) return url + setting;
-    return url.substr(0, query + 1) + setting + "&" + url.substr(query + 1);
-  }
-  return setting + " " + url;
-}
-
 void prepare(pqxx::connection& connection) {
   connection.prepare("relay_claim", std::string(sql::kRelayClaim));
   connection.prepare("relay_mark_failed", std::string(sql::kRelayMarkFailed));
@@ -233,7 +216,7 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
     : options_(std::move(options)),
       metrics_(metrics),
       destinations_(text_array(sinks)),
-      database_(with_connect_timeout(database_url, options_.config.connect_timeout), options_.database_retries, prepare),
+      database_(std::move(database_url), options_.database_retries, prepare),
       rng_(options_.seed),
       async_(std::make_unique<Async>()),
       sinks_(std::move(sinks)) {

@@ -90,11 +90,22 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
   }
 }
 
+std::string with_connect_timeout(const std::string& url) {
+  const std::string setting = "connect_timeout=" + std::to_string(kConnectTimeout.count());
+  if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
+    const std::size_t query = url.find('?');
+    if (query == std::string::npos) return url + "?" + setting;
+    if (query + 1 == url.size()) return url + setting;
+    return url.substr(0, query + 1) + setting + "&" + url.substr(query + 1);
+  }
+  return setting + " " + url;
+}
+
 std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   check_url(url);
   std::unique_ptr<pqxx::connection> connection;
   try {
-    connection = std::make_unique<pqxx::connection>(url);
+    connection = std::make_unique<pqxx::connection>(with_connect_timeout(url));
   } catch (const pqxx::broken_connection& error) {
     std::string message = error.what();
     while (!message.empty() && message.back() == '\n') message.pop_back();

@@ -48,8 +48,18 @@ struct RetriesExhausted : std::runtime_error {
 // backoff; non-transient errors propagate at once. `what` names the work in logs and errors.
 void with_retries(const RetryPolicy& policy, std::string_view what, const std::function<void()>& attempt);
 
-// Opens a connection; application_name identifies the process in pg_stat_activity.
-// InvalidDatabaseUrl or ConnectionRejected for permanent failures (see is_transient).
+// How long a connection attempt may take, per host, unless the URL sets libpq's own
+// connect_timeout: without a bound, a host that accepts the TCP connection and never answers
+// holds the caller for ever (the relay's database threads and its stop(), a run, serve).
+inline constexpr std::chrono::seconds kConnectTimeout{10};
+
+// `url` with libpq's connect_timeout set to kConnectTimeout ahead of its own settings, so
+// that a connect_timeout the URL sets wins (libpq keeps a setting's last value).
+std::string with_connect_timeout(const std::string& url);
+
+// Opens a connection (bounded by with_connect_timeout); application_name identifies the
+// process in pg_stat_activity. InvalidDatabaseUrl or ConnectionRejected for permanent
+// failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 
 // A unique constraint refused a row (SQLSTATE 23505): callers above the store ask this

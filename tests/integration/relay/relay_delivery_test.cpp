@@ -933,16 +933,16 @@ class SilentServer {
 };
 
 // A database that accepts the TCP connection and never answers: each connection of the
-// relay, its LISTEN connection too, gives up after the connect timeout (libpq's floor of 2 s
-// here), so run() reports that it waits for the database and stop() ends it. Before, those
-// connects waited for ever, and stop() with them.
+// relay, its LISTEN connection too, gives up after the connect timeout (db::connect's, here
+// the URL's own 2 s, libpq's floor), so run() reports that it waits for the database and
+// stop() ends it. Before, those connects waited for ever, and stop() with them.
 TEST(RelayListen, ADatabaseThatNeverAnswersHoldsNeitherTheRelayNorItsStop) {
   SilentServer silent;
   TestReceiver receiver(kSecret);
   auto options = fast_options();
   options.listen_retry = 50ms;
   options.database_retries = {.max_attempts = 1, .base_delay = 10ms, .max_delay = 10ms};
-  Relay relay("postgresql://tidemark@127.0.0.1:" + std::to_string(silent.port()) + "/tidemark?sslmode=disable",
+  Relay relay("postgresql://tidemark@127.0.0.1:" + std::to_string(silent.port()) + "/tidemark?sslmode=disable&connect_timeout=2",
               sinks_for(receiver, options), options);
   auto ended = std::async(std::launch::async, [&relay] { relay.run(); });
   struct Release {  // when an expectation failed: the hanging connects are reset, so the relay ends
