@@ -2,6 +2,7 @@
 
 #include <nats/nats.h>
 
+#include <climits>
 #include <vector>
 
 namespace tidemark::connectors::nats {
@@ -10,14 +11,18 @@ namespace {
 
 // The client's words for a failed call: its status, the detail of the thread's last error
 // and the JetStream error code when the server sent one.
-[[noreturn]] void fail(const std::string& what, natsStatus status, jsErrCode code = static_cast<jsErrCode>(0)) {
-  std::string message = what + ": " + natsStatus_GetText(status);
+std::string words(natsStatus status, jsErrCode code = static_cast<jsErrCode>(0)) {
+  std::string message = natsStatus_GetText(status);
   natsStatus ignored = NATS_OK;
   if (const char* detail = nats_GetLastError(&ignored); detail != nullptr && *detail != '\0') {
     message += " (" + std::string(detail) + ")";
   }
   if (code != 0) message += " [JetStream error " + std::to_string(static_cast<int>(code)) + "]";
-  throw NatsError(message);
+  return message;
+}
+
+[[noreturn]] void fail(const std::string& what, natsStatus status, jsErrCode code = static_cast<jsErrCode>(0)) {
+  throw NatsError(what + ": " + words(status, code));
 }
 
 void check(const std::string& what, natsStatus status, jsErrCode code = static_cast<jsErrCode>(0)) {
@@ -55,12 +60,10 @@ StreamInfo to_stream_info(const jsStreamInfo& info) {
   return out;
 }
 
-constexpr std::int64_t kApiWaitMs = 10000;  // per JetStream API request (a cluster may elect a leader meanwhile)
-
-jsOptions api_options() {
+jsOptions api_options(std::chrono::milliseconds wait) {
   jsOptions options;
   jsOptions_Init(&options);
-  options.Wait = kApiWaitMs;
+  options.Wait = wait.count();
   return options;
 }
 
@@ -75,19 +78,30 @@ struct Connection::Handles {
   }
 };
 
-Connection::Connection(const std::vector<std::string>& servers) : handles_(std::make_unique<Handles>()) {
-  if (servers.empty()) throw NatsError("no NATS server is configured (source.servers)");
-  for (const auto& server : servers) servers_ += (servers_.empty() ? "" : ", ") + server;
+Connection::Connection(const ConnectionOptions& settings)
+    : request_timeout_(settings.request_timeout), handles_(std::make_unique<Handles>()) {
+  if (settings.servers.empty()) throw NatsError("no NATS server is configured (servers)");
+  for (const auto& server : settings.servers) servers_ += (servers_.empty() ? "" : ", ") + server;
   Owned<natsOptions, natsOptions_Destroy> options;
   check("nats options", natsOptions_Create(&options.value));
   std::vector<const char*> urls;
-  for (const auto& server : servers) urls.push_back(server.c_str());
+  for (const auto& server : settings.servers) urls.push_back(server.c_str());
   check("nats servers " + servers_, natsOptions_SetServers(options.value, urls.data(), static_cast<int>(urls.size())));
+  check("nats options", natsOptions_SetName(options.value, "tidemark"));
   check("nats options", natsOptions_SetNoRandomize(options.value, true));
-  check("nats options", natsOptions_SetTimeout(options.value, 5000));
-  check("nats options", natsOptions_SetAllowReconnect(options.value, false));
+  check("nats options", natsOptions_SetTimeout(options.value, settings.connect_timeout.count()));
+  if (settings.reconnect) {
+    check("nats options", natsOptions_SetMaxReconnect(options.value, -1));
+    check("nats options", natsOptions_SetFailRequestsOnDisconnect(options.value, true));
+  } else {
+    check("nats options", natsOptions_SetAllowReconnect(options.value, false));
+  }
+  if (!settings.credentials_file.empty()) {
+    check("nats credentials " + settings.credentials_file,
+          natsOptions_SetUserCredentialsFromFiles(options.value, settings.credentials_file.c_str(), nullptr));
+  }
   check("cannot connect to NATS at " + servers_, natsConnection_Connect(&handles_->connection, options.value));
-  jsOptions js_options = api_options();
+  jsOptions js_options = api_options(request_timeout_);
   check("JetStream context on " + servers_, natsConnection_JetStream(&handles_->js, handles_->connection, &js_options));
 }
 
@@ -96,7 +110,7 @@ Connection::~Connection() = default;
 std::optional<StreamInfo> Connection::stream_info(const std::string& name) {
   Owned<jsStreamInfo, jsStreamInfo_Destroy> info;
   jsErrCode code = static_cast<jsErrCode>(0);
-  jsOptions options = api_options();
+  jsOptions options = api_options(request_timeout_);
   const natsStatus status = js_GetStreamInfo(&info.value, handles_->js, name.c_str(), &options, &code);
   if (status == NATS_NOT_FOUND || code == JSStreamNotFoundErr) return std::nullopt;
   check("stream info of " + name + " on " + servers_, status, code);
@@ -120,7 +134,7 @@ StreamInfo Connection::add_stream(const StreamSpec& spec) {
   config.MaxBytes = spec.max_bytes;
   Owned<jsStreamInfo, jsStreamInfo_Destroy> info;
   jsErrCode code = static_cast<jsErrCode>(0);
-  jsOptions options = api_options();
+  jsOptions options = api_options(request_timeout_);
   check("creating stream " + spec.name + " on " + servers_,
         js_AddStream(&info.value, handles_->js, &config, &options, &code), code);
   return to_stream_info(*info.value);
@@ -128,13 +142,13 @@ StreamInfo Connection::add_stream(const StreamSpec& spec) {
 
 void Connection::purge_stream(const std::string& name) {
   jsErrCode code = static_cast<jsErrCode>(0);
-  jsOptions options = api_options();
+  jsOptions options = api_options(request_timeout_);
   check("purging stream " + name, js_PurgeStream(handles_->js, name.c_str(), &options, &code), code);
 }
 
 void Connection::delete_stream(const std::string& name) {
   jsErrCode code = static_cast<jsErrCode>(0);
-  jsOptions options = api_options();
+  jsOptions options = api_options(request_timeout_);
   check("deleting stream " + name, js_DeleteStream(handles_->js, name.c_str(), &options, &code), code);
 }
 
@@ -146,6 +160,41 @@ std::uint64_t Connection::publish(const std::string& subject, const std::string&
                    &code),
         code);
   return ack.value->Sequence;
+}
+
+Published Connection::publish(const std::string& subject, std::string_view body, const std::string& msg_id,
+                              const std::string& stream) {
+  Published published;
+  if (body.size() > static_cast<std::size_t>(INT_MAX)) {
+    published.status = NATS_MAX_PAYLOAD;
+    published.error = "a body of " + std::to_string(body.size()) + " bytes is too large for NATS";
+    return published;
+  }
+  Owned<natsMsg, natsMsg_Destroy> message;
+  natsStatus status = natsMsg_Create(&message.value, subject.c_str(), nullptr, body.data(), static_cast<int>(body.size()));
+  if (status != NATS_OK) {
+    published.status = status;
+    published.error = words(status);
+    return published;
+  }
+  jsPubOptions options;
+  jsPubOptions_Init(&options);
+  options.MsgId = msg_id.c_str();
+  options.MaxWait = request_timeout_.count();
+  // A message another stream captured would escape this stream's dedup: refused, not stored.
+  options.ExpectStream = stream.c_str();
+  Owned<jsPubAck, jsPubAck_Destroy> ack;
+  jsErrCode code = static_cast<jsErrCode>(0);
+  status = js_PublishMsg(&ack.value, handles_->js, message.value, &options, &code);
+  if (status == NATS_OK) {
+    published.stored = true;
+    published.duplicate = ack.value->Duplicate;
+    return published;
+  }
+  published.status = status;
+  published.api_error = static_cast<int>(code);
+  published.error = words(status, code);
+  return published;
 }
 
 struct PullConsumer::Handles {
@@ -168,7 +217,7 @@ PullConsumer::PullConsumer(Connection& connection, const std::string& stream, co
   subscribe.Config.DeliverPolicy = js_DeliverByStartSequence;
   subscribe.Config.OptStartSeq = start_sequence;
   jsErrCode code = static_cast<jsErrCode>(0);
-  jsOptions options = api_options();
+  jsOptions options = api_options(connection.request_timeout_);
   check("pull consumer on stream " + stream_ + " from sequence " + std::to_string(start_sequence),
         js_PullSubscribe(&handles_->subscription, connection.handles_->js, subjects.c_str(), nullptr, &options,
                          &subscribe, &code),

@@ -1,12 +1,14 @@
 #pragma once
-// The NATS edge: one connection and its JetStream context, owned (RAII around natsConnection
-// and jsCtx), with each client status turned into an exception that names what failed. The
-// C client stays in the .cpp files of this folder.
+// The NATS edge, for the source and the sink (connectors/nats_sink) alike: one connection and
+// its JetStream context, owned (RAII around natsConnection and jsCtx), with each client status
+// turned into an exception that names what failed. The C client stays in the .cpp files.
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "connectors/nats/options.hpp"
@@ -16,6 +18,30 @@ namespace tidemark::connectors::nats {
 // The server or the client failed (unreachable, timed out, an API error): the run fails.
 struct NatsError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// How to reach the servers.
+struct ConnectionOptions {
+  std::vector<std::string> servers;   // nats://host:port, tried in order
+  std::string credentials_file;       // a .creds file (user JWT and NKey seed); empty: none
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
+  // Bounds each JetStream request (a cluster may elect a leader meanwhile), a publish's wait
+  // for its PubAck included.
+  std::chrono::milliseconds request_timeout = std::chrono::seconds(10);
+  // false (the source): a lost server fails the run, and the next resumes from PostgreSQL's
+  // checkpoint. true (the sink): reconnect for ever; meanwhile publishes fail at once (the
+  // relay retries them) instead of waiting out their timeout.
+  bool reconnect = false;
+};
+
+// What a publish with a message id came to: stored, or the client's refusal as the sink
+// classifies it (`status` nats.c's natsStatus, `api_error` the JetStream error code, 0: none).
+struct Published {
+  bool stored = false;
+  bool duplicate = false;  // the stream already held a message with that id, within its window
+  int status = 0;
+  int api_error = 0;
+  std::string error;  // the client's words, when not stored
 };
 
 // A stream as the server describes it: what `nats setup` compares and a partition checks.
@@ -37,7 +63,8 @@ struct StreamInfo {
   std::int64_t max_bytes = -1;   // -1: unlimited
 };
 
-// What `nats setup` creates for a partition (streams.hpp builds it from the options).
+// What `nats setup` creates: a partition's stream (streams.hpp builds it from the options),
+// or a nats destination's (connectors/nats_sink).
 struct StreamSpec {
   std::string name;
   std::string subjects;
@@ -57,9 +84,9 @@ struct StreamMessage {
 
 class Connection {
  public:
-  // Connects to the first server of `servers` that answers (no reconnect: a run that loses
-  // its server fails, and the next run resumes from PostgreSQL's checkpoint).
-  explicit Connection(const std::vector<std::string>& servers);
+  // Connects to the first server that answers.
+  explicit Connection(const ConnectionOptions& options);
+  explicit Connection(const std::vector<std::string>& servers) : Connection(ConnectionOptions{servers}) {}
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -72,11 +99,19 @@ class Connection {
   void delete_stream(const std::string& name);
   // Publishes one message and waits for the stream's acknowledgement; returns its sequence.
   std::uint64_t publish(const std::string& subject, const std::string& body);
+  // Publishes `body` with header Nats-Msg-Id `msg_id`, to be stored by `stream` only, and waits
+  // for the PubAck. Never throws for the server's or the connection's answer: the caller
+  // classifies it. Safe to call from several threads at once.
+  Published publish(const std::string& subject, std::string_view body, const std::string& msg_id,
+                    const std::string& stream);
+  // The servers, as messages show them.
+  const std::string& servers() const { return servers_; }
 
  private:
   friend class PullConsumer;
   struct Handles;  // the client's natsConnection and jsCtx
   std::string servers_;  // as shown in messages
+  std::chrono::milliseconds request_timeout_;
   std::unique_ptr<Handles> handles_;
 };
 

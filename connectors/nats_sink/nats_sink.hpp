@@ -3,7 +3,7 @@
 // to `<subject>.<partition key>` with the idempotency key as `Nats-Msg-Id`, and waits for the
 // stream's PubAck. JetStream drops a second message with the same id inside the stream's
 // duplicate window, so a redelivery within the window is stored once (docs/delivery.md "NATS").
-// The nats.c client stays inside the .cpp.
+// The nats.c client stays behind connectors/nats/connection.hpp, the one NATS edge.
 #include <chrono>
 #include <cstddef>
 #include <functional>
@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connectors/nats/connection.hpp"
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/sink.hpp"
 
@@ -27,17 +28,9 @@ struct StreamRefused : std::runtime_error {
 };
 
 // The servers could not be reached or answered an API call with an error (exit 1: the world
-// failed, trying later may work).
-struct NatsError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-// How to reach the servers.
-struct ConnectionOptions {
-  std::vector<std::string> servers;   // nats://host:port, tried in order
-  std::string credentials_file;       // a .creds file (user JWT and NKey seed); empty: none
-  std::chrono::milliseconds connect_timeout = std::chrono::seconds(5);
-};
+// failed, trying later may work); how to reach them. The NATS edge's own (connectors/nats).
+using nats::ConnectionOptions;
+using nats::NatsError;
 
 struct NatsSinkOptions {
   ConnectionOptions connection;
@@ -45,7 +38,7 @@ struct NatsSinkOptions {
   std::string stream;   // the stream that must capture them; checked at start
   // The relay's redelivery horizon: the stream's duplicate window must be longer (rule 16).
   pipeline::Duration redelivery_horizon{};
-  std::chrono::milliseconds ack_timeout = std::chrono::seconds(10);  // waiting for the PubAck
+  std::chrono::milliseconds ack_timeout = std::chrono::seconds(10);  // waiting for the PubAck (and other requests)
   std::size_t max_in_flight = 16;  // publishes waiting for their PubAck at once
   // Called for every PubAck that says the stream already held the message (delivered).
   std::function<void()> on_duplicate;
