@@ -42,6 +42,15 @@ Metrics::Metrics()
                                 .Name("tidemark_nats_duplicates_total")
                                 .Help("Publishes to a NATS destination that its stream deduplicated by Nats-Msg-Id")
                                 .Register(*registry)),
+      nats_partitions_owned(prometheus::BuildGauge()
+                                .Name("tidemark_nats_partitions_owned")
+                                .Help("Partitions of a nats pipeline this serve process owns and consumes")
+                                .Register(*registry)),
+      nats_partitions_refused_total(prometheus::BuildCounter()
+                                        .Name("tidemark_nats_partitions_refused_total")
+                                        .Help("Runs of a nats partition refused because its stream lost messages "
+                                              "after the checkpoint or is not the checkpoint's stream")
+                                        .Register(*registry)),
       webhook_requests_total(prometheus::BuildCounter()
                                  .Name("tidemark_webhook_requests_total")
                                  .Help("Incoming run-trigger webhook requests by result")

@@ -31,6 +31,10 @@ struct Metrics {
   prometheus::Family<prometheus::Histogram>& outbox_delivery_duration_seconds;  // {destination}
   // PubAcks of a NATS destination's stream saying it already held the message (delivered once).
   prometheus::Family<prometheus::Counter>& nats_duplicates_total;         // {destination}
+  // serve's consumers of nats pipelines (docs/scale-out.md "serve"): the partitions this
+  // process owns, and the runs of a partition that its stream's state refused (a gap).
+  prometheus::Family<prometheus::Gauge>& nats_partitions_owned;           // {pipeline}
+  prometheus::Family<prometheus::Counter>& nats_partitions_refused_total; // {pipeline, partition}
   // Serve API and views.
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}

@@ -48,7 +48,8 @@ constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", Sou
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {
     {"http", DestinationKind::kHttp}, {"view", DestinationKind::kView}, {"nats", DestinationKind::kNats}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
-    {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook}};
+    {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook},
+    {"stream", Trigger::kStream}};
 
 template <typename Kind, std::size_t N>
 std::string_view name_of(Kind kind, const std::pair<std::string_view, Kind> (&names)[N]) {
@@ -608,7 +609,16 @@ class Parser {
         if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
       });
     }
-    if (const auto* schedule = find(keys, "schedule")) attempt([&] { pipeline.schedule = parse_schedule(*schedule); });
+    if (const auto* schedule = find(keys, "schedule")) {
+      attempt([&] {
+        pipeline.schedule = parse_schedule(*schedule);
+        // serve starts a nats pipeline's runs itself, whenever a partition it owns has news.
+        if (pipeline.source.kind == SourceKind::kNats) {
+          fail_at(*schedule, "a nats pipeline takes no schedule: serve consumes its partitions continuously "
+                             "(docs/scale-out.md \"serve\")");
+        }
+      });
+    }
     if (const auto* destinations = find(keys, "destinations")) {
       attempt([&] { pipeline.destinations = parse_destinations(*destinations, pipeline.entity); });
     }

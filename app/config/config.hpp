@@ -44,7 +44,8 @@ enum class DestinationKind { kHttp, kView, kNats };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
 // What started a run; to_string is the name runs.trigger, JSON output and the API carry.
-enum class Trigger { kCli, kSchedule, kWebhook };
+// kStream: serve started the run because a nats partition it owns holds new messages.
+enum class Trigger { kCli, kSchedule, kWebhook, kStream };
 
 std::string_view to_string(SourceKind kind);
 std::string_view to_string(DestinationKind kind);

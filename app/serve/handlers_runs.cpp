@@ -99,6 +99,11 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
     if (bound != pipeline) return other_pipeline(bound);
     return reject_webhook(context, "unknown_pipeline", 404, "no pipeline named \"" + pipeline + "\" in the config");
   }
+  if (context.config.pipelines.at(pipeline).source.kind == pipeline::SourceKind::kNats) {
+    return reject_webhook(context, "streamed", 409,
+                          "pipeline \"" + pipeline + "\" reads a nats source: serve consumes its partitions "
+                          "continuously, so a run cannot be triggered");
+  }
   const auto result = context.runs.trigger(trigger);
   if (!result) return reject_webhook(context, "unavailable", 503, "tidemark serve is shutting down");
   if (result->other_pipeline) return other_pipeline(*result->other_pipeline);
@@ -113,7 +118,7 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
 
 void add_webhook_series(metrics::Metrics& metrics) {
   for (const char* result : {"accepted", "repeated", "missing_headers", "bad_timestamp", "bad_signature",
-                             "bad_request", "unknown_pipeline", "other_pipeline", "too_large", "timeout",
+                             "bad_request", "unknown_pipeline", "other_pipeline", "streamed", "too_large", "timeout",
                              "unavailable"}) {
     metrics.webhook_requests_total.Add({{"result", result}});
   }

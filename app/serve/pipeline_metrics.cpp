@@ -1,6 +1,7 @@
 #include "app/serve/pipeline_metrics.hpp"
 
 #include <ctime>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -17,9 +18,20 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::C
           {{"pipeline", name}, {"entity", pipeline.entity}, {"outcome", std::string(pipeline::to_string(outcome))}});
     }
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
-    for (const auto trigger : {pipeline::Trigger::kSchedule, pipeline::Trigger::kWebhook}) {
+    // serve starts a nats pipeline's runs itself, as its streams fill (stream_consumers.hpp).
+    const bool streamed = pipeline.source.kind == pipeline::SourceKind::kNats;
+    const auto triggers = streamed ? std::vector<pipeline::Trigger>{pipeline::Trigger::kStream}
+                                   : std::vector<pipeline::Trigger>{pipeline::Trigger::kSchedule,
+                                                                    pipeline::Trigger::kWebhook};
+    for (const auto trigger : triggers) {
       for (const char* status : {"succeeded", "stopped", "failed"}) {
         metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}});
+      }
+    }
+    if (streamed) {
+      metrics_.nats_partitions_owned.Add({{"pipeline", name}});
+      for (int partition = 0; partition < pipeline.source.nats.partitions; ++partition) {
+        metrics_.nats_partitions_refused_total.Add({{"pipeline", name}, {"partition", std::to_string(partition)}});
       }
     }
     metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
@@ -67,6 +79,14 @@ void PipelineMetrics::run_ended(const std::string& name, pipeline::Trigger trigg
   metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}})
       .Increment();
   if (status == "failed") metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
+}
+
+void PipelineMetrics::partitions_owned(const std::string& name, std::size_t owned) {
+  metrics_.nats_partitions_owned.Add({{"pipeline", name}}).Set(static_cast<double>(owned));
+}
+
+void PipelineMetrics::partition_refused(const std::string& name, int partition) {
+  metrics_.nats_partitions_refused_total.Add({{"pipeline", name}, {"partition", std::to_string(partition)}}).Increment();
 }
 
 }  // namespace tidemark::app::serve

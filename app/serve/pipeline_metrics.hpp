@@ -1,7 +1,8 @@
 #pragma once
 // The one place serve counts what its pipelines do (tidemark_records_total, _batches_total,
-// _runs_total, _batch_duration_seconds, _checkpoint_timestamp_seconds): the run queue for
-// the runs it drives, the quarantine handler for the one-record batch of a release.
+// _runs_total, _batch_duration_seconds, _checkpoint_timestamp_seconds, _nats_partitions_*):
+// the run queue and the stream consumers for the runs they drive, the quarantine handler for
+// the one-record batch of a release.
 // Thread-safe (the prometheus-cpp families are).
 #include <map>
 #include <string>
@@ -27,6 +28,9 @@ class PipelineMetrics {
   void run_batch(const std::string& name, const pipeline::BatchReport& report);
   // A run ended: "succeeded", "stopped" or "failed" (a failed run's batch failed too).
   void run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status);
+  // A nats pipeline's consumer: how many partitions it owns now; a partition's run refused.
+  void partitions_owned(const std::string& name, std::size_t owned);
+  void partition_refused(const std::string& name, int partition);
 
  private:
   // The entity pipeline `name` loads (the `entity` label); the built-in one for a pipeline

@@ -25,6 +25,7 @@
 #include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/run_queue.hpp"
 #include "app/serve/schedule.hpp"
+#include "app/serve/stream_consumers.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
@@ -60,6 +61,7 @@ struct Service::Impl {
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
+        streams(options.config, options.database_url, pipeline_metrics),
         api(options.config, runs, pool, metrics, pipeline_metrics, api_options()),
         workers(options.worker_threads),
         server(io, workers, options.listen,
@@ -221,6 +223,7 @@ struct Service::Impl {
     for (auto& timer : timers) timer.cancel();
     relay_restart.cancel();
     runs.request_stop();
+    streams.request_stop();
     if (relay) relay->stop();  // cancels the loop's waits; it records the answers in flight and ends
     asio::co_spawn(io, finish_stop(), asio::detached);
   }
@@ -248,6 +251,7 @@ struct Service::Impl {
   PipelineMetrics pipeline_metrics;
   std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;
+  StreamConsumers streams;  // its threads end (joined) before the metrics and the pool go
   Api api;
   asio::thread_pool workers;
   HttpServer server;
@@ -286,6 +290,7 @@ int Service::run(std::function<void()> on_stopped) {
     spdlog::info("pipeline {}: runs {}", name, schedule.describe());
   }
   self.start_housekeeping();
+  self.streams.start();
   if (self.relay) self.start_relay();
   self.io.run();
   self.workers.join();

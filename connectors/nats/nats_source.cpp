@@ -91,7 +91,7 @@ class NatsPartitionSource final : public pipeline::Source {
   // operator accepted it (run --accept-gap).
   void gap(const std::string& what) const {
     if (!options_.accept_gap) {
-      throw pipeline::SourceError(options_.origin + ": partition " + stream_ + " refused: " + what +
+      throw PartitionRefused(options_.origin + ": partition " + stream_ + " refused: " + what +
                                   ". Check the stream (docs/scale-out.md \"A recreated or purged stream\"); "
                                   "run --accept-gap loads what the stream still has and moves on");
     }
@@ -122,7 +122,7 @@ class NatsPartitionSource final : public pipeline::Source {
       last_.sequence = info->first_sequence - 1;
     }
     if (last_.sequence > info->last_sequence) {
-      throw pipeline::SourceError(options_.origin + ": partition " + stream_ + " refused: the checkpoint is at sequence " +
+      throw PartitionRefused(options_.origin + ": partition " + stream_ + " refused: the checkpoint is at sequence " +
                                   std::to_string(last_.sequence) + " but the stream ends at " +
                                   std::to_string(info->last_sequence) + " (same creation time): it is not the stream "
                                   "the checkpoint was written for");
@@ -181,9 +181,19 @@ std::unique_ptr<pipeline::Source> open_nats_partition(const NatsSourceOptions& o
                                                       std::shared_ptr<const pipeline::RecordLayout> layout) {
   if (!options.partition || *options.partition < 0 || *options.partition >= options.partitions) {
     throw pipeline::SourceError(options.origin + ": a nats source is read one partition at a time (tidemark run "
-                                "drains each in turn); serve does not consume nats pipelines yet");
+                                "drains each in turn, serve consumes each it owns)");
   }
   return std::make_unique<NatsPartitionSource>(options, std::move(layout));
+}
+
+bool partition_has_work(Connection& connection, const NatsSourceOptions& options, int partition,
+                        std::string_view position) {
+  const std::optional<StreamInfo> info = connection.stream_info(partition_stream(options, partition));
+  if (!info) return true;
+  if (position.empty()) return info->last_sequence > 0;
+  const std::optional<StreamPosition> last = parse_position(position);
+  if (!last || last->created != format_created(info->created)) return true;
+  return last->sequence != info->last_sequence;
 }
 
 }  // namespace tidemark::connectors::nats

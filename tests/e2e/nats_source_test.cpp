@@ -5,7 +5,8 @@
 // every partition and ends equal to an independent model of the revision rule, whichever
 // partition each version of a key went to; kills (a failpoint's _exit and a real SIGKILL)
 // lose nothing and load nothing twice; a purged or a deleted-and-recreated stream is refused
-// unless --accept-gap.
+// unless --accept-gap. ServeNats: `serve` consumes the partitions continuously, shares them
+// with another serve process, and counts a refused partition while the others go on.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@
 #include "connectors/nats/connection.hpp"
 #include "connectors/nats/position.hpp"
 #include "connectors/nats/streams.hpp"
+#include "tests/support/http_client.hpp"
 #include "tests/support/nats_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
@@ -486,6 +488,127 @@ TEST_F(NatsSource, AStoppedWorkerIsTakenOverAndNeverCommitsAgainWhenItResumes) {
   EXPECT_THAT(resumed.err, HasSubstr("another worker took it"));
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM batch_ledger"), ledger) << "the resumed worker committed nothing";
   expect_everything_loaded_once();
+}
+
+// serve as a worker of the nats pipeline (docs/scale-out.md "serve consumes continuously").
+class ServeNats : public NatsSource {
+ protected:
+  std::unique_ptr<testing::Process> start_serve(unsigned short port) {
+    const auto file = dir_.write("serve.yaml", config(kFastWorkers));
+    ProcessOptions options;
+    options.env = {{"TIDEMARK_DATABASE_URL", db_.url()}};
+    options.timeout = std::chrono::minutes(10);
+    auto serve = testing::start_tidemark({"serve", "--config", file.string(), "--listen",
+                                          "127.0.0.1:" + std::to_string(port)}, options);
+    wait_until([&] { return testing::http_request(port, "GET", "/healthz", {}, "", std::chrono::seconds(1)).status == 200; },
+               "serve answers /healthz");
+    return serve;
+  }
+
+  // Polls the database (or serve) for an event, up to a minute.
+  template <typename Condition>
+  void wait_until(Condition condition, const std::string& what) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!condition()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "still waiting: " << what;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  void wait_until_loaded() {
+    wait_until([&] { return ledger_input() == std::to_string(published_); }, "every message in the ledger");
+  }
+  // How many partitions each live worker owns, fewest first.
+  std::vector<std::string> shares() const {
+    std::vector<std::string> shares;
+    for (const auto& row : query_rows(db_, "SELECT count(*)::text FROM tidemark_partitions WHERE owner IS NOT NULL "
+                                           "GROUP BY owner ORDER BY 1")) {
+      shares.push_back(row[0]);
+    }
+    return shares;
+  }
+  std::string runs() const { return db_.scalar("SELECT count(*) FROM runs"); }
+};
+
+TEST_F(ServeNats, LoadsWhatIsPublishedWhileItRunsAndAnIdlePartitionRecordsNoRun) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  const unsigned short port = testing::free_port();
+  auto serve = start_serve(port);
+  publish_random(random, 400, 60);
+  wait_until_loaded();
+  expect_everything_loaded_once();
+  wait_until([&] { return db_.scalar("SELECT count(*) FROM runs WHERE status = 'running'") == "0"; }, "runs end");
+  EXPECT_EQ(query_rows(db_, "SELECT DISTINCT trigger || ' ' || status FROM runs"), (Rows{{"stream succeeded"}}));
+
+  // One message to partition 2: one run more, of ORDERS_2 alone; the idle partitions none.
+  const std::string before = runs();
+  publish(2, 1000, 1);
+  wait_until_loaded();
+  wait_until([&] { return db_.scalar("SELECT count(*) FROM runs WHERE status = 'running'") == "0"; }, "runs end");
+  EXPECT_EQ(std::stoi(runs()), std::stoi(before) + 1);
+  EXPECT_EQ(query_rows(db_, "SELECT DISTINCT source FROM batch_ledger WHERE run_id = (SELECT max(id) FROM runs)"),
+            (Rows{{"ORDERS_2"}}));
+  expect_everything_loaded_once();
+
+  EXPECT_EQ(testing::metric_value(port, R"(tidemark_nats_partitions_owned{pipeline="orders_nats"})"), 4);
+  EXPECT_EQ(testing::metric_value(port, R"(tidemark_runs_total{pipeline="orders_nats",status="succeeded",trigger="stream"})"),
+            std::stod(runs()));
+  serve->kill(SIGTERM);
+  const auto stopped = serve->wait();
+  EXPECT_EQ(stopped.exit_code, 0) << stopped.err;
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM tidemark_partitions WHERE owner IS NOT NULL"), "0")
+      << "a stopped serve frees its partitions";
+}
+
+TEST_F(ServeNats, TwoServeProcessesShareThePartitionsAndOneTakesThemAllWhenTheOtherStops) {
+  ASSERT_EQ(setup(config()).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+  auto first = start_serve(testing::free_port());
+  wait_until([&] { return shares() == std::vector<std::string>{"4"}; }, "the first serve owns every partition");
+  auto second = start_serve(testing::free_port());
+  // The first gives up its surplus at its next balance, the second takes it at its own.
+  wait_until([&] { return shares() == std::vector<std::string>{"2", "2"}; }, "two partitions each");
+  publish_random(random, 300, 50);
+  wait_until_loaded();
+  EXPECT_EQ(db_.scalar("SELECT count(DISTINCT worker) FROM runs"), "2") << "both served partitions";
+
+  first->kill(SIGTERM);
+  EXPECT_EQ(first->wait().exit_code, 0);
+  wait_until([&] { return shares() == std::vector<std::string>{"4"}; }, "the second serve owns every partition");
+  publish_random(random, 300, 50);
+  wait_until_loaded();
+  expect_everything_loaded_once();
+  second->kill(SIGTERM);
+  EXPECT_EQ(second->wait().exit_code, 0);
+}
+
+TEST_F(ServeNats, APurgedStreamIsRefusedAndCountedWhileTheOtherPartitionsGoOn) {
+  create_purgeable_streams(*nats_);
+  for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
+  ASSERT_EQ(run().exit_code, 0);
+  // Published, then purged before anything loaded them: a gap after ORDERS_1's checkpoint.
+  nats_->publish("ORDERS.1.o100", order(100, 1));
+  nats_->publish("ORDERS.1.o101", order(101, 1));
+  nats_->purge_stream("ORDERS_1");
+  nats_->publish("ORDERS.1.o102", order(102, 1));
+  const unsigned short port = testing::free_port();
+  auto serve = start_serve(port);
+  const std::string refused = R"(tidemark_nats_partitions_refused_total{partition="1",pipeline="orders_nats"})";
+  wait_until([&] { return testing::metric_value(port, refused) >= 1; }, "the refusal counted");
+  EXPECT_EQ(query_rows(db_, "SELECT position FROM checkpoint WHERE source = 'ORDERS_1'")[0][0].substr(0, 2), "2@");
+  EXPECT_NE(db_.scalar("SELECT count(*) FROM runs WHERE trigger = 'stream' AND status = 'failed' AND "
+                       "error LIKE '%partition ORDERS_1 refused: its first sequence is 5%'"),
+            "0");
+  // The other partitions go on.
+  publish(3, 300, 1);
+  wait_until([&] { return db_.scalar("SELECT count(*) FROM orders WHERE order_id = 'o300'") == "1"; }, "o300 loaded");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM orders WHERE order_id = 'o102'"), "0") << "ORDERS_1 stays refused";
+  serve->kill(SIGTERM);
+  EXPECT_EQ(serve->wait().exit_code, 0);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <array>
 #include <functional>
 #include <cctype>
+#include <sstream>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -105,6 +106,15 @@ int connect_loopback(unsigned short port) {
     return -1;
   }
   return fd;
+}
+
+double metric_value(unsigned short port, const std::string& series) {
+  const HttpAnswer answer = http_request(port, "GET", "/metrics");
+  std::istringstream lines(answer.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
+  }
+  return 0;
 }
 
 }  // namespace tidemark::testing

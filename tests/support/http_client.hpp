@@ -31,6 +31,10 @@ RawExchange raw_exchange(unsigned short port, const std::string& bytes,
 // it could not connect (the kernel completes it whether or not the server accepts it).
 int connect_loopback(unsigned short port);
 
+// The value of one series (`name{labels in order}`) in serve's GET /metrics on `port`; 0 when
+// the scrape does not list it (as Prometheus reads an absent counter that starts at 0).
+double metric_value(unsigned short port, const std::string& series);
+
 // A port that was free a moment ago (for child processes that take --listen).
 unsigned short free_port();
 

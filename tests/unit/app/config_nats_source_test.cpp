@@ -88,5 +88,13 @@ TEST(ParseNatsSourceErrors, EachMistakeNamesTheLineAndTheKey) {
               HasSubstr("config.yaml:7:"));
 }
 
+TEST(ParseNatsSourceErrors, ANatsPipelineTakesNoScheduleSinceServeConsumesItContinuously) {
+  EXPECT_THAT(config_error(pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS}") +
+                           "    schedule: {every: 1m}\n"),
+              HasSubstr("config.yaml:4: pipelines.orders.schedule: a nats pipeline takes no schedule: serve consumes "
+                        "its partitions continuously"));
+  EXPECT_EQ(config_error(pipeline_with("{path: in.csv}") + "    schedule: {every: 1m}\n"), "");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline

@@ -39,6 +39,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::HttpAnswer;
 using testing::http_request;
+using testing::metric_value;
 using testing::TestDatabase;
 
 constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-test-secret"
@@ -176,15 +177,7 @@ class ServeApiTest : public ::testing::Test {
   std::string runs() const { return db_.scalar("SELECT count(*) FROM runs"); }
 
   // The value of one series in the /metrics text (0 when absent).
-  double metric(const std::string& series) {
-    const HttpAnswer answer = http_request(port_, "GET", "/metrics");
-    EXPECT_EQ(answer.status, 200);
-    std::istringstream lines(answer.body);
-    for (std::string line; std::getline(lines, line);) {
-      if (line.rfind(series + " ", 0) == 0) return std::stod(line.substr(series.size() + 1));
-    }
-    return 0;
-  }
+  double metric(const std::string& series) const { return metric_value(port_, series); }
 
   TestDatabase db_;
   std::string extra_yaml_;  // more top-level config sections, set before start()
@@ -308,6 +301,17 @@ TEST_F(ServeApiTest, RejectedTriggersAnswerTheRightStatusAndStartNoRun) {
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"bad_request\"}"), 4);
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"unknown_pipeline\"}"), 1);
   EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"accepted\"}"), 0);
+}
+
+TEST_F(ServeApiTest, ATriggerForANatsPipelineIs409SinceServeConsumesItContinuously) {
+  // A second pipeline, reading NATS (nobody listens there: its consumer logs and retries).
+  extra_yaml_ = "  streamed:\n    source: {kind: nats, servers: [nats://127.0.0.1:1], stream: S}\n";
+  start(10);
+  const HttpAnswer answer = trigger("msg-streamed", R"({"mode":"resume"})", "streamed");
+  EXPECT_EQ(answer.status, 409) << answer.body;
+  EXPECT_NE(answer.body.find("serve consumes its partitions continuously"), std::string::npos) << answer.body;
+  EXPECT_EQ(runs(), "0");
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"streamed\"}"), 1);
 }
 
 TEST_F(ServeApiTest, ReplayedWebhookIdReturnsTheSameRunAndStartsNothing) {
