@@ -45,6 +45,7 @@ StreamInfo to_stream_info(const jsStreamInfo& info) {
   out.first_sequence = info.State.FirstSeq;
   out.last_sequence = info.State.LastSeq;
   out.messages = info.State.Msgs;
+  if (info.Cluster != nullptr && info.Cluster->Leader != nullptr) out.leader = info.Cluster->Leader;
   if (const jsStreamConfig* config = info.Config; config != nullptr) {
     out.name = config->Name != nullptr ? config->Name : "";
     for (int i = 0; i < config->SubjectsLen; ++i) out.subjects.emplace_back(config->Subjects[i]);

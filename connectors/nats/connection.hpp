@@ -28,9 +28,9 @@ struct ConnectionOptions {
   // Bounds each JetStream request (a cluster may elect a leader meanwhile), a publish's wait
   // for its PubAck included.
   std::chrono::milliseconds request_timeout = std::chrono::seconds(10);
-  // false (the source): a lost server fails the run, and the next resumes from PostgreSQL's
-  // checkpoint. true (the sink): reconnect for ever; meanwhile publishes fail at once (the
-  // relay retries them) instead of waiting out their timeout.
+  // true: reconnect to any of the servers for ever; meanwhile requests fail at once (the
+  // caller retries them) instead of waiting out their timeout. false (commands such as
+  // `nats setup`): a lost server fails the command.
   bool reconnect = false;
 };
 
@@ -61,6 +61,7 @@ struct StreamInfo {
   std::int64_t duplicate_window_ns = 0;
   std::int64_t max_age_ns = 0;   // 0: unlimited
   std::int64_t max_bytes = -1;   // -1: unlimited
+  std::string leader;            // the server that leads it in a cluster
 };
 
 // What `nats setup` creates: a partition's stream (streams.hpp builds it from the options),

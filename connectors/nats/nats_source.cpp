@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
+#include <thread>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +24,16 @@ using Clock = std::chrono::steady_clock;
 constexpr int kFetchBatch = 1000;
 constexpr std::int64_t kFetchWaitMs = 2000;
 constexpr auto kMaxSilence = std::chrono::seconds(30);
+// Pull requests in a row that brought nothing though messages are owed before the consumer is
+// made again: an ephemeral consumer lives on one server, and goes when that server does.
+constexpr int kEmptyFetchesBeforeResubscribe = 2;
+// The pause before trying again after the servers refused a request (no leader yet).
+constexpr auto kRetryPause = std::chrono::milliseconds(250);
+// How long one JetStream API request (stream info, making or deleting a consumer) may take. A
+// request sent to a server that just died, or placed on it, gets no answer at all: a short
+// wait, then a retry, loads on sooner than the client's default of 10 s (docs/scale-out.md
+// "Figures": the stall while a leader fails over).
+constexpr auto kRequestTimeout = std::chrono::seconds(2);
 
 class NatsPartitionSource final : public pipeline::Source {
  public:
@@ -100,8 +112,14 @@ class NatsPartitionSource final : public pipeline::Source {
 
   // Taking the partition: the stream must be the checkpoint's and hold what follows it.
   void take() {
-    connection_ = std::make_unique<Connection>(options_.servers);
-    const std::optional<StreamInfo> info = connection_->stream_info(stream_);
+    // Reconnecting: a server that goes away (a cluster node killed or restarted) costs a
+    // pause while another takes over, not the run.
+    ConnectionOptions settings;
+    settings.servers = options_.servers;
+    settings.reconnect = true;
+    settings.request_timeout = kRequestTimeout;
+    connection_ = std::make_unique<Connection>(settings);
+    const std::optional<StreamInfo> info = retrying("reading the stream's info", [&] { return connection_->stream_info(stream_); });
     if (!info) {
       throw pipeline::SourceError(options_.origin + ": stream " + stream_ +
                                   " does not exist: create the partitions with tidemark nats setup --pipeline NAME");
@@ -128,21 +146,51 @@ class NatsPartitionSource final : public pipeline::Source {
                                   "the checkpoint was written for");
     }
     end_sequence_ = info->last_sequence;
-    if (last_.sequence < end_sequence_) {
-      consumer_ = std::make_unique<PullConsumer>(*connection_, stream_, subjects_, last_.sequence + 1);
-    }
     spdlog::info("{}: partition {} taken at sequence {}, draining up to {}", options_.origin, stream_, last_.sequence,
                  end_sequence_);
   }
 
-  // Refills pending_ with messages after last_, each the one after the one before it.
+  // `request`'s answer; while the servers refuse it (a cluster without a leader for the
+  // stream yet, a node going away), asks again until kMaxSilence has passed.
+  template <typename Request>
+  std::invoke_result_t<Request> retrying(const std::string& what, Request request) {
+    const auto deadline = Clock::now() + kMaxSilence;
+    for (;;) {
+      try {
+        return request();
+      } catch (const NatsError& error) {
+        if (Clock::now() >= deadline) throw;
+        spdlog::warn("{}: partition {}: {} failed ({}); trying again", options_.origin, stream_, what, error.what());
+        std::this_thread::sleep_for(kRetryPause);
+      }
+    }
+  }
+
+  // Refills pending_ with messages after last_, each the one after the one before it. The
+  // consumer is made (again) from the sequence after last_ whenever it failed or stayed silent
+  // while messages are owed: the server it lived on may have gone.
   void fetch() {
     const auto deadline = Clock::now() + kMaxSilence;
-    std::uint64_t expected = last_.sequence + 1;
+    int empty_fetches = 0;
     while (pending_.empty()) {
-      const std::uint64_t owed = end_sequence_ - last_.sequence;
-      std::vector<StreamMessage> messages =
-          consumer_->fetch(static_cast<int>(std::min<std::uint64_t>(owed, kFetchBatch)), kFetchWaitMs);
+      std::vector<StreamMessage> messages;
+      try {
+        if (!consumer_) consumer_ = std::make_unique<PullConsumer>(*connection_, stream_, subjects_, last_.sequence + 1);
+        const std::uint64_t owed = end_sequence_ - last_.sequence;
+        messages = consumer_->fetch(static_cast<int>(std::min<std::uint64_t>(owed, kFetchBatch)), kFetchWaitMs);
+        if (messages.empty() && ++empty_fetches >= kEmptyFetchesBeforeResubscribe) {
+          spdlog::warn("{}: partition {}: no message after sequence {} in {} pull requests; subscribing again",
+                       options_.origin, stream_, last_.sequence, empty_fetches);
+          consumer_.reset();
+          empty_fetches = 0;
+        }
+      } catch (const NatsError& error) {
+        spdlog::warn("{}: partition {}: {}; subscribing again from sequence {}", options_.origin, stream_,
+                     error.what(), last_.sequence + 1);
+        consumer_.reset();
+        std::this_thread::sleep_for(kRetryPause);
+      }
+      std::uint64_t expected = last_.sequence + 1;
       for (StreamMessage& message : messages) {
         if (message.sequence < expected) continue;  // at or before the checkpoint: loaded already
         if (message.sequence > end_sequence_) break;  // published after the partition was taken: next run

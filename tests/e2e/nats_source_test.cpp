@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <functional>
+#include <iostream>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -78,8 +80,13 @@ class NatsSource : public ::testing::Test {
  protected:
   void SetUp() override {
     if (testing::nats_server_program().empty()) GTEST_SKIP() << "nats-server is not installed (Debian nats-server)";
+    start_servers();
+  }
+  // One server; the clustered tests start three instead.
+  virtual void start_servers() {
     server_ = std::make_unique<NatsServer>();
-    nats_ = std::make_unique<Connection>(std::vector<std::string>{server_->url()});
+    servers_ = {server_->url()};
+    nats_ = std::make_unique<Connection>(servers_);
   }
 
   std::string config(const std::string& extra_source = "") const {
@@ -92,9 +99,15 @@ class NatsSource : public ::testing::Test {
            "pipelines:\n"
            "  orders_nats:\n"
            "    entity: orders\n"
-           "    source: {kind: nats, servers: [" + server_->url() + "], stream: ORDERS, partitions: " +
+           "    source: {kind: nats, servers: [" + servers_list() + "], stream: ORDERS, partitions: " +
            std::to_string(kPartitions) + ", format: jsonl" + extra_source + "}\n"
            "    batch_size: 50\n";
+  }
+
+  std::string servers_list() const {
+    std::string list;
+    for (const auto& server : servers_) list += (list.empty() ? "" : ", ") + server;
+    return list;
   }
 
   ProcessResult tidemark(std::vector<std::string> args, const std::string& yaml, ProcessOptions options = {}) const {
@@ -133,10 +146,21 @@ class NatsSource : public ::testing::Test {
     Rows rows;
     for (int k = 0; k < kPartitions; ++k) {
       const std::string stream = "ORDERS_" + std::to_string(k);
-      const auto info = nats_->stream_info(stream).value();
+      const auto info = stream_info(stream);
       rows.push_back({stream, std::to_string(info.last_sequence) + "@" + connectors::nats::format_created(info.created)});
     }
     return rows;
+  }
+  // A stream's info; asked again while a cluster elects its leader (no answer meanwhile).
+  connectors::nats::StreamInfo stream_info(const std::string& stream) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    for (;;) {
+      try {
+        return nats_->stream_info(stream).value();
+      } catch (const connectors::nats::NatsError&) {
+        if (std::chrono::steady_clock::now() >= deadline) throw;
+      }
+    }
   }
   Rows checkpoints() const {
     return query_rows(db_, "SELECT source, position FROM checkpoint WHERE pipeline = 'orders_nats' ORDER BY source");
@@ -151,6 +175,7 @@ class NatsSource : public ::testing::Test {
   TestDatabase db_;
   TempDir dir_;
   std::unique_ptr<NatsServer> server_;
+  std::vector<std::string> servers_;
   std::unique_ptr<Connection> nats_;
   Oracle oracle_;
   int published_ = 0;
@@ -609,6 +634,65 @@ TEST_F(ServeNats, APurgedStreamIsRefusedAndCountedWhileTheOtherPartitionsGoOn) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM orders WHERE order_id = 'o102'"), "0") << "ORDERS_1 stays refused";
   serve->kill(SIGTERM);
   EXPECT_EQ(serve->wait().exit_code, 0);
+}
+
+// A 3-node JetStream cluster, streams with three replicas (docs/scale-out.md "What JetStream
+// 2.9 promises"): a run goes on through a killed stream leader and a killed metadata leader.
+class ClusteredNats : public NatsSource {
+ protected:
+  void start_servers() override {
+    cluster_ = std::make_unique<testing::NatsCluster>(3);
+    servers_ = cluster_->urls();
+    // The test's own connection survives the kills too.
+    connectors::nats::ConnectionOptions options;
+    options.servers = servers_;
+    options.reconnect = true;
+    nats_ = std::make_unique<Connection>(options);
+  }
+
+  // Starts a run, kills `victim` (chosen once the first batch has committed), and expects the
+  // run to end well with everything loaded once. Returns the longest pause between two of the
+  // run's commits: the stall the failover cost.
+  std::chrono::milliseconds run_through_a_kill(const std::function<testing::NatsNode&()>& victim) {
+    const auto file = dir_.write("config.yaml", config(", replicas: 3"));
+    const std::string last_run = db_.scalar("SELECT coalesce(max(id), 0) FROM runs");
+    const std::string batches = db_.scalar("SELECT count(*) FROM batch_ledger");
+    auto worker = testing::start_tidemark({"run", "--pipeline", kPipeline, "--config", file.string(), "--database",
+                                           db_.url(), "--batch-size", "20", "--json"});
+    wait_for_commit_after(db_, batches);
+    testing::NatsNode& killed = victim();
+    killed.kill();
+    const auto result = worker->wait();
+    EXPECT_EQ(result.exit_code, 0) << result.both();
+    expect_everything_loaded_once();
+    killed.start();
+    killed.wait_ready();
+    const auto stall = std::stoll(db_.scalar(
+        "SELECT coalesce(max(gap), 0) FROM (SELECT (extract(epoch FROM committed_at - lag(committed_at) OVER "
+        "(ORDER BY id)) * 1000)::bigint AS gap FROM batch_ledger WHERE run_id > " + last_run + ") pauses"));
+    return std::chrono::milliseconds(stall);
+  }
+
+  std::unique_ptr<testing::NatsCluster> cluster_;
+};
+
+TEST_F(ClusteredNats, AKilledStreamLeaderAndAKilledMetaLeaderDuringTheLoadLoseNothing) {
+  ASSERT_EQ(setup(config(", replicas: 3")).exit_code, 0);
+  const unsigned seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 random(seed);
+
+  publish_random(random, 2000, 300);
+  const auto stream_leader = run_through_a_kill([&]() -> testing::NatsNode& {
+    return cluster_->node(stream_info("ORDERS_0").leader);
+  });
+  publish_random(random, 2000, 300);
+  const auto meta_leader = run_through_a_kill([&]() -> testing::NatsNode& { return cluster_->meta_leader(); });
+  // The figures of docs/scale-out.md: how long the loading paused while the cluster recovered.
+  RecordProperty("stream_leader_stall_ms", std::to_string(stream_leader.count()));
+  RecordProperty("meta_leader_stall_ms", std::to_string(meta_leader.count()));
+  std::cout << "longest pause between commits: stream leader killed " << stream_leader.count()
+            << " ms, meta leader killed " << meta_leader.count() << " ms" << std::endl;
 }
 
 }  // namespace

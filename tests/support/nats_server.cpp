@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <boost/json.hpp>
+
 #include "tests/support/http_client.hpp"
 
 namespace tidemark::testing {
@@ -162,6 +164,27 @@ NatsNode& NatsCluster::node(const std::string& name) {
     if (node->name() == name) return *node;
   }
   throw std::out_of_range("no nats node named " + name);
+}
+
+NatsNode& NatsCluster::meta_leader(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    std::string agreed;
+    bool agree = true;
+    for (auto& node : nodes_) {
+      if (!node->running()) continue;
+      boost::system::error_code error;
+      const boost::json::value jsz = boost::json::parse(node->monitor("/jsz"), error);
+      const auto* meta = error || !jsz.is_object() ? nullptr : jsz.as_object().if_contains("meta_cluster");
+      const auto* leader = meta != nullptr && meta->is_object() ? meta->as_object().if_contains("leader") : nullptr;
+      const std::string name = leader != nullptr && leader->is_string() ? std::string(leader->as_string()) : "";
+      if (name.empty() || (!agreed.empty() && name != agreed)) agree = false;
+      agreed = name;
+    }
+    if (agree && !agreed.empty() && node(agreed).running()) return node(agreed);
+    if (std::chrono::steady_clock::now() >= deadline) throw std::runtime_error("the nats nodes agree on no meta leader");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 }  // namespace tidemark::testing

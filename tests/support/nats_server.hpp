@@ -102,6 +102,9 @@ class NatsCluster {
   NatsNode& node(std::size_t index) { return *nodes_.at(index); }
   // The node whose server_name is `name` (as /jsz or a stream's cluster info names it).
   NatsNode& node(const std::string& name);
+  // The node the running nodes agree leads the JetStream metadata (its /jsz meta_cluster),
+  // waiting up to `timeout` for them to agree on one; throws after it.
+  NatsNode& meta_leader(std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
  private:
   std::filesystem::path folder_;
