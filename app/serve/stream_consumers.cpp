@@ -135,8 +135,11 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
             spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", name, stream, error.what(),
                           pipeline::format_duration(delay));
           }
+          // After a long drain, balance before the next partition: a worker that joined
+          // meanwhile gets its share now, not after every partition this one owns.
+          if (Clock::now() >= next_balance) break;
         }
-        if (!wait(kPollInterval)) break;
+        if (Clock::now() < next_balance && !wait(kPollInterval)) break;
       }
     } catch (const std::exception& error) {
       // The database or the NATS servers could not be reached: the worker ended (its
