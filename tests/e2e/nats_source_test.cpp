@@ -11,11 +11,13 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -128,8 +130,20 @@ class NatsSource : public ::testing::Test {
     oracle_.published(key, version);
     ++published_;
   }
-  // `count` versions of random keys to random partitions, from a printed seed.
-  void publish_random(std::mt19937& random, int count, int keys) {
+  // The randomised tests' generator: a fixed seed, or TIDEMARK_TEST_SEED's, named in the trace
+  // of every failure of the test.
+  std::mt19937& random() {
+    if (!random_) {
+      const char* given = std::getenv("TIDEMARK_TEST_SEED");
+      const unsigned seed = given != nullptr ? static_cast<unsigned>(std::stoul(given)) : 1612;
+      trace_.emplace(__FILE__, __LINE__, "seed " + std::to_string(seed) + " (set TIDEMARK_TEST_SEED to repeat another)");
+      random_.emplace(seed);
+    }
+    return *random_;
+  }
+  // `count` versions of random keys to random partitions.
+  void publish_random(int count, int keys) {
+    std::mt19937& random = this->random();
     std::uniform_int_distribution<int> partition(0, kPartitions - 1);
     std::uniform_int_distribution<int> key(0, keys - 1);
     std::uniform_int_distribution<int> version(1, 20);
@@ -176,6 +190,8 @@ class NatsSource : public ::testing::Test {
   TempDir dir_;
   std::unique_ptr<NatsServer> server_;
   std::vector<std::string> servers_;
+  std::optional<::testing::ScopedTrace> trace_;
+  std::optional<std::mt19937> random_;
   std::unique_ptr<Connection> nats_;
   Oracle oracle_;
   int published_ = 0;
@@ -271,10 +287,7 @@ TEST_F(NatsSource, MappingPrintsABlockTheServerAcceptsThatSpreadsKeysOverThePart
 
 TEST_F(NatsSource, ARunDrainsEveryPartitionEqualToTheModelAndASecondLoadsNothing) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
-  publish_random(random, 600, 150);  // the versions of a key spread over the partitions
+  publish_random(600, 150);  // the versions of a key spread over the partitions
 
   const auto first = run();
   ASSERT_EQ(first.exit_code, 0) << first.both();
@@ -291,7 +304,7 @@ TEST_F(NatsSource, ARunDrainsEveryPartitionEqualToTheModelAndASecondLoadsNothing
   expect_everything_loaded_once();
 
   // What is published later is loaded by the next run, from each partition's checkpoint on.
-  publish_random(random, 100, 150);
+  publish_random(100, 150);
   const auto third = run();
   ASSERT_EQ(third.exit_code, 0) << third.both();
   EXPECT_THAT(third.out, HasSubstr("\"input\":100"));
@@ -329,13 +342,11 @@ TEST_F(NatsSource, AMessageThatIsNotARecordIsQuarantinedWithItsStreamAndSequence
 
 TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  std::mt19937 random(seed);
-  publish_random(random, 2000, 300);
+  publish_random(2000, 300);
   // Each run dies at its Nth commit as kill -9 would (no destructors, no flushing): in the
   // middle of a partition, and the next run goes on from the checkpoints.
   for (const char* failpoint : {"after_commit:7", "after_commit:13", "after_commit:2"}) {
-    SCOPED_TRACE("seed " + std::to_string(seed) + ", TIDEMARK_FAILPOINTS=" + failpoint);
+    SCOPED_TRACE(std::string("TIDEMARK_FAILPOINTS=") + failpoint);
     ProcessOptions options;
     options.env["TIDEMARK_FAILPOINTS"] = failpoint;
     const auto killed = run({}, options);
@@ -356,7 +367,6 @@ TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
   process->wait();
   wait_until_no_live_worker(db_);
 
-  SCOPED_TRACE("seed " + std::to_string(seed));
   const auto last = run();
   ASSERT_EQ(last.exit_code, 0) << last.both();
   expect_everything_loaded_once();
@@ -464,20 +474,17 @@ TEST(NatsCli, EachCommandHasHelpAndAMistakeExitsTwo) {
 
 TEST_F(NatsSource, WorkersRunningAtOnceAndKilledAtRandomLoadEverythingOnce) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
   const auto file = dir_.write("config.yaml", config(kFastWorkers));
   const std::vector<std::string> args{"run", "--pipeline", kPipeline, "--config", file.string(), "--database", db_.url()};
   // Rounds of three, two and three workers started at once on new messages; in each, one of
   // them is killed after a commit.
   for (int round = 0; round < 3; ++round) {
-    publish_random(random, 1500, 400);
+    publish_random(1500, 400);
     std::vector<std::unique_ptr<testing::Process>> workers;
     const std::string before = db_.scalar("SELECT count(*) FROM batch_ledger");
     for (int w = 0; w < (round == 1 ? 2 : 3); ++w) workers.push_back(testing::start_tidemark(args));
     wait_for_commit_after(db_, before);
-    workers[std::uniform_int_distribution<std::size_t>(0, workers.size() - 1)(random)]->kill(SIGKILL);
+    workers[std::uniform_int_distribution<std::size_t>(0, workers.size() - 1)(random())]->kill(SIGKILL);
     for (auto& worker : workers) worker->wait();
     wait_until_no_live_worker(db_);
   }
@@ -490,10 +497,7 @@ TEST_F(NatsSource, WorkersRunningAtOnceAndKilledAtRandomLoadEverythingOnce) {
 
 TEST_F(NatsSource, AStoppedWorkerIsTakenOverAndNeverCommitsAgainWhenItResumes) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
-  publish_random(random, 4000, 400);
+  publish_random(4000, 400);
   const auto file = dir_.write("config.yaml", config(kFastWorkers));
   const std::vector<std::string> args{"run", "--pipeline", kPipeline, "--config", file.string(), "--database",
                                       db_.url(), "--batch-size", "10"};
@@ -556,12 +560,9 @@ class ServeNats : public NatsSource {
 
 TEST_F(ServeNats, LoadsWhatIsPublishedWhileItRunsAndAnIdlePartitionRecordsNoRun) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
   const unsigned short port = testing::free_port();
   auto serve = start_serve(port);
-  publish_random(random, 400, 60);
+  publish_random(400, 60);
   wait_until_loaded();
   expect_everything_loaded_once();
   wait_until([&] { return db_.scalar("SELECT count(*) FROM runs WHERE status = 'running'") == "0"; }, "runs end");
@@ -589,22 +590,19 @@ TEST_F(ServeNats, LoadsWhatIsPublishedWhileItRunsAndAnIdlePartitionRecordsNoRun)
 
 TEST_F(ServeNats, TwoServeProcessesShareThePartitionsAndOneTakesThemAllWhenTheOtherStops) {
   ASSERT_EQ(setup(config()).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
   auto first = start_serve(testing::free_port());
   wait_until([&] { return shares() == std::vector<std::string>{"4"}; }, "the first serve owns every partition");
   auto second = start_serve(testing::free_port());
   // The first gives up its surplus at its next balance, the second takes it at its own.
   wait_until([&] { return shares() == std::vector<std::string>{"2", "2"}; }, "two partitions each");
-  publish_random(random, 300, 50);
+  publish_random(300, 50);
   wait_until_loaded();
   EXPECT_EQ(db_.scalar("SELECT count(DISTINCT worker) FROM runs"), "2") << "both served partitions";
 
   first->kill(SIGTERM);
   EXPECT_EQ(first->wait().exit_code, 0);
   wait_until([&] { return shares() == std::vector<std::string>{"4"}; }, "the second serve owns every partition");
-  publish_random(random, 300, 50);
+  publish_random(300, 50);
   wait_until_loaded();
   expect_everything_loaded_once();
   second->kill(SIGTERM);
@@ -678,15 +676,12 @@ class ClusteredNats : public NatsSource {
 
 TEST_F(ClusteredNats, AKilledStreamLeaderAndAKilledMetaLeaderDuringTheLoadLoseNothing) {
   ASSERT_EQ(setup(config(", replicas: 3")).exit_code, 0);
-  const unsigned seed = std::random_device{}();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 random(seed);
 
-  publish_random(random, 2000, 300);
+  publish_random(2000, 300);
   const auto stream_leader = run_through_a_kill([&]() -> testing::NatsNode& {
     return cluster_->node(stream_info("ORDERS_0").leader);
   });
-  publish_random(random, 2000, 300);
+  publish_random(2000, 300);
   const auto meta_leader = run_through_a_kill([&]() -> testing::NatsNode& { return cluster_->meta_leader(); });
   // The figures of docs/scale-out.md: how long the loading paused while the cluster recovered.
   RecordProperty("stream_leader_stall_ms", std::to_string(stream_leader.count()));
