@@ -165,6 +165,26 @@ class NatsSource : public ::testing::Test {
     }
     return rows;
   }
+  // ORDERS_1 loses two messages after its checkpoint: the partitions are made by hand without
+  // DenyPurge (as another tool may make them), a run loads eight records, two more are
+  // published and purged before any run loads them, then o102 is published. JetStream would
+  // start a consumer at the stream's first sequence and skip the two unnoticed.
+  void purge_after_the_checkpoint() {
+    connectors::nats::NatsSourceOptions options;
+    options.stream = "ORDERS";
+    for (int k = 0; k < kPartitions; ++k) {
+      connectors::nats::StreamSpec spec = connectors::nats::partition_spec(options, k);
+      spec.deny_purge = false;
+      nats_->add_stream(spec);
+    }
+    for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
+    ASSERT_EQ(run().exit_code, 0);
+    nats_->publish("ORDERS.1.o100", order(100, 1));
+    nats_->publish("ORDERS.1.o101", order(101, 1));
+    nats_->purge_stream("ORDERS_1");
+    publish(1, 102, 1);
+  }
+
   // A stream's info; asked again while a cluster elects its leader (no answer meanwhile).
   connectors::nats::StreamInfo stream_info(const std::string& stream) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -372,27 +392,8 @@ TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
   expect_everything_loaded_once();
 }
 
-// The partitions made by hand without DenyPurge, as a stream made by another tool may be.
-void create_purgeable_streams(Connection& nats) {
-  connectors::nats::NatsSourceOptions options;
-  options.stream = "ORDERS";
-  for (int k = 0; k < kPartitions; ++k) {
-    connectors::nats::StreamSpec spec = connectors::nats::partition_spec(options, k);
-    spec.deny_purge = false;
-    nats.add_stream(spec);
-  }
-}
-
 TEST_F(NatsSource, APurgedStreamIsRefusedUnlessTheGapIsAccepted) {
-  create_purgeable_streams(*nats_);
-  for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
-  ASSERT_EQ(run().exit_code, 0);
-  // Published, then purged before any run loaded it: JetStream would start a consumer at its
-  // first sequence and the two messages would be skipped unnoticed.
-  nats_->publish("ORDERS.1.o100", order(100, 1));
-  nats_->publish("ORDERS.1.o101", order(101, 1));
-  nats_->purge_stream("ORDERS_1");
-  publish(1, 102, 1);
+  ASSERT_NO_FATAL_FAILURE(purge_after_the_checkpoint());
 
   const auto refused = run();
   EXPECT_EQ(refused.exit_code, 1) << refused.both();
@@ -610,14 +611,7 @@ TEST_F(ServeNats, TwoServeProcessesShareThePartitionsAndOneTakesThemAllWhenTheOt
 }
 
 TEST_F(ServeNats, APurgedStreamIsRefusedAndCountedWhileTheOtherPartitionsGoOn) {
-  create_purgeable_streams(*nats_);
-  for (int key = 0; key < 8; ++key) publish(key % kPartitions, key, 1);
-  ASSERT_EQ(run().exit_code, 0);
-  // Published, then purged before anything loaded them: a gap after ORDERS_1's checkpoint.
-  nats_->publish("ORDERS.1.o100", order(100, 1));
-  nats_->publish("ORDERS.1.o101", order(101, 1));
-  nats_->purge_stream("ORDERS_1");
-  nats_->publish("ORDERS.1.o102", order(102, 1));
+  ASSERT_NO_FATAL_FAILURE(purge_after_the_checkpoint());
   const unsigned short port = testing::free_port();
   auto serve = start_serve(port);
   const std::string refused = R"(tidemark_nats_partitions_refused_total{partition="1",pipeline="orders_nats"})";
