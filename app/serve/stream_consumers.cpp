@@ -9,7 +9,6 @@
 #include "connectors/nats/nats_source.hpp"
 #include "pipeline/run/partition_worker.hpp"
 #include "pipeline/store/pg/database.hpp"
-#include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
 
@@ -23,12 +22,6 @@ constexpr std::chrono::milliseconds kPollInterval = std::chrono::seconds(1);
 // A failed partition (or consumer) is tried again after a delay that doubles from the
 // rebalance interval up to this.
 constexpr std::chrono::milliseconds kMaxRetryDelay = std::chrono::minutes(5);
-
-std::string stored_checkpoint(pqxx::connection& connection, const std::string& pipeline, const std::string& source) {
-  pqxx::nontransaction txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline, source);
-  return rows.empty() ? std::string() : rows[0][0].c_str();
-}
 
 // When a failing thing may be tried again, the delay doubling with each failure in a row.
 struct Backoff {
@@ -112,7 +105,7 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
           const std::string stream = connectors::nats::partition_stream(nats, lease.partition);
           if (backoff.waiting() ||
               !connectors::nats::partition_has_work(streams, nats, lease.partition,
-                                                    stored_checkpoint(*checkpoints, name, stream))) {
+                                                    pipeline::stored_checkpoint(*checkpoints, name, stream).value_or(pipeline::Position{}).text)) {
             continue;
           }
           request.partition = pipeline::PartitionOwnership{&worker.leases(), lease};

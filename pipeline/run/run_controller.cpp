@@ -124,14 +124,6 @@ bool dry_run_creates_table(pqxx::connection& connection, const EntityDeclaration
   return !check.exists;
 }
 
-std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
-                                          const std::string& source) {
-  pqxx::nontransaction txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline, source);
-  if (rows.empty()) return std::nullopt;
-  return Position{rows[0][0].c_str()};
-}
-
 std::string describe(const OutcomeCounts& counts) {
   std::string text = "input " + std::to_string(counts.input());
   for (Outcome outcome : kAllOutcomes) text += " " + std::string(to_string(outcome)) + " " + std::to_string(counts[outcome]);
@@ -139,6 +131,14 @@ std::string describe(const OutcomeCounts& counts) {
 }
 
 }  // namespace
+
+std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
+                                          const std::string& source) {
+  pqxx::nontransaction txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline, source);
+  if (rows.empty()) return std::nullopt;
+  return Position{rows[0][0].c_str()};
+}
 
 RunSummary run_pipeline(const RunRequest& request) {
   RunSummary summary;

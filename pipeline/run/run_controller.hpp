@@ -87,6 +87,10 @@ struct RejectionLimitExceeded : std::runtime_error {
 
 RunSummary run_pipeline(const RunRequest& request);
 
+// The checkpoint stored for (pipeline, source); nullopt before the first commit.
+std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
+                                          const std::string& source);
+
 // Creates or brings a declared entity's table up to date and logs what changed; nothing for
 // the built-in entity. db::EntitySchemaError when the table cannot hold the declaration.
 void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity);

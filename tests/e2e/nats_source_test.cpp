@@ -221,24 +221,27 @@ class NatsSource : public ::testing::Test {
 // PostgreSQL. A short owner timeout so that a killed worker's partitions are taken soon.
 constexpr char kFastWorkers[] = ", owner_timeout: 2s, rebalance_interval: 500ms";
 
-// Waits until every worker of the pipeline is dead (a killed one as soon as PostgreSQL has ended
-// its sessions; a stopped one once silent for the 2 s owner timeout): their partitions can then
-// be taken. The event is in the database.
-void wait_until_no_live_worker(const TestDatabase& db) {
+// Polls the database (or serve) for an event, up to a minute.
+template <typename Condition>
+void wait_until(Condition condition, const std::string& what) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (db.scalar("SELECT count(*) FROM tidemark_workers WHERE tidemark_worker_alive(id, 2000)") != "0") {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "a worker still beats";
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (!condition()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "still waiting: " << what;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
 }
 
-// Waits for the next commit after `before` batches (polling the ledger: the event is a commit).
+// Waits until every worker of the pipeline is dead (a killed one as soon as PostgreSQL has ended
+// its sessions; a stopped one once silent for the 2 s owner timeout): their partitions can then
+// be taken.
+void wait_until_no_live_worker(const TestDatabase& db) {
+  wait_until([&] { return db.scalar("SELECT count(*) FROM tidemark_workers WHERE tidemark_worker_alive(id, 2000)") == "0"; },
+             "every worker dead (a worker still beats)");
+}
+
+// Waits for the next commit after `before` batches (the event is a commit).
 void wait_for_commit_after(const TestDatabase& db, const std::string& before) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (db.scalar("SELECT count(*) FROM batch_ledger") == before) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no batch committed";
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  wait_until([&] { return db.scalar("SELECT count(*) FROM batch_ledger") != before; }, "a batch committed");
 }
 
 TEST_F(NatsSource, SetupCreatesEachPartitionStreamAndAgainFindsThemAsConfigured) {
@@ -374,15 +377,12 @@ TEST_F(NatsSource, KilledRunsResumeWithNothingLostAndNothingLoadedTwice) {
     wait_until_no_live_worker(db_);  // the killed worker's partitions are free once its sessions end
   }
   // A real SIGKILL from outside, once the run has committed a batch of its own.
-  const std::string before = query_rows(db_, "SELECT count(*)::text FROM batch_ledger")[0][0];
+  const std::string before = db_.scalar("SELECT count(*) FROM batch_ledger");
   const auto file = dir_.write("config.yaml", config());
   auto process = testing::start_tidemark(
       {"run", "--pipeline", kPipeline, "--config", file.string(), "--database", db_.url()});
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (process->running() && query_rows(db_, "SELECT count(*)::text FROM batch_ledger")[0][0] == before &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling the ledger: the event is a commit
-  }
+  wait_until([&] { return !process->running() || db_.scalar("SELECT count(*) FROM batch_ledger") != before; },
+             "a batch committed, or the run ended");
   process->kill(SIGKILL);
   process->wait();
   wait_until_no_live_worker(db_);
@@ -535,15 +535,6 @@ class ServeNats : public NatsSource {
     return serve;
   }
 
-  // Polls the database (or serve) for an event, up to a minute.
-  template <typename Condition>
-  void wait_until(Condition condition, const std::string& what) {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!condition()) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "still waiting: " << what;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
   void wait_until_loaded() {
     wait_until([&] { return ledger_input() == std::to_string(published_); }, "every message in the ledger");
   }
