@@ -61,10 +61,16 @@ applied AS (
     JOIN upserted USING (transaction_id)
 ),
 sequenced AS (
-  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence)
-  SELECT 'ledger', partition_key, count(*) FROM applied GROUP BY partition_key
-  ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
-  RETURNING partition_key, last_sequence
+  -- The counters and the relay's heads, kept by this statement as tidemark run keeps them
+  -- (sql/entity/apply_batch.sql); 'kept' tells the outbox's head trigger not to redo it row
+  -- by row, which made this script 3-4x slower than the statement it stands for.
+  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence, head_sequence, head_due_at)
+  SELECT 'ledger', partition_key, count(*), 1, now() FROM applied GROUP BY partition_key ORDER BY partition_key
+  ON CONFLICT (destination, partition_key) DO UPDATE
+     SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence,
+         head_sequence = COALESCE(seq.head_sequence, seq.last_sequence + 1),
+         head_due_at = CASE WHEN seq.head_sequence IS NULL THEN EXCLUDED.head_due_at ELSE seq.head_due_at END
+  RETURNING partition_key, last_sequence, set_config('tidemark.outbox_heads', 'kept', true) AS heads_kept
 ),
 outboxed AS (
   INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)

@@ -129,7 +129,7 @@ baseline_script() {  # csv batch -> path of the script
   echo "$script"
 }
 
-# What both B and P must leave behind; equal fingerprints mean equal effects. With a table
+# What both B and P must leave behind (the relay's heads too); equal fingerprints mean equal effects. With a table
 # (the declared entity's), its rows without the time they were written stand for the state.
 fingerprint() {  # database [entity table]
   local state="SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision || ':' || amount
@@ -141,7 +141,8 @@ fingerprint() {  # database [entity table]
       'outbox', (SELECT count(*) || '/' || COALESCE(sum(hashtext(idempotency_key || ':' || partition_key || ':' || sequence
                 || ':' || payload::text)::bigint), 0) FROM outbox),
       'quarantine', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision)::bigint), 0) FROM quarantine),
-      'sequences', (SELECT COALESCE(sum(last_sequence), 0) FROM tidemark_destination_sequence),
+      'sequences', (SELECT COALESCE(sum(last_sequence), 0) || '/' || count(head_sequence) || '/' || COALESCE(sum(head_sequence), 0)
+                FROM tidemark_destination_sequence),
       'ledger', (SELECT concat_ws(',', sum(input), sum(inserted), sum(updated), sum(unchanged), sum(stale),
                 sum(superseded), sum(duplicate), sum(invalid), sum(conflict)) FROM batch_ledger))"
 }
