@@ -227,8 +227,11 @@ int kill_repeatedly(const std::vector<std::string>& args, const ProcessOptions& 
     auto process = start_tidemark(args, options);
     std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, window_ms)(rng)));
     const bool was_running = process->running();
-    if (!was_running) window_ms = std::max(window_ms / 2, 1);
-    if (was_running) process->kill(SIGKILL);
+    if (was_running) {
+      process->kill(SIGKILL);
+    } else {
+      window_ms = std::max(window_ms / 2, 1);
+    }
     const ProcessResult result = process->wait();
     if (was_running && result.exit_code == 137) {
       ++killed;
