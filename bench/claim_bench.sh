@@ -60,8 +60,8 @@ relay: {max_in_flight: 64}
 EOF
 export BENCH_SECRET="whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ="
 
-# The claim statement as one that returns the ids it claimed ('{…}') and their count, so that
-# psql can carry them into the next claim (\gset), as the relay does.
+# The claim statement as one that returns the ids it claimed ('{…}'), their attempts and their
+# count, so that psql can carry them into the next claim (\gset), as the relay does.
 counted() {  # $1: a claim statement
   python3 - "$1" <<'EOF'
 import re, sys
@@ -72,19 +72,28 @@ if text.lstrip().startswith("WITH"):
     text = head + ",\nclaimed AS (UPDATE outbox" + tail + ")\n"
 else:
     text = "WITH claimed AS (" + text + ")\n"
-print(text + "SELECT coalesce('{' || string_agg(id::text, ',') || '}', '{}') AS ids, count(*) AS n FROM claimed")
+print(text + "SELECT coalesce('{' || string_agg(id::text, ',') || '}', '{}') AS ids, "
+             "coalesce('{' || string_agg(attempts::text, ',') || '}', '{}') AS attempts, count(*) AS n FROM claimed")
 EOF
 }
 
-# Times CLAIMS claims of 64 on database $1 with statement $2; prints ms per claim.
+# The parameters of each claim statement, and its arguments (ids and attempts: the previous
+# claim's, recorded as delivered). The old one takes no attempts; the new one takes a limit
+# per destination (migration 0023) besides the limit across them.
+declare -A claim_types=([old]="text[], bigint, bigint, bigint[]" [new]="text[], bigint[], bigint, bigint, bigint[], int[]")
+declare -A claim_args=([old]="'{ledger}', $BATCH, 600000, :'ids'" [new]="'{ledger}', '{$BATCH}', $BATCH, 600000, :'ids', :'attempts'")
+
+# Times CLAIMS claims of 64 on database $1 with the $2 (old|new) statement; prints ms per claim.
 time_claims() {
-  local db="$1" statement="$2" script="$WORK/claims.sql"
+  local db="$1" kind="$2" script="$WORK/claims.sql" statement
+  [[ "$kind" == old ]] && statement="$old_claim" || statement="$new_claim"
   {
     echo "SET statement_timeout = '${CLAIM_TIMEOUT}s';"
-    echo "PREPARE claim(text[], bigint, bigint, bigint[]) AS $(counted "$statement");"
+    echo "PREPARE claim(${claim_types[$kind]}) AS $(counted "$statement");"
     echo "\\set ids '{}'"
+    echo "\\set attempts '{}'"
     echo "SELECT clock_timestamp() AS started \\gset"
-    for ((i = 0; i < CLAIMS; i++)); do echo "EXECUTE claim('{ledger}', $BATCH, 600000, :'ids') \\gset"; done
+    for ((i = 0; i < CLAIMS; i++)); do echo "EXECUTE claim(${claim_args[$kind]}) \\gset"; done
     echo "SELECT round(extract(epoch FROM clock_timestamp() - :'started') * 1000 / $CLAIMS, 2), :n;"
   } >"$script"
   psql_db "$db" -f "$script" 2>/dev/null || printf 'timeout (> %s s)|-' "$CLAIM_TIMEOUT"
@@ -101,7 +110,7 @@ explain_claim() {
     psql_db "$db" -c "LOAD 'auto_explain'" -c "SET auto_explain.log_min_duration = 0" \
       -c "SET auto_explain.log_nested_statements = on" -c "SET auto_explain.log_level = notice" \
       -c "SET auto_explain.log_analyze = on" -c "SET auto_explain.log_buffers = on" -c "SET auto_explain.log_timing = off" \
-      -c "SELECT count(*) FROM tidemark_relay_claim('{ledger}', $BATCH, 600000, '{}')" 2>&1 | grep -v '^$' | head -200
+      -c "SELECT count(*) FROM tidemark_relay_claim('{ledger}', '{$BATCH}', $BATCH, 600000, '{}', '{}')" 2>&1 | grep -v '^$' | head -200
   fi
 }
 
@@ -151,15 +160,12 @@ EOF
         psql_db "$db" -c "DROP TRIGGER outbox_keeps_heads_on_insert ON outbox" \
           -c "DROP TRIGGER outbox_keeps_heads_on_update ON outbox" -c "DROP TRIGGER outbox_keeps_heads_on_delete ON outbox" \
           -c "CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending'"
-        statement="$old_claim"
-      else
-        statement="$new_claim"
       fi
       [[ "$analyze" == yes ]] && psql_db "$db" -c "ANALYZE"
       if [[ "$n" == "${SIZES##* }" && "$analyze" == no ]]; then
         explain_claim "$db" "$kind" >"$WORK/explain-$n-$kind.txt" 2>&1 || true
       fi
-      result="$(time_claims "$db" "$statement")"
+      result="$(time_claims "$db" "$kind")"
       rate="-"  # the old statement is not in this binary: its events/s are not measured here
       if [[ "$RELAY_SECONDS" != 0 && "$kind" == new ]]; then
         psql_db postgres -c "DROP DATABASE $db" -c "CREATE DATABASE $db TEMPLATE $template"
