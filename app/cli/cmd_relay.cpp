@@ -60,7 +60,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
       exit_code = kExitOk;
       return;
     }
-    pipeline::relay::Relay relay(url, std::move(sinks), relay_options(config->relay));
+    pipeline::relay::Relay relay(url, std::move(sinks), relay_options(*config));
     pipeline::relay::RelayStats stats;
     if (options->once) {
       stats = relay.drain();

@@ -164,8 +164,10 @@ class Parser {
       if (const auto* http = find(top, "http")) attempt([&] { config.http = parse_http(*http); });
       // Before the pipelines, wherever the file has them: a pipeline names its entity.
       if (const auto* entities = find(top, "entities")) attempt([&] { parse_entities(*entities, config); });
-      if (const auto* pipelines = find(top, "pipelines")) attempt([&] { parse_pipelines(*pipelines, config); });
+      // Before the pipelines too: a destination's window is checked against the relay's.
       if (const auto* relay = find(top, "relay")) attempt([&] { config.relay = parse_relay(*relay); });
+      relay_max_in_flight_ = config.relay.max_in_flight;
+      if (const auto* pipelines = find(top, "pipelines")) attempt([&] { parse_pipelines(*pipelines, config); });
       if (const auto* retention = find(top, "retention")) {
         attempt([&] { config.retention = parse_retention(*retention); });
       }
@@ -960,7 +962,7 @@ class Parser {
   DestinationConfig parse_destination(const Entry& map, std::string_view entity) {
     DestinationConfig destination;
     const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file", "servers", "subject", "stream",
-                                   "creds_env"},
+                                   "creds_env", "max_in_flight"},
                              "; secrets are never in the file: use secret_env to name the environment variable "
                              "that holds it");
     const auto& name = require(keys, map, "name");
@@ -997,6 +999,16 @@ class Parser {
                             ? std::string("a view destination takes only name and kind")
                             : "applies to " + std::string(name_of(owner, kDestinationKinds)) + " destinations only");
       }
+    }
+    if (const auto* max_in_flight = find(keys, "max_in_flight")) {
+      if (destination.kind == DestinationKind::kView) fail_at(*max_in_flight, "a view destination takes only name and kind");
+      attempt([&] {
+        destination.max_in_flight = integer_value(*max_in_flight, 1, 1024, "an integer from 1 to 1024");
+        if (*destination.max_in_flight > relay_max_in_flight_) {
+          fail_at(*max_in_flight, "is above relay.max_in_flight (" + std::to_string(relay_max_in_flight_) +
+                                      "), the window of the whole relay; raise that too");
+        }
+      });
     }
     if (destination.kind == DestinationKind::kNats) {
       parse_nats_destination(keys, map, destination);
@@ -1084,6 +1096,7 @@ class Parser {
     DestinationKind kind = DestinationKind::kHttp;
   };
   std::map<std::string, Definition> destination_lines_;
+  std::size_t relay_max_in_flight_ = RelayConfig{}.max_in_flight;  // the file's, once read
   std::set<std::string> failed_entities_;  // declared with an error: named by a pipeline without a second one
   std::vector<YAML::Node> interpolated_;   // the nodes whose values interpolate_values has replaced
   std::vector<YAML::Node> uninterpolated_;  // those whose interpolation failed

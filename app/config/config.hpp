@@ -91,6 +91,8 @@ struct DestinationConfig {
   std::string subject;               // events go to `<subject>.<encoded partition key>`
   std::string stream;                // the JetStream stream that must capture them
   std::string creds_env;             // optional: the env var holding the path of a .creds file
+  // http and nats: its own window, at most relay.max_in_flight (unset: the relay's whole one).
+  std::optional<std::size_t> max_in_flight;
   int line = 0;            // of its name in the config file, for messages (0: not from a file)
 };
 

@@ -71,7 +71,7 @@ struct Service::Impl {
         relay_restart(io) {
     if (!sinks.empty()) {
       relay = std::make_unique<pipeline::relay::Relay>(options.database_url, std::move(sinks),
-                                                       relay_options(options.config.relay), &metrics);
+                                                       relay_options(options.config), &metrics);
       metrics.component_restarts_total.Add({{"component", "relay"}});
     }
   }

@@ -25,6 +25,14 @@ pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config)
   return options;
 }
 
+pipeline::relay::RelayOptions relay_options(const pipeline::Config& config) {
+  auto options = relay_options(config.relay);
+  for (const auto& [name, destination] : config.destinations()) {
+    if (destination.max_in_flight) options.windows[name] = *destination.max_in_flight;
+  }
+  return options;
+}
+
 pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config) {
   return {.max_attempts = config.max_attempts,
           .base_delay = config.base_delay,

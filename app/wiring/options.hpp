@@ -13,6 +13,8 @@ namespace tidemark::app {
 // Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
 // (at least 2 s), so that only a dead or hung relay ever loses its lease.
 pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config);
+// The same, with the windows of the destinations that set their own max_in_flight.
+pipeline::relay::RelayOptions relay_options(const pipeline::Config& config);
 
 // How late the relay configured by `config` may deliver an event again, for the inbox
 // cleanup's check (docs/rules.md rule 16).

@@ -39,7 +39,7 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
   options.signing_key = std::move(*key);
   options.connect_timeout = relay.connect_timeout;
   options.request_timeout = relay.request_timeout;
-  options.max_idle_connections = relay.max_in_flight;
+  options.max_idle_connections = destination.max_in_flight.value_or(relay.max_in_flight);
   return options;
 }
 
@@ -74,7 +74,7 @@ connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationC
   options.stream = destination.stream;
   options.redelivery_horizon = pipeline::views::redelivery_horizon(redelivery(relay));
   options.ack_timeout = relay.request_timeout;
-  options.max_in_flight = relay.max_in_flight;
+  options.max_in_flight = destination.max_in_flight.value_or(relay.max_in_flight);
   return options;
 }
 

@@ -49,13 +49,6 @@ std::string_view result_label(DeliveryResult::Status status) {
   return "unknown";
 }
 
-// The sinks' names as a PostgreSQL array literal.
-std::string text_array(const Sinks& sinks) {
-  std::vector<std::string> names;
-  for (const auto& [name, sink] : sinks) names.push_back(name);
-  return db::text_array_literal(names);
-}
-
 void prepare(pqxx::connection& connection) {
   connection.prepare("relay_claim", std::string(sql::kRelayClaim));
   connection.prepare("relay_mark_failed", std::string(sql::kRelayMarkFailed));
@@ -126,9 +119,9 @@ std::string redact_urls(std::string_view text) {
 // while one waits for its commit to reach the disk, the next records the answers that came
 // in meanwhile and claims more, and PostgreSQL flushes commits that meet with one write.
 constexpr std::size_t kDatabaseSlots = 2;
-// How many windows (max_in_flight) may be claimed and not yet answered: claims this far
-// ahead make each statement record and claim hundreds of events, so its fixed cost (the
-// commit's flush, above all) is spread over them.
+// How many windows (max_in_flight, the relay's and each destination's) may be claimed and
+// not yet answered: claims this far ahead make each statement record and claim hundreds of
+// events, so its fixed cost (the commit's flush, above all) is spread over them.
 constexpr std::size_t kClaimAhead = 8;
 // The answer rate that sizes the queue is counted over periods this long.
 constexpr auto kRatePeriod = std::chrono::milliseconds(250);
@@ -148,7 +141,8 @@ struct Relay::Async {
     std::exception_ptr failure;
     std::vector<Answer> answers;
     std::vector<long long> delays;
-    std::size_t capacity = 0;
+    std::map<std::string, std::size_t> capacities;  // what it may claim of each destination asked
+    std::size_t capacity = 0;                       // and in all
     std::vector<OutboxEvent> claimed;
     std::chrono::steady_clock::time_point started;  // before the claim: its leases began later
     std::uint64_t view = 0;  // the loop's `clock` at the start: what its snapshot includes
@@ -171,8 +165,10 @@ struct Relay::Async {
   // Waits `how_long` on `timer`, or until the wait is cancelled (an answer, a statement's end
   // or stop()); `*expired` says which.
   static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long, bool* expired);
-  // Sends queued events while the window has room.
+  // Sends queued events while the windows have room, one destination after another.
   void send_queued(Relay& relay);
+  // What the statements running may still claim of `destination`.
+  std::size_t requested_of(const std::string& destination) const;
   // run() only, on the strand: true when a notification came. Connects the LISTEN
   // connection when it is due (in the background), reads what its socket holds and awaits
   // more beside the wake timer; any failure drops it and polling goes on.
@@ -186,7 +182,7 @@ struct Relay::Async {
   std::optional<asio::steady_timer> wake;  // on the strand: the loop's wait for something to do
   std::array<Task, kDatabaseSlots> tasks;  // on the strand
   // On the strand. Claimed ahead, not yet sent: an answer frees a place in the window and
-  // the next event goes at once, without waiting for a statement. The queue holds what the
+  // the next event goes at once, without waiting for a statement. A queue holds what its
   // window sends in a quarter of a lease (at least one window, at most kClaimAhead - 1), so
   // an event's lease outlasts its wait here and its attempt; one claimed more than half a
   // lease ago (the receiver slowed down) is not sent: its lease runs out and it goes again.
@@ -194,10 +190,21 @@ struct Relay::Async {
     OutboxEvent event;
     std::chrono::steady_clock::time_point claimed;
   };
-  std::deque<Queued> queued;
-  // On the strand: requests sent whose answers the loop has not taken yet. Kept across
-  // loops: the answers of a loop that failed are taken (and recorded) by the next one.
-  std::size_t sending = 0;
+  // On the strand: one destination's part of the relay. Each has its own window (its
+  // max_in_flight, or the relay's), queue and answer rate, so that a slow destination fills
+  // only its own; the relay's window and queue bound them all together.
+  struct Lane {
+    std::size_t window = 0;
+    std::deque<Queued> queued;
+    // Requests sent whose answers the loop has not taken yet. Kept across loops: the
+    // answers of a loop that failed are taken (and recorded) by the next one.
+    std::size_t sending = 0;
+    std::size_t answers_in_period = 0;  // answers taken in the current rate period
+    std::size_t queue_limit = 0;        // the queue the last period's answers allow
+    std::uint64_t covered = 0;          // the loop's `clock` ticks a claim of it covered (loop)
+  };
+  std::map<std::string, Lane, std::less<>> lanes;  // by destination: one per sink
+  std::size_t sending = 0;                         // on the strand: in every lane
 
   // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
   // `listen_connecting`, the database thread makes `connecting` with `listen_connect`.
@@ -215,16 +222,21 @@ struct Relay::Async {
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
     : options_(std::move(options)),
       metrics_(metrics),
-      destinations_(text_array(sinks)),
       database_(std::move(database_url), options_.database_retries, prepare),
       rng_(options_.seed),
       async_(std::make_unique<Async>()),
       sinks_(std::move(sinks)) {
   for (Async::Task& task : async_->tasks) {
     task.record_and_claim = [this, &task](pqxx::connection& connection) {
-      record_and_claim(connection, task.answers, task.delays, task.capacity, task.claimed);
+      record_and_claim(connection, task.answers, task.delays, task.capacities, task.capacity, task.claimed);
     };
     task.count_pending = [this, &task](pqxx::connection& connection) { count_pending(connection, task.pending); };
+  }
+  for (const auto& [name, sink] : sinks_) {
+    const auto own = options_.windows.find(name);
+    async_->lanes[name].window = own == options_.windows.end()
+                                     ? options_.config.max_in_flight
+                                     : std::clamp<std::size_t>(own->second, 1, options_.config.max_in_flight);
   }
   async_->listen_connect = [this] {
     auto connection = db::connect(database_.url());
@@ -341,17 +353,34 @@ void Relay::Async::start_task(Relay* relay, Task* task) {
 
 void Relay::Async::send_queued(Relay& relay) {
   const auto stale = std::chrono::steady_clock::now() - relay.options_.lease / 2;
-  while (!queued.empty() && sending < relay.options_.config.max_in_flight) {
-    Queued next = std::move(queued.front());
-    queued.pop_front();
-    if (next.claimed < stale) {
-      spdlog::debug("not sending outbox event {} ({}): claimed too long ago, it goes again when its lease runs out",
-                    next.event.id, next.event.idempotency_key);
-      continue;
+  // A round takes one event of each destination with room, so that while the relay's window
+  // is the limit, the destinations share it.
+  for (bool sent = true; sent && sending < relay.options_.config.max_in_flight;) {
+    sent = false;
+    for (auto& [name, lane] : lanes) {
+      if (sending >= relay.options_.config.max_in_flight) break;
+      while (!lane.queued.empty() && lane.queued.front().claimed < stale) {
+        spdlog::debug("not sending outbox event {} ({}): claimed too long ago, it goes again when its lease runs out",
+                      lane.queued.front().event.id, lane.queued.front().event.idempotency_key);
+        lane.queued.pop_front();
+      }
+      if (lane.queued.empty() || lane.sending >= lane.window) continue;
+      relay.send(std::move(lane.queued.front().event));
+      lane.queued.pop_front();
+      ++lane.sending;
+      ++sending;
+      sent = true;
     }
-    relay.send(std::move(next.event));
-    ++sending;
   }
+}
+
+std::size_t Relay::Async::requested_of(const std::string& destination) const {
+  std::size_t requested = 0;
+  for (const Task& task : tasks) {
+    if (!task.running) continue;
+    if (const auto it = task.capacities.find(destination); it != task.capacities.end()) requested += it->second;
+  }
+  return requested;
 }
 
 asio::awaitable<void> Relay::Async::connect_listener(Async* async) {
@@ -437,14 +466,18 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   // Taken from the sinks, not yet handed to a statement (the slots were busy).
   std::vector<Answer> answered;
   std::exception_ptr failure;  // of a statement: the loop ends once the others have ended too
-  // Due rows may be waiting while wanted > covered. Each reason to look again (the start,
-  // answers recorded, a claim that got all it asked for, the poll, a notification) takes the
-  // next tick of `clock` into `wanted`; a claim that found fewer than it asked for covers
-  // the ticks before its start, which its snapshot includes. A statement whose snapshot
-  // predates another's marks cannot see their successors, so it covers no later tick.
+  // Due rows of a destination may be waiting while wanted > its lane's covered. Each reason
+  // to look again (the start, answers recorded, a claim that got all it asked for, the
+  // poll, a notification) takes the next tick of `clock` into `wanted`; a claim that found
+  // fewer of a destination than it asked for covers that destination's ticks before its
+  // start, which its snapshot includes. A statement whose snapshot predates another's marks
+  // cannot see their successors, so it covers no later tick.
   std::uint64_t clock = 1;
   std::uint64_t wanted = 1;
-  std::uint64_t covered = 0;
+  const auto all_covered = [&] {
+    return std::all_of(async.lanes.begin(), async.lanes.end(),
+                       [&](const auto& lane) { return wanted <= lane.second.covered; });
+  };
   bool expired = false;
   auto next_refresh = std::chrono::steady_clock::now();
   // Answers taken in the current rate period, and the queue the last one allows.
@@ -452,7 +485,12 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   auto period_end = next_refresh + kRatePeriod;
   const double periods_per_quarter_lease = std::chrono::duration<double>(self.options_.lease / 4) / kRatePeriod;
   std::size_t queue_limit = window;
-  async.queued.clear();  // a failed loop's: their leases run out
+  for (auto& [name, lane] : async.lanes) {
+    lane.queued.clear();  // a failed loop's: their leases run out
+    lane.queue_limit = lane.window;
+    lane.answers_in_period = 0;
+    lane.covered = 0;
+  }
   async.listen_next = {};
   async.listen_delay = self.options_.listen_retry;
   for (;;) {
@@ -461,7 +499,12 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       std::lock_guard lock(self.mutex_);
       async.sending -= self.answers_.size();
       answers_in_period += self.answers_.size();
-      for (auto& answer : self.answers_) answered.push_back(std::move(answer));
+      for (auto& answer : self.answers_) {
+        Lane& lane = async.lanes.at(answer.destination);
+        --lane.sending;
+        ++lane.answers_in_period;
+        answered.push_back(std::move(answer));
+      }
       self.answers_.clear();
       stopping = self.stop_requested_;
     }
@@ -481,12 +524,28 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         }
         self.account(task.answers);
         if (task.count) self.publish_pending(task.pending);
-        if (task.capacity > 0 && task.claimed.size() < task.capacity) {
-          covered = std::max(covered, task.view);
-        } else if (task.capacity > 0 || !task.answers.empty()) {
-          wanted = ++clock;  // more may be due, or the successors of what it recorded
+        // More may be due where it got all it asked for, and the successors of what it
+        // recorded where it did not look (a claim sees those it made due itself).
+        // Where the limit across them bound, no destination is known to have no more.
+        const bool bound = task.capacity > 0 && task.claimed.size() >= task.capacity;
+        bool more = bound;
+        for (const auto& [name, capacity] : task.capacities) {
+          const auto claimed = std::count_if(task.claimed.begin(), task.claimed.end(),
+                                             [&name](const OutboxEvent& event) { return event.destination == name; });
+          if (!bound && static_cast<std::size_t>(claimed) < capacity) {
+            Lane& lane = async.lanes.at(name);
+            lane.covered = std::max(lane.covered, task.view);
+          } else {
+            more = true;
+          }
         }
-        for (auto& event : task.claimed) async.queued.push_back({std::move(event), task.started});
+        more = more || std::any_of(task.answers.begin(), task.answers.end(),
+                                   [&task](const Answer& answer) { return !task.capacities.contains(answer.destination); });
+        if (more) wanted = ++clock;
+        for (auto& event : task.claimed) {
+          const std::string destination = event.destination;
+          async.lanes.at(destination).queued.push_back({std::move(event), task.started});
+        }
         task.claimed.clear();
       } else if (task.running) {
         running = true;
@@ -499,22 +558,44 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     // window plus the queue the answer rate allows are claimed and not yet answered.
     const auto now = std::chrono::steady_clock::now();
     if (now >= period_end) {
-      const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers_in_period) * periods_per_quarter_lease);
-      queue_limit = std::clamp(rate_limit, window, (kClaimAhead - 1) * window);
+      const auto queue_for = [&](std::size_t answers, std::size_t window) {
+        const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers) * periods_per_quarter_lease);
+        return std::clamp(rate_limit, window, (kClaimAhead - 1) * window);
+      };
+      queue_limit = queue_for(answers_in_period, window);
       answers_in_period = 0;
+      for (auto& [name, lane] : async.lanes) {
+        lane.queue_limit = queue_for(lane.answers_in_period, lane.window);
+        lane.answers_in_period = 0;
+      }
       period_end = now + kRatePeriod;
     }
     const std::size_t limit = window + queue_limit;
     for (Task& task : async.tasks) {
       if (failure || task.running) continue;
-      const std::size_t outstanding = async.queued.size() + async.sending + requested;
-      const bool claim = wanted > covered && !stopping && !self.sinks_.empty() && outstanding < limit;
+      std::size_t outstanding = async.sending + requested;
+      for (const auto& [name, lane] : async.lanes) outstanding += lane.queued.size();
+      // Each destination that may have due rows, up to what its own window and queue allow;
+      // the limit across them (by due time, in the claim) is what the relay's allow.
+      task.capacities.clear();
+      if (!stopping && outstanding < limit) {
+        for (const auto& [name, lane] : async.lanes) {
+          const std::size_t lane_outstanding = lane.queued.size() + lane.sending + async.requested_of(name);
+          const std::size_t lane_limit = lane.window + lane.queue_limit;
+          if (wanted > lane.covered && lane_outstanding < lane_limit) {
+            task.capacities[name] = std::min(lane_limit - lane_outstanding, limit - outstanding);
+          }
+        }
+      }
+      const bool claim = !task.capacities.empty();
       const bool count = self.metrics_ != nullptr && now >= next_refresh;
       if (answered.empty() && !claim && !count) break;
       task.answers = std::move(answered);
       answered.clear();
       self.settle(task.answers, task.delays);
-      task.capacity = claim ? limit - outstanding : 0;
+      task.capacity = 0;
+      for (const auto& [name, capacity] : task.capacities) task.capacity += capacity;
+      task.capacity = std::min(task.capacity, claim ? limit - outstanding : 0);
       task.count = count;
       task.view = clock;
       if (count) next_refresh = now + kPendingRefreshInterval;
@@ -525,7 +606,9 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
 
     // No suspension from the look at the queue to the wait: an answer, a statement's end or
     // a stop() that comes after the look cancels the wait, on this strand.
-    const bool busy = running || !async.queued.empty() || async.sending > 0 || !answered.empty();
+    const bool busy = running || async.sending > 0 || !answered.empty() ||
+                      std::any_of(async.lanes.begin(), async.lanes.end(),
+                                  [](const auto& lane) { return !lane.second.queued.empty(); });
     if (!self.once_ && !failure && async.listen(self, stopping)) {
       wanted = ++clock;
       continue;
@@ -537,7 +620,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         // its completion touches this loop's state: wait for it
       } else if (failure && !running) {
         break;
-      } else if (!busy && (self.stop_requested_ || (self.once_ && wanted <= covered))) {
+      } else if (!busy && (self.stop_requested_ || (self.once_ && all_covered()))) {
         break;
       }
     }
@@ -610,8 +693,8 @@ void Relay::settle(std::vector<Answer>& answers, std::vector<long long>& delays)
 }
 
 void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
-                             const std::vector<long long>& delays, std::size_t capacity,
-                             std::vector<OutboxEvent>& claimed) {
+                             const std::vector<long long>& delays, const std::map<std::string, std::size_t>& capacities,
+                             std::size_t capacity, std::vector<OutboxEvent>& claimed) {
   std::vector<std::int64_t> delivered;
   std::vector<std::int64_t> delivered_attempts;
   for (const auto& answer : answers) {
@@ -635,7 +718,14 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
     txn.exec_prepared("relay_mark_failed", answer.id, answer.attempt, status, delays[i], answer.result.error);
   }
   if (capacity > 0 || delivered_ids.size() > 2) {
-    const auto rows = txn.exec_prepared("relay_claim", destinations_, static_cast<long long>(capacity),
+    std::vector<std::string> destinations;
+    std::vector<std::int64_t> limits;
+    for (const auto& [name, limit] : capacities) {
+      destinations.push_back(name);
+      limits.push_back(static_cast<std::int64_t>(limit));
+    }
+    const auto rows = txn.exec_prepared("relay_claim", db::text_array_literal(destinations),
+                                        db::bigint_array_literal(limits), static_cast<long long>(capacity),
                                         static_cast<long long>(options_.lease.count()), delivered_ids,
                                         db::bigint_array_literal(delivered_attempts));
     for (const auto& row : rows) {

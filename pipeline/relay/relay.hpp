@@ -39,7 +39,7 @@ struct DeliveryPolicy {
   int max_attempts = 10;  // a retryable failure on the last one is final (dead)
   Duration base_delay = std::chrono::seconds(1);  // retry backoff, docs/rules.md rule 9
   Duration max_delay = std::chrono::minutes(5);
-  std::size_t max_in_flight = 16;  // deliveries in flight at once, across keys
+  std::size_t max_in_flight = 16;  // deliveries in flight at once, across keys and destinations
   // The longest one attempt of a sink may take (its timeouts): the lease outlasts them.
   Duration connect_timeout = std::chrono::seconds(5);
   Duration request_timeout = std::chrono::seconds(10);
@@ -47,6 +47,10 @@ struct DeliveryPolicy {
 
 struct RelayOptions {
   DeliveryPolicy config;
+  // Destinations with a window of their own (their max_in_flight, at most config's): no more
+  // of their deliveries are in flight at once, so that a slow one cannot hold every place.
+  // The others may use the whole window.
+  std::map<std::string, std::size_t> windows;
   // How long a claimed event stays invisible to every relay. It must outlast one attempt
   // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
   Duration lease = std::chrono::seconds(30);
@@ -112,10 +116,11 @@ class Relay {
   void begin(boost::asio::io_context& io, bool once, std::function<void(std::exception_ptr)> ended);
   // Settles the answers' final status (out of attempts = dead) and retry delays.
   void settle(std::vector<Answer>& answers, std::vector<long long>& delays);
-  // Records the answers, then claims up to `capacity` due events into `claimed`; each
-  // statement commits. On a database thread.
+  // Records the answers, then claims due events into `claimed`: up to `capacities` of each
+  // destination named there, `capacity` in all; each statement commits. On a database thread.
   void record_and_claim(pqxx::connection& connection, const std::vector<Answer>& answers,
-                        const std::vector<long long>& delays, std::size_t capacity, std::vector<OutboxEvent>& claimed);
+                        const std::vector<long long>& delays, const std::map<std::string, std::size_t>& capacities,
+                        std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
   // Hands `event` to its sink; the answer comes back through answered().
@@ -130,7 +135,6 @@ class Relay {
 
   RelayOptions options_;
   metrics::Metrics* metrics_;
-  std::string destinations_;  // '{"a","b"}', the claim's destination filter
   db::ConnectionPool database_;  // used by the relay's database threads only (relay.cpp), two at once
   std::mt19937_64 rng_;
   RelayStats stats_;

@@ -1,6 +1,8 @@
--- Records the deliveries $4 ('{1,2,3}', their attempts $5 in the same order) and claims up
--- to $2 due events of the destinations $1 ('{a,b}') for this relay, in one round trip per
--- relay loop. The work is tidemark_relay_claim (migrations/0020_head_leases.sql):
+-- Records the deliveries $5 ('{1,2,3}', their attempts $6 in the same order) and claims up
+-- to $3 due events of the destinations $1 ('{a,b}'), at most $2 of each ('{64,8}', in the
+-- same order: the room its window has), for this relay, in one round trip per relay loop.
+-- The work is tidemark_relay_claim (migrations/0020_head_leases.sql; a limit per destination
+-- since 0023_destination_windows.sql):
 --   1. the delivered events are marked, with the attempt that reached the destination;
 --      marking delivered is not fenced by attempts (a 2xx is true whoever sent it); a row
 --      already delivered (or dead) stays as it is. Each delivered head moves on to its key's
@@ -13,9 +15,9 @@
 --      the statistics. Claiming is by status, never by an id high-water mark: an id taken
 --      early but committed late is still due (docs/rules.md rule 11);
 --   3. the claim is a lease, kept on the key's head: head_attempts counts this attempt and
---      head_due_at moves $3 ms ahead, committed before anything is sent, so other relays
+--      head_due_at moves $4 ms ahead, committed before anything is sent, so other relays
 --      skip the key while it is in flight and, if this relay dies, it is due again when the
 --      lease runs out. The attempt number is the fencing token of the marks. The outbox row
 --      is not written by the claim (rows without a key or a sequence keep their lease on the row).
 SELECT id, destination, idempotency_key, partition_key, sequence, payload, attempts
-  FROM tidemark_relay_claim($1::text[], $2::bigint, $3::bigint, $4::bigint[], $5::int[])
+  FROM tidemark_relay_claim($1::text[], $2::bigint[], $3::bigint, $4::bigint, $5::bigint[], $6::int[])

@@ -52,6 +52,9 @@ struct TestReceiver::State {
   std::vector<std::string> applied_bodies;
   std::map<std::string, int> handling;  // webhook-id -> requests being handled now
   int max_concurrent_per_id = 0;
+  bool holding = false;
+  int held = 0;  // requests waiting in the hold now
+  int max_held = 0;
 
   Failure choose_failure() {
     if (!scripted.empty()) {
@@ -291,6 +294,12 @@ class TestReceiver::Server {
     state_->requests.push_back(std::move(received));
     state_->changed.notify_all();
     if (slow) state_->changed.wait_for(lock, delay, [this] { return state_->stopping; });
+    if (state_->holding) {
+      state_->max_held = std::max(state_->max_held, ++state_->held);
+      state_->changed.notify_all();
+      state_->changed.wait(lock, [this] { return !state_->holding || state_->stopping; });
+      --state_->held;
+    }
     response.prepare_payload();
     return response;
   }
@@ -366,6 +375,27 @@ void TestReceiver::set_body(Failure kind, std::string body) {
 void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {
   std::lock_guard lock(state_->mutex);
   state_->slow_delay = delay;
+}
+
+void TestReceiver::hold() {
+  std::lock_guard lock(state_->mutex);
+  state_->holding = true;
+}
+
+void TestReceiver::release() {
+  std::lock_guard lock(state_->mutex);
+  state_->holding = false;
+  state_->changed.notify_all();
+}
+
+int TestReceiver::max_held() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->max_held;
+}
+
+bool TestReceiver::wait_for_held(int count, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  return state_->changed.wait_for(lock, timeout, [&] { return state_->held >= count; });
 }
 
 std::vector<ReceivedRequest> TestReceiver::requests() const {

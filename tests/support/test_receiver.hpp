@@ -71,6 +71,13 @@ class TestReceiver {
   // Python's http.server does; a header byte above 0x7F then no longer matches its signature.
   void read_headers_as_latin1(bool on = true);
   void set_slow_delay(std::chrono::milliseconds delay);
+  // While held, every request is recorded (and applied) and then waits, unanswered, until
+  // release(): how many a client keeps in flight at once is then what the receiver holds.
+  void hold();
+  void release();
+  // The most requests held at one moment; waits until `count` are held at once.
+  int max_held() const;
+  bool wait_for_held(int count, std::chrono::milliseconds timeout) const;
 
   std::vector<ReceivedRequest> requests() const;
   // TLS: the server name (SNI) each completed handshake asked for, "" when none was sent.

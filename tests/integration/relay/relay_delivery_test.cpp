@@ -43,25 +43,27 @@ constexpr char kWrongSecret[] = "whsec_d3Jvbmctc2VjcmV0";         // "wrong-secr
 // Writes one outbox row the way the commit step does (INTERFACE.md "Side effects");
 // returns its idempotency key.
 std::string insert_event(pqxx::transaction_base& txn, const std::string& transaction_id, const std::string& account,
-                         std::int64_t sequence) {
-  const std::string key = std::string(kDestination) + ":" + transaction_id + ":1";
+                         std::int64_t sequence, const std::string& destination = kDestination) {
+  const std::string key = destination + ":" + transaction_id + ":1";
   boost::json::object payload{{"event_id", key},     {"transaction_id", transaction_id}, {"source_revision", 1},
                               {"amount", "10.00"},   {"previous_amount", nullptr},       {"account_id", account},
                               {"sequence", sequence}, {"occurred_at", nullptr}};
   txn.exec_params(
       "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
       "VALUES ($1, $2, $3, $4, $5::jsonb)",
-      kDestination, key, account, sequence, boost::json::serialize(payload));
+      destination, key, account, sequence, boost::json::serialize(payload));
   return key;
 }
 
 // `count` events spread round robin over `accounts` accounts, each account's sequence from 1.
-std::set<std::string> insert_events(const TestDatabase& db, int count, int accounts) {
+std::set<std::string> insert_events(const TestDatabase& db, int count, int accounts,
+                                    const std::string& destination = kDestination) {
   auto connection = db.connect();
   pqxx::work txn(*connection);
   std::set<std::string> keys;
   for (int i = 0; i < count; ++i) {
-    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts), i / accounts + 1));
+    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts),
+                             i / accounts + 1, destination));
   }
   txn.commit();
   return keys;
@@ -81,14 +83,19 @@ RelayOptions fast_options(int max_attempts = 100) {
   return options;
 }
 
-Sinks sinks_for(const TestReceiver& receiver, const RelayOptions& options, const std::string& secret = kSecret) {
+std::unique_ptr<Sink> webhook_sink(const TestReceiver& receiver, const RelayOptions& options,
+                                   const std::string& secret = kSecret) {
   connectors::http::WebhookOptions webhook;
   webhook.url = receiver.url();
   webhook.signing_key = *connectors::http::decode_secret(secret);
   webhook.connect_timeout = options.config.connect_timeout;
   webhook.request_timeout = options.config.request_timeout;
+  return std::make_unique<connectors::http::WebhookSink>(webhook);
+}
+
+Sinks sinks_for(const TestReceiver& receiver, const RelayOptions& options, const std::string& secret = kSecret) {
   Sinks sinks;
-  sinks.emplace(kDestination, std::make_unique<connectors::http::WebhookSink>(webhook));
+  sinks.emplace(kDestination, webhook_sink(receiver, options, secret));
   return sinks;
 }
 
@@ -400,6 +407,66 @@ TEST(Relay, TwoRelaysAtOnceNeverHaveAnEventInFlightTwiceAndLoseNothing) {
   }
   for (const auto& [key, count] : acknowledged) EXPECT_EQ(count, 1) << key;
   expect_well_formed_and_ordered(receiver, db);
+}
+
+// A destination's own window (issue 15): a destination that does not answer holds at most
+// its window of the relay's places, and the other destination's events all go meanwhile.
+// Without it the silent destination's events, due first, take every place and keep them.
+TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
+  TestDatabase db;
+  TestReceiver fast(kSecret);
+  TestReceiver silent(kSecret);
+  silent.hold();
+  // The silent destination's events are due first: a claim in due order takes them first.
+  const auto silent_keys = insert_events(db, 30, 30, "silent");
+  const auto fast_keys = insert_events(db, 30, 30, "fast");
+  auto options = fast_options();
+  options.config.max_in_flight = 6;
+  options.config.request_timeout = 60s;  // held requests are not timed out meanwhile
+  options.lease = 120s;
+  options.windows = {{"silent", 2}};
+  Sinks sinks;
+  sinks.emplace("fast", webhook_sink(fast, options));
+  sinks.emplace("silent", webhook_sink(silent, options));
+  Relay relay(db.url(), std::move(sinks), options);
+  std::thread thread([&] { relay.run(); });
+
+  const bool fast_done = fast.wait_for_applied(fast_keys.size(), 30s);
+  const bool silent_full = silent.wait_for_held(2, 60s);
+  const int held_while_fast_went = silent.max_held();
+  silent.release();
+  const bool silent_done = silent.wait_for_applied(silent_keys.size(), 60s);
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (pending_count(db) != "0" && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  relay.stop();
+  thread.join();
+
+  EXPECT_TRUE(fast_done) << "the silent destination held the places of the other";
+  EXPECT_TRUE(silent_full);
+  EXPECT_EQ(held_while_fast_went, 2);
+  EXPECT_TRUE(silent_done);
+  EXPECT_EQ(pending_count(db), "0");
+  EXPECT_EQ(applied_keys(fast), fast_keys);
+  EXPECT_EQ(applied_keys(silent), silent_keys);
+
+  // relay --once ends when both are drained, the capped one claimed within its window.
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    for (const char* destination : {"fast", "silent"}) {
+      for (int i = 0; i < 40; ++i) {
+        insert_event(txn, "more-" + std::to_string(i), "acct-" + std::to_string(i % 7), i / 7 + 2, destination);
+      }
+    }
+    txn.commit();
+  }
+  Sinks again;
+  again.emplace("fast", webhook_sink(fast, options));
+  again.emplace("silent", webhook_sink(silent, options));
+  Relay once(db.url(), std::move(again), options);
+  const auto stats = once.drain();
+  EXPECT_EQ(stats.delivered, 80u);
+  EXPECT_EQ(pending_count(db), "0");
 }
 
 TEST(Relay, CountsDeliveriesAndPendingEventsInMetrics) {

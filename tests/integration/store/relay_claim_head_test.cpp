@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -50,8 +51,8 @@ std::vector<Claimed> claim(pqxx::connection& connection, std::size_t max_events,
                            const std::vector<Claimed>& delivered = {}) {
   pqxx::nontransaction txn(connection);
   const auto [ids, attempts] = delivered_arrays(delivered);
-  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", static_cast<long long>(max_events),
-                                    kLeaseMs, ids, attempts);
+  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{" + std::to_string(max_events) + "}",
+                                    static_cast<long long>(max_events), kLeaseMs, ids, attempts);
   std::vector<Claimed> claimed;
   for (const auto& row : rows) claimed.push_back({row[0].as<std::int64_t>(), row[6].as<int>()});
   return claimed;
@@ -92,20 +93,20 @@ std::string claimed_out_of_order(const TestDatabase& db, const std::vector<Claim
 
 // `events` pending events of "ledger" over `accounts` keys, written the way the statements
 // keep them (heads set in the same transaction), without ANALYZE.
-void fill_backlog(const TestDatabase& db, int events, int accounts) {
+void fill_backlog(const TestDatabase& db, int events, int accounts, const std::string& destination = "ledger") {
   auto connection = db.connect();
   pqxx::work txn(*connection);
   txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
   txn.exec_params(
       "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-      "SELECT 'ledger', 'ledger:tx-' || i, 'acct-' || (i % $2), i / $2 + 1, jsonb_build_object('n', i) "
+      "SELECT $3, $3 || ':tx-' || i, 'acct-' || (i % $2), i / $2 + 1, jsonb_build_object('n', i) "
       "FROM generate_series(0, $1 - 1) AS i",
-      events, accounts);
+      events, accounts, destination);
   txn.exec_params(
       "INSERT INTO tidemark_destination_sequence (destination, partition_key, last_sequence, head_sequence, "
-      "head_due_at) SELECT 'ledger', 'acct-' || a, ($1 - 1 - a) / $2 + 1, 1, now() "
+      "head_due_at) SELECT $3, 'acct-' || a, ($1 - 1 - a) / $2 + 1, 1, now() "
       "FROM generate_series(0, $2 - 1) AS a",
-      events, accounts);
+      events, accounts, destination);
   txn.commit();
 }
 
@@ -126,7 +127,7 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
     // The table statistics of this transaction's own reads (pg_stat_xact_user_tables).
     pqxx::work txn(*connection);
     const auto [ids, attempts] = delivered_arrays(delivered);
-    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 64LL, kLeaseMs, ids, attempts);
+    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{64}", 64LL, kLeaseMs, ids, attempts);
     ASSERT_EQ(rows.size(), 64u);
     const auto read = txn.exec(
         "SELECT relname, seq_scan, seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables "
@@ -234,6 +235,41 @@ TEST(RelayClaimHead, TheClaimIsNeverCompiledByJitWhateverItsEstimatedCost) {
   });
   EXPECT_TRUE(reported) << "auto_explain reported none of the claim's statements";
   EXPECT_EQ(plans.compiled(), "") << "statements of the claim were compiled";
+}
+
+// A window per destination (migration 0023): each destination is claimed up to its own limit,
+// its heads first and then its rows without a key, and a destination with room left takes
+// no more because another one had less due; the limit across them holds too.
+TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
+  TestDatabase db;
+  fill_backlog(db, 40, 20, "ledger");
+  fill_backlog(db, 40, 20, "audit");
+  fill_backlog(db, 3, 3, "crm");
+  auto connection = db.connect();
+  const auto claimed_by_destination = [&](const char* destinations, const char* limits, long long max_events) {
+    pqxx::nontransaction txn(*connection);
+    std::map<std::string, int> counts;
+    for (const auto& row :
+         txn.exec_params(std::string(sql::kRelayClaim), destinations, limits, max_events, kLeaseMs, "{}", "{}")) {
+      ++counts[row[1].as<std::string>()];
+    }
+    return counts;
+  };
+  EXPECT_EQ(claimed_by_destination("{ledger,audit,crm}", "{3,12,10}", 25),
+            (std::map<std::string, int>{{"ledger", 3}, {"audit", 12}, {"crm", 3}}));
+  // audit's 20 heads: 12 are leased, 8 left, then 5 rows without a key (no head, no order).
+  {
+    pqxx::work txn(*connection);
+    txn.exec("INSERT INTO outbox (destination, idempotency_key, payload, next_attempt_at) "
+             "SELECT 'audit', 'audit:legacy-' || i, '{}', now() - interval '1 second' FROM generate_series(1, 5) AS i");
+    txn.commit();
+  }
+  EXPECT_EQ(claimed_by_destination("{audit}", "{10}", 10), (std::map<std::string, int>{{"audit", 10}}));
+  EXPECT_EQ(claimed_by_destination("{audit,ledger}", "{10,1}", 11),
+            (std::map<std::string, int>{{"audit", 3}, {"ledger", 1}}));
+  // The limit across them still holds: 4 of ledger's 16 due heads.
+  EXPECT_EQ(claimed_by_destination("{ledger}", "{10}", 4), (std::map<std::string, int>{{"ledger", 4}}));
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_attempts = 1"), "31");
 }
 
 // Status and view lag count a destination's pending and dead events (migration 0017): the
@@ -491,7 +527,7 @@ TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
   for (const auto& row : heads) texts.push_back(row[0].c_str());
   EXPECT_EQ(texts, (std::vector<std::string>{"A 4 3 03", "B 1 none none", "C 7 7 07"}));
   std::vector<std::string> claimed;
-  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", 10LL, kLeaseMs, "{}", "{}")) {
+  for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{10}", 10LL, kLeaseMs, "{}", "{}")) {
     claimed.push_back(row[2].c_str());
   }
   std::sort(claimed.begin(), claimed.end());

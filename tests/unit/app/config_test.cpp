@@ -1,4 +1,5 @@
 #include "app/config/config.hpp"
+#include "app/wiring/options.hpp"
 #include "tests/unit/app/config_errors.hpp"
 
 #include <gmock/gmock.h>
@@ -7,6 +8,8 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <optional>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -451,6 +454,40 @@ TEST(ParseConfigErrors, RelayLimitsAreChecked) {
             "config.yaml:1: relay.max_attempts: expected an integer from 1 to 1000, got \"0\"");
   EXPECT_EQ(config_error("relay: {max_in_flight: 1025}\n"),
             "config.yaml:1: relay.max_in_flight: expected an integer from 1 to 1024, got \"1025\"");
+}
+
+// A destination's own window (issue 15): read wherever the relay section is in the file,
+// passed to the relay by name, and never above the relay's own window.
+TEST(ParseConfig, ADestinationMayHaveAWindowOfItsOwn) {
+  const auto config = parse_config(std::string(kPipelineHead) +
+                                       "    destinations:\n"
+                                       "      - {name: slow, kind: http, url: http://x/, secret_env: S, max_in_flight: 8}\n"
+                                       "      - {name: fast, kind: http, url: http://y/, secret_env: S}\n"
+                                       "relay: {max_in_flight: 64}\n",
+                                   "config.yaml");
+  const auto& destinations = config.pipelines.at("transactions").destinations;
+  EXPECT_EQ(destinations.at(0).max_in_flight, std::optional<std::size_t>(8));
+  EXPECT_EQ(destinations.at(1).max_in_flight, std::nullopt);
+  const auto options = app::relay_options(config);
+  EXPECT_EQ(options.config.max_in_flight, 64u);
+  EXPECT_EQ(options.windows, (std::map<std::string, std::size_t>{{"slow", 8}}));
+}
+
+TEST(ParseConfigErrors, ADestinationsWindowIsChecked) {
+  const auto with_window = [](const std::string& window) {
+    return std::string(kPipelineHead) + "    destinations:\n"
+                                        "      - {name: d, kind: http, url: http://x/, secret_env: S, max_in_flight: " +
+           window + "}\n";
+  };
+  EXPECT_EQ(config_error(with_window("0")),
+            "config.yaml:5: pipelines.transactions.destinations[0].max_in_flight: expected an integer from 1 to 1024, "
+            "got \"0\"");
+  EXPECT_EQ(config_error(with_window("32")),
+            "config.yaml:5: pipelines.transactions.destinations[0].max_in_flight: is above relay.max_in_flight (16), "
+            "the window of the whole relay; raise that too");
+  EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: [{name: v, kind: view, max_in_flight: 4}]\n"),
+            "config.yaml:4: pipelines.transactions.destinations[0].max_in_flight: a view destination takes only name "
+            "and kind");
 }
 
 TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
