@@ -164,9 +164,11 @@ class Parser {
       if (const auto* http = find(top, "http")) attempt([&] { config.http = parse_http(*http); });
       // Before the pipelines, wherever the file has them: a pipeline names its entity.
       if (const auto* entities = find(top, "entities")) attempt([&] { parse_entities(*entities, config); });
-      // Before the pipelines too: a destination's window is checked against the relay's.
+      // Before the pipelines too: a destination's window is checked against the relay's,
+      // unless the relay section has errors of its own (its window may be one of them).
+      const std::size_t errors_before_relay = errors_.size();
       if (const auto* relay = find(top, "relay")) attempt([&] { config.relay = parse_relay(*relay); });
-      relay_max_in_flight_ = config.relay.max_in_flight;
+      if (errors_.size() == errors_before_relay) relay_max_in_flight_ = config.relay.max_in_flight;
       if (const auto* pipelines = find(top, "pipelines")) attempt([&] { parse_pipelines(*pipelines, config); });
       if (const auto* retention = find(top, "retention")) {
         attempt([&] { config.retention = parse_retention(*retention); });
@@ -1004,8 +1006,8 @@ class Parser {
       if (destination.kind == DestinationKind::kView) fail_at(*max_in_flight, "a view destination takes only name and kind");
       attempt([&] {
         destination.max_in_flight = integer_value(*max_in_flight, 1, 1024, "an integer from 1 to 1024");
-        if (*destination.max_in_flight > relay_max_in_flight_) {
-          fail_at(*max_in_flight, "is above relay.max_in_flight (" + std::to_string(relay_max_in_flight_) +
+        if (relay_max_in_flight_ && *destination.max_in_flight > *relay_max_in_flight_) {
+          fail_at(*max_in_flight, "is above relay.max_in_flight (" + std::to_string(*relay_max_in_flight_) +
                                       "), the window of the whole relay; raise that too");
         }
       });
@@ -1096,7 +1098,7 @@ class Parser {
     DestinationKind kind = DestinationKind::kHttp;
   };
   std::map<std::string, Definition> destination_lines_;
-  std::size_t relay_max_in_flight_ = RelayConfig{}.max_in_flight;  // the file's, once read
+  std::optional<std::size_t> relay_max_in_flight_;  // the file's (or the default) once read without errors
   std::set<std::string> failed_entities_;  // declared with an error: named by a pipeline without a second one
   std::vector<YAML::Node> interpolated_;   // the nodes whose values interpolate_values has replaced
   std::vector<YAML::Node> uninterpolated_;  // those whose interpolation failed

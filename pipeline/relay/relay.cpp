@@ -205,6 +205,7 @@ struct Relay::Async {
   };
   std::map<std::string, Lane, std::less<>> lanes;  // by destination: one per sink
   std::size_t sending = 0;                         // on the strand: in every lane
+  std::string last_served;                         // on the strand: the lane send_queued served last
 
   // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
   // `listen_connecting`, the database thread makes `connecting` with `listen_connect`.
@@ -353,12 +354,16 @@ void Relay::Async::start_task(Relay* relay, Task* task) {
 
 void Relay::Async::send_queued(Relay& relay) {
   const auto stale = std::chrono::steady_clock::now() - relay.options_.lease / 2;
-  // A round takes one event of each destination with room, so that while the relay's window
-  // is the limit, the destinations share it.
-  for (bool sent = true; sent && sending < relay.options_.config.max_in_flight;) {
+  const std::size_t window = relay.options_.config.max_in_flight;
+  // One event of each destination with room in turn, starting after the one served last:
+  // while the relay's window is full, places free one at a time, and each goes to the next
+  // destination that has an event queued, not always to the first.
+  for (bool sent = true; sent && sending < window;) {
     sent = false;
-    for (auto& [name, lane] : lanes) {
-      if (sending >= relay.options_.config.max_in_flight) break;
+    auto it = lanes.upper_bound(last_served);
+    for (std::size_t looked = 0; looked < lanes.size() && sending < window; ++looked, ++it) {
+      if (it == lanes.end()) it = lanes.begin();
+      auto& [name, lane] = *it;
       while (!lane.queued.empty() && lane.queued.front().claimed < stale) {
         spdlog::debug("not sending outbox event {} ({}): claimed too long ago, it goes again when its lease runs out",
                       lane.queued.front().event.id, lane.queued.front().event.idempotency_key);
@@ -369,6 +374,7 @@ void Relay::Async::send_queued(Relay& relay) {
       lane.queued.pop_front();
       ++lane.sending;
       ++sending;
+      last_served = name;
       sent = true;
     }
   }

@@ -18,6 +18,9 @@ AS $$
 DECLARE
   claimed bigint := 0;
 BEGIN
+  IF cardinality(p_limits) IS DISTINCT FROM cardinality(p_destinations) THEN
+    RAISE EXCEPTION 'tidemark_relay_claim: % limits for % destinations', cardinality(p_limits), cardinality(p_destinations);
+  END IF;
   PERFORM set_config('tidemark.outbox_heads', 'kept', true);
   IF cardinality(p_delivered) > 0 THEN
     PERFORM tidemark_outbox_lock_heads(p_delivered);
@@ -108,9 +111,9 @@ BEGIN
   IF claimed < p_max_events THEN
     -- Rows without an order to keep (outbox_unordered_due) have no head: their lease is on
     -- the row, by due time. Within each destination's limit, not less what its heads took:
-    -- such rows are left from before sequences existed, and a claim that takes a few more
-    -- than a destination's limit only queues them a little longer (the relay's window, not
-    -- the claim, bounds what is in flight).
+    -- such rows are left from before sequences existed (migration 0005), and a claim that
+    -- takes up to twice a destination's limit of them only queues them longer (the relay's
+    -- window, not the claim, bounds what is in flight).
     RETURN QUERY
     UPDATE outbox o
        SET attempts = o.attempts + 1,

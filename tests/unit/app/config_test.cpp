@@ -485,6 +485,9 @@ TEST(ParseConfigErrors, ADestinationsWindowIsChecked) {
   EXPECT_EQ(config_error(with_window("32")),
             "config.yaml:5: pipelines.transactions.destinations[0].max_in_flight: is above relay.max_in_flight (16), "
             "the window of the whole relay; raise that too");
+  // A relay section with errors of its own says nothing about the destination's window.
+  EXPECT_EQ(config_error(with_window("32") + "relay: {max_in_flight: 64, base_delay: 10m}\n"),
+            "config.yaml:6: relay.base_delay: must not be longer than relay.max_delay (5m by default)");
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: [{name: v, kind: view, max_in_flight: 4}]\n"),
             "config.yaml:4: pipelines.transactions.destinations[0].max_in_flight: a view destination takes only name "
             "and kind");
