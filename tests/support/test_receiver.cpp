@@ -53,6 +53,7 @@ struct TestReceiver::State {
   std::map<std::string, int> handling;  // webhook-id -> requests being handled now
   int max_concurrent_per_id = 0;
   bool holding = false;
+  std::multiset<std::string> released_ids;  // held requests let go one by one (release_one)
   int held = 0;  // requests waiting in the hold now
   int max_held = 0;
 
@@ -291,13 +292,16 @@ class TestReceiver::Server {
     }
     const bool slow = received.failure == Failure::kSlow;
     const auto delay = state_->slow_delay;
+    const std::string id = received.webhook_id;
     state_->requests.push_back(std::move(received));
     state_->changed.notify_all();
     if (slow) state_->changed.wait_for(lock, delay, [this] { return state_->stopping; });
     if (state_->holding) {
       state_->max_held = std::max(state_->max_held, ++state_->held);
       state_->changed.notify_all();
-      state_->changed.wait(lock, [this] { return !state_->holding || state_->stopping; });
+      state_->changed.wait(lock, [this, &id] {
+        return !state_->holding || state_->stopping || state_->released_ids.erase(id) > 0;
+      });
       --state_->held;
     }
     response.prepare_payload();
@@ -388,6 +392,12 @@ void TestReceiver::release() {
   state_->changed.notify_all();
 }
 
+void TestReceiver::release_one(const std::string& webhook_id) {
+  std::lock_guard lock(state_->mutex);
+  state_->released_ids.insert(webhook_id);
+  state_->changed.notify_all();
+}
+
 int TestReceiver::max_held() const {
   std::lock_guard lock(state_->mutex);
   return state_->max_held;
@@ -421,6 +431,11 @@ std::size_t TestReceiver::applied_count() const {
 int TestReceiver::max_concurrent_per_id() const {
   std::lock_guard lock(state_->mutex);
   return state_->max_concurrent_per_id;
+}
+
+bool TestReceiver::wait_for_requests(std::size_t count, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mutex);
+  return state_->changed.wait_for(lock, timeout, [&] { return state_->requests.size() >= count; });
 }
 
 bool TestReceiver::wait_for_applied(std::size_t count, std::chrono::milliseconds timeout) const {

@@ -75,6 +75,8 @@ class TestReceiver {
   // release(): how many a client keeps in flight at once is then what the receiver holds.
   void hold();
   void release();
+  // Answers the held request with this webhook-id (or the next one to come).
+  void release_one(const std::string& webhook_id);
   // The most requests held at one moment; waits until `count` are held at once.
   int max_held() const;
   bool wait_for_held(int count, std::chrono::milliseconds timeout) const;
@@ -87,6 +89,8 @@ class TestReceiver {
   std::size_t applied_count() const;
   // The most requests with one webhook-id that were being handled at the same moment.
   int max_concurrent_per_id() const;
+  // Waits until `count` requests have come (answered or not); false on timeout.
+  bool wait_for_requests(std::size_t count, std::chrono::milliseconds timeout) const;
   // Waits until `count` events were applied; false on timeout.
   bool wait_for_applied(std::size_t count, std::chrono::milliseconds timeout) const;
 

@@ -469,6 +469,71 @@ TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
   EXPECT_EQ(pending_count(db), "0");
 }
 
+// While the relay's window is full, a place that frees goes to the next destination in turn
+// that has an event queued, not always to the first by name. One receiver serves both
+// destinations and answers one held request at a time; the events are due alternately.
+TEST(Relay, AFreedPlaceOfTheSharedWindowGoesToTheDestinationsInTurn) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.hold();
+  {
+    auto connection = db.connect();
+    for (int i = 1; i <= 4; ++i) {
+      for (const std::string destination : {"alpha", "beta"}) {
+        pqxx::work txn(*connection);  // one transaction each: due one after the other
+        insert_event(txn, destination.substr(0, 1) + std::to_string(i), destination + std::to_string(i), 1, destination);
+        txn.commit();
+      }
+    }
+  }
+  auto options = fast_options();
+  options.config.max_in_flight = 2;
+  options.config.request_timeout = 60s;
+  options.lease = 120s;
+  Sinks sinks;
+  sinks.emplace("alpha", webhook_sink(receiver, options));
+  sinks.emplace("beta", webhook_sink(receiver, options));
+  Relay relay(db.url(), std::move(sinks), options);
+  std::thread thread([&] { relay.run(); });
+  const auto arrived = [&] {
+    std::vector<std::string> ids;
+    for (const auto& request : receiver.requests()) ids.push_back(request.webhook_id);
+    return ids;
+  };
+  const auto leased = [&](const std::string& key) {  // the claim after an answer took it
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE partition_key = '" + key +
+                     "' AND head_attempts = 1") != "1") {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(10ms);
+    }
+    return true;
+  };
+
+  // The first claim takes a1 b1 a2 b2 (the window and one window ahead, by due time); the
+  // window sends a1 and b1.
+  const bool first_two = receiver.wait_for_held(2, 30s);
+  receiver.release_one("alpha:a1:1");  // beta was served last: alpha's a2 goes
+  const bool third = receiver.wait_for_requests(3, 30s) && leased("alpha3");
+  // alpha was served last and has a3 queued too: beta's b2 goes.
+  receiver.release_one("alpha:a2:1");
+  const bool fourth = receiver.wait_for_requests(4, 30s);
+  const auto order = arrived();
+  receiver.release();
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (pending_count(db) != "0" && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+  relay.stop();
+  thread.join();
+
+  EXPECT_TRUE(first_two && third && fourth);
+  ASSERT_GE(order.size(), 4u);
+  // a1 and b1 go at once, on two connections: either may arrive first.
+  EXPECT_EQ(std::set<std::string>(order.begin(), order.begin() + 2), (std::set<std::string>{"alpha:a1:1", "beta:b1:1"}));
+  EXPECT_EQ(order[2], "alpha:a2:1");
+  EXPECT_EQ(order[3], "beta:b2:1") << "the freed place went to alpha again";
+  EXPECT_EQ(pending_count(db), "0");
+}
+
 TEST(Relay, CountsDeliveriesAndPendingEventsInMetrics) {
   TestDatabase db;
   TestReceiver receiver(kSecret);
