@@ -215,10 +215,24 @@ int CrashHarness::relay_until_delivered(const std::string& failpoints, int armed
 
 namespace {
 
+// A killed process's database session lives on until its backend notices: a statement in
+// progress runs to its end first. Until then it holds the pipeline's lock, and the next run
+// would find the pipeline busy (exit 1). Waits for the sessions of tidemark pid `pid` to end.
+bool sessions_ended(const TestDatabase& db, pid_t pid) {
+  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tidemark pid " +
+                            std::to_string(pid) + "'";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (db.scalar(count) != "0") {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
 // Starts `args` `kills` times and SIGKILLs each after a random delay; counts the kills that
 // hit a running process. A process that exits by itself must exit 0.
-int kill_repeatedly(const std::vector<std::string>& args, const ProcessOptions& options, int kills, int max_delay_ms,
-                    std::mt19937_64& rng, std::string& error) {
+int kill_repeatedly(const TestDatabase& db, const std::vector<std::string>& args, const ProcessOptions& options,
+                    int kills, int max_delay_ms, std::mt19937_64& rng, std::string& error) {
   int killed = 0;
   // A process that ended before its kill narrows the window for the next: on a fast machine
   // a whole run can take less than max_delay_ms, and a kill that never lands proves nothing.
@@ -235,6 +249,7 @@ int kill_repeatedly(const std::vector<std::string>& args, const ProcessOptions& 
     const ProcessResult result = process->wait();
     if (was_running && result.exit_code == 137) {
       ++killed;
+      if (!sessions_ended(db, process->pid())) error = "the database sessions of a killed process did not end";
     } else if (result.exit_code != 0) {
       error = describe_failure("killed process", result);
     }
@@ -245,13 +260,13 @@ int kill_repeatedly(const std::vector<std::string>& args, const ProcessOptions& 
 }  // namespace
 
 int CrashHarness::kill_runs_until_done(int kills, int max_delay_ms, std::mt19937_64& rng, std::string& error) {
-  const int killed = kill_repeatedly(run_args(), options(""), kills, max_delay_ms, rng, error);
+  const int killed = kill_repeatedly(db_, run_args(), options(""), kills, max_delay_ms, rng, error);
   if (error.empty()) run_until_done("", 0, error);
   return killed;
 }
 
 int CrashHarness::kill_relays_until_delivered(int kills, int max_delay_ms, std::mt19937_64& rng, std::string& error) {
-  const int killed = kill_repeatedly(relay_args(), options(""), kills, max_delay_ms, rng, error);
+  const int killed = kill_repeatedly(db_, relay_args(), options(""), kills, max_delay_ms, rng, error);
   if (error.empty()) relay_until_delivered("", 0, error);
   return killed;
 }
