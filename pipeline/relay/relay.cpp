@@ -169,6 +169,8 @@ struct Relay::Async {
   void send_queued(Relay& relay);
   // What the statements running may still claim of `destination`.
   std::size_t requested_of(const std::string& destination) const;
+  // The requests sent in every lane whose answers the loop has not taken yet.
+  std::size_t sending() const;
   // run() only, on the strand: true when a notification came. Connects the LISTEN
   // connection when it is due (in the background), reads what its socket holds and awaits
   // more beside the wake timer; any failure drops it and polling goes on.
@@ -204,7 +206,6 @@ struct Relay::Async {
     std::uint64_t covered = 0;          // the loop's `clock` ticks a claim of it covered (loop)
   };
   std::map<std::string, Lane, std::less<>> lanes;  // by destination: one per sink
-  std::size_t sending = 0;                         // on the strand: in every lane
   std::string last_served;                         // on the strand: the lane send_queued served last
 
   // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
@@ -355,6 +356,7 @@ void Relay::Async::start_task(Relay* relay, Task* task) {
 void Relay::Async::send_queued(Relay& relay) {
   const auto stale = std::chrono::steady_clock::now() - relay.options_.lease / 2;
   const std::size_t window = relay.options_.config.max_in_flight;
+  std::size_t sending = this->sending();
   // One event of each destination with room in turn, starting after the one served last:
   // while the relay's window is full, places free one at a time, and each goes to the next
   // destination that has an event queued, not always to the first.
@@ -378,6 +380,12 @@ void Relay::Async::send_queued(Relay& relay) {
       sent = true;
     }
   }
+}
+
+std::size_t Relay::Async::sending() const {
+  std::size_t sending = 0;
+  for (const auto& [name, lane] : lanes) sending += lane.sending;
+  return sending;
 }
 
 std::size_t Relay::Async::requested_of(const std::string& destination) const {
@@ -486,8 +494,8 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   };
   bool expired = false;
   auto next_refresh = std::chrono::steady_clock::now();
-  // Answers taken in the current rate period, and the queue the last one allows.
-  std::size_t answers_in_period = 0;
+  // The end of the current rate period (each lane counts its answers), and the queue the
+  // last one allows.
   auto period_end = next_refresh + kRatePeriod;
   const double periods_per_quarter_lease = std::chrono::duration<double>(self.options_.lease / 4) / kRatePeriod;
   std::size_t queue_limit = window;
@@ -503,8 +511,6 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     bool stopping = false;
     {
       std::lock_guard lock(self.mutex_);
-      async.sending -= self.answers_.size();
-      answers_in_period += self.answers_.size();
       for (auto& answer : self.answers_) {
         Lane& lane = async.lanes.at(answer.destination);
         --lane.sending;
@@ -568,8 +574,9 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers) * periods_per_quarter_lease);
         return std::clamp(rate_limit, window, (kClaimAhead - 1) * window);
       };
+      std::size_t answers_in_period = 0;
+      for (const auto& [name, lane] : async.lanes) answers_in_period += lane.answers_in_period;
       queue_limit = queue_for(answers_in_period, window);
-      answers_in_period = 0;
       for (auto& [name, lane] : async.lanes) {
         lane.queue_limit = queue_for(lane.answers_in_period, lane.window);
         lane.answers_in_period = 0;
@@ -579,8 +586,8 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     const std::size_t limit = window + queue_limit;
     for (Task& task : async.tasks) {
       if (failure || task.running) continue;
-      std::size_t outstanding = async.sending + requested;
-      for (const auto& [name, lane] : async.lanes) outstanding += lane.queued.size();
+      std::size_t outstanding = requested;
+      for (const auto& [name, lane] : async.lanes) outstanding += lane.queued.size() + lane.sending;
       // Each destination that may have due rows, up to what its own window and queue allow;
       // the limit across them (by due time, in the claim) is what the relay's allow.
       task.capacities.clear();
@@ -612,7 +619,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
 
     // No suspension from the look at the queue to the wait: an answer, a statement's end or
     // a stop() that comes after the look cancels the wait, on this strand.
-    const bool busy = running || async.sending > 0 || !answered.empty() ||
+    const bool busy = running || async.sending() > 0 || !answered.empty() ||
                       std::any_of(async.lanes.begin(), async.lanes.end(),
                                   [](const auto& lane) { return !lane.second.queued.empty(); });
     if (!self.once_ && !failure && async.listen(self, stopping)) {
