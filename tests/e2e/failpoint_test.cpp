@@ -205,9 +205,14 @@ class FailpointEndToEnd : public ::testing::TestWithParam<std::tuple<std::string
   static ProcessResult run(const TestDatabase& db, const std::optional<std::string>& failpoints) {
     ProcessOptions options;
     if (failpoints) options.env["TIDEMARK_FAILPOINTS"] = *failpoints;
-    return run_tidemark({"run", "--pipeline", kPipeline, "--config", config_path().string(), "--database", db.url(),
-                         "--json"},
-                        options);
+    const ProcessResult result = run_tidemark(
+        {"run", "--pipeline", kPipeline, "--config", config_path().string(), "--database", db.url(), "--json"},
+        options);
+    // A crashed run's backend may still hold the pipeline's lock; the next run must not find it.
+    if (result.exit_code == 137) {
+      EXPECT_TRUE(db.await_sessions_ended(result.pid));
+    }
+    return result;
   }
 
   // Plain reruns until one completes; a rerun never needs more than one attempt here.

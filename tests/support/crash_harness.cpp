@@ -186,6 +186,10 @@ int CrashHarness::run_until_done(const std::string& failpoints, int armed_runs, 
       return crashes;
     }
     ++crashes;
+    if (!db_.await_sessions_ended(result.pid)) {
+      error = "the database sessions of a crashed run did not end";
+      return crashes;
+    }
   }
   error = "the run never completed";
   return crashes;
@@ -199,6 +203,10 @@ int CrashHarness::relay_until_delivered(const std::string& failpoints, int armed
     const ProcessResult result = run_tidemark(relay_args(), options(armed ? failpoints : ""));
     if (armed && result.exit_code == 137) {
       ++crashes;
+      if (!db_.await_sessions_ended(result.pid)) {
+        error = "the database sessions of a crashed relay did not end";
+        return crashes;
+      }
       continue;
     }
     if (result.exit_code != 0) {
@@ -214,20 +222,6 @@ int CrashHarness::relay_until_delivered(const std::string& failpoints, int armed
 }
 
 namespace {
-
-// A killed process's database session lives on until its backend notices: a statement in
-// progress runs to its end first. Until then it holds the pipeline's lock, and the next run
-// would find the pipeline busy (exit 1). Waits for the sessions of tidemark pid `pid` to end.
-bool sessions_ended(const TestDatabase& db, pid_t pid) {
-  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tidemark pid " +
-                            std::to_string(pid) + "'";
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (db.scalar(count) != "0") {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
 
 // Starts `args` `kills` times and SIGKILLs each after a random delay; counts the kills that
 // hit a running process. A process that exits by itself must exit 0.
@@ -249,7 +243,7 @@ int kill_repeatedly(const TestDatabase& db, const std::vector<std::string>& args
     const ProcessResult result = process->wait();
     if (was_running && result.exit_code == 137) {
       ++killed;
-      if (!sessions_ended(db, process->pid())) error = "the database sessions of a killed process did not end";
+      if (!db.await_sessions_ended(process->pid())) error = "the database sessions of a killed process did not end";
     } else if (result.exit_code != 0) {
       error = describe_failure("killed process", result);
     }

@@ -142,6 +142,7 @@ ProcessResult Process::wait() {
 ProcessResult Process::collect(bool timed_out) {
   ProcessResult result;
   result.timed_out = timed_out;
+  result.pid = pid_;
   if (WIFEXITED(*status_)) result.exit_code = WEXITSTATUS(*status_);
   if (WIFSIGNALED(*status_)) result.exit_code = 128 + WTERMSIG(*status_);
   result.out = slurp(out_path_);

@@ -19,6 +19,7 @@ struct ProcessResult {
   // The exit status, or 128 + the signal number when a signal ended the process (as a
   // shell reports it: a SIGKILL is 137, the same as a failpoint's _exit(137)).
   int exit_code = -1;
+  pid_t pid = -1;  // the child's: tidemark names its database sessions 'tidemark pid <pid>'
   std::string out;
   std::string err;
   bool timed_out = false;  // killed by the harness after the timeout

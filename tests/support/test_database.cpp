@@ -5,11 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "pipeline/store/cluster.hpp"
 #include "pipeline/store/migrate.hpp"
@@ -95,6 +97,17 @@ std::string TestDatabase::scalar(const std::string& sql) const {
   const auto result = txn.exec(sql);
   if (result.empty() || result[0][0].is_null()) return "";
   return result[0][0].c_str();
+}
+
+bool TestDatabase::await_sessions_ended(pid_t pid) const {
+  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tidemark pid " +
+                            std::to_string(pid) + "'";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (scalar(count) != "0") {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
 }
 
 void TestDatabase::crash_cluster() { shared_cluster().cluster.stop(/*immediate=*/true); }
