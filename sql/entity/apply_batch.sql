@@ -29,12 +29,7 @@ WITH stored AS (
   SELECT s.*, t.{{revision}} AS tidemark_stored_revision{{previous}},
          COALESCE(t.{{revision}} = s.{{revision}} AND {{differs}}, false) AS tidemark_conflict
     FROM {{stage}} s
-    -- One primary-key probe per staged version, whatever the table's size. As a plain join the
-    -- planner, which sees an unanalyzed stage of a few thousand rows and prices each probe as a
-    -- random read, merges the stage with a scan of the table's whole primary key: a batch's
-    -- cost grew with every row stored (594,400 stored rows read to compare 9,500 versions).
-    -- OFFSET 0 keeps the subquery from being flattened into that join.
-    LEFT JOIN LATERAL (SELECT * FROM {{table}} stored_row WHERE stored_row.{{key}} = s.{{key}} OFFSET 0) t ON true
+    LEFT JOIN {{table}} t ON t.{{key}} = s.{{key}}
 ),
 changes AS (
   SELECT * FROM stored
