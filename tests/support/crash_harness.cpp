@@ -243,7 +243,7 @@ int kill_repeatedly(const TestDatabase& db, const std::vector<std::string>& args
     const ProcessResult result = process->wait();
     if (was_running && result.exit_code == 137) {
       ++killed;
-      if (!db.await_sessions_ended(process->pid())) error = "the database sessions of a killed process did not end";
+      if (!db.await_sessions_ended(result.pid)) error = "the database sessions of a killed process did not end";
     } else if (result.exit_code != 0) {
       error = describe_failure("killed process", result);
     }

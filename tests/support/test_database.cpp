@@ -99,9 +99,8 @@ std::string TestDatabase::scalar(const std::string& sql) const {
   return result[0][0].c_str();
 }
 
-bool TestDatabase::await_sessions_ended(pid_t pid) const {
-  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tidemark pid " +
-                            std::to_string(pid) + "'";
+bool TestDatabase::await_no_session(const std::string& where) const {
+  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE " + where;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (scalar(count) != "0") {
     if (std::chrono::steady_clock::now() > deadline) return false;

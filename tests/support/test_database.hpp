@@ -25,10 +25,15 @@ class TestDatabase {
   std::unique_ptr<pqxx::connection> connect() const;
   // Runs a query and returns the first column of the first row as text ("" for NULL).
   std::string scalar(const std::string& sql) const;
-  // Waits (up to 30 s) until the database sessions of the tidemark process `pid` have ended;
-  // false if they did not. A killed process's backend lives on until the statement it runs
-  // ends, holding the pipeline's lock: a run started before then exits 1, "already running".
-  bool await_sessions_ended(pid_t pid) const;
+  // Waits (up to 30 s) until no session of pg_stat_activity matches `where` (an SQL
+  // condition); false if one still does. A backend that was signalled or lost its client
+  // lives on until the statement it runs ends, holding its locks.
+  bool await_no_session(const std::string& where) const;
+  // The same for the sessions of the tidemark process `pid`: a crashed run's backend holds the
+  // pipeline's lock until it ends, and a run started before then exits 1, "already running".
+  bool await_sessions_ended(pid_t pid) const {
+    return await_no_session("application_name = 'tidemark pid " + std::to_string(pid) + "'");
+  }
   // pg_ctl stop -m immediate / start of the shared cluster (database fault tests).
   static void crash_cluster();
   static void restart_cluster();

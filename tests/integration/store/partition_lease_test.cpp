@@ -35,15 +35,6 @@ std::string backend_pid(pqxx::connection& connection) {
   return txn.exec("SELECT pg_backend_pid()")[0][0].as<std::string>();
 }
 
-// Waits until the session `pid` has ended: pg_terminate_backend only signals it.
-void wait_until_gone(const TestDatabase& db, const std::string& pid) {
-  for (int i = 0; i < 10'000; ++i) {
-    if (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = " + pid) == "0") return;
-    db.scalar("SELECT pg_sleep(0.01)");
-  }
-  FAIL() << "session " << pid << " was signalled but never ended";
-}
-
 TEST(PartitionLeases, ALoneWorkerTakesEveryPartitionAtEpochOne) {
   TestDatabase db;
   auto connection = db.connect();
@@ -87,7 +78,7 @@ TEST(PartitionLeases, AWorkerWhoseHeartbeatStoppedIsTakenOverAndItsSessionsEnded
   silence(db, a);
   const auto taken = b.balance(*b_connection);
   EXPECT_EQ(taken, (std::vector<PartitionLease>{{0, 2}, {1, 2}, {2, 2}, {3, 2}}));
-  wait_until_gone(db, a_pid);
+  ASSERT_TRUE(db.await_no_session("pid = " + a_pid)) << "session " << a_pid << " was signalled but never ended";
   EXPECT_THROW(backend_pid(*a_connection), pqxx::broken_connection) << "the taker ended a's recorded session";
 
   // a resumes on a new session: its heartbeat makes it live again, but its epochs are gone.
@@ -109,7 +100,7 @@ TEST(PartitionLeases, AWorkerWhoseSessionsHaveAllEndedIsDeadAtOnce) {
   EXPECT_TRUE(b.balance(*b_connection).empty()) << "a holds a session: alive";
   const auto a_pid = backend_pid(*a_connection);
   a_connection.reset();  // as the process's death closes it
-  wait_until_gone(db, a_pid);
+  ASSERT_TRUE(db.await_no_session("pid = " + a_pid)) << "session " << a_pid << " was signalled but never ended";
   EXPECT_EQ(b.balance(*b_connection).size(), 4u) << "a's heartbeat is fresh, but it has no session left";
 }
 
@@ -134,7 +125,7 @@ TEST(PartitionLeases, AStoppedOwnerInTheMiddleOfABatchCannotCommitAfterTheTakeov
   silence(db, a);
   // b's first balance signals a's session; the row is free once the session has ended.
   std::vector<PartitionLease> taken = b.balance(*b_connection);
-  wait_until_gone(db, a_pid);
+  ASSERT_TRUE(db.await_no_session("pid = " + a_pid)) << "session " << a_pid << " was signalled but never ended";
   if (taken.empty()) taken = b.balance(*b_connection);
   EXPECT_EQ(taken, (std::vector<PartitionLease>{{0, 2}}));
   EXPECT_ANY_THROW(batch.commit()) << "a's session is gone";
