@@ -10,9 +10,10 @@
 #   TIDEMARKS="old/tidemark build-bench/tidemark" bench/relay_bench.sh   # A/B, alternating per round
 #
 # PENDING (10000)        backlog sizes; each is filled once per binary by its `tidemark run` on
-#                        the same generated input (PENDING new keys over PENDING/10 accounts,
+#                        the same generated input (PENDING new keys over ACCOUNTS accounts,
 #                        so every event is one outbox row) into a template database at that
 #                        binary's schema, cloned for every relay run of that binary
+# ACCOUNTS (PENDING/10)  partition keys the events are spread over (few keys: long runs per key)
 # ROUNDS (3)             per backlog: ROUNDS × (wrk ceiling, then each binary's relay run)
 # CONNECTIONS (64)       wrk connections = the relay's max_in_flight
 # WRK_SECONDS (5)        length of each wrk run
@@ -57,9 +58,11 @@ EOF
 # One template database per backlog and binary, filled through the real write path: binaries
 # of an A/B may differ in schema (a migration), and a binary runs only on its own.
 fill() {  # pending binary_index -> template name
-  local pending="$1" binary="${binaries[$2]}" template="relay_fill_$1_$2" csv="$WORK/data/relay-$1.csv"
+  local pending="$1" binary="${binaries[$2]}" template="relay_fill_$1_$2"
+  local accounts="${ACCOUNTS:-$(( pending / 10 > 0 ? pending / 10 : 1 ))}"
+  local csv="$WORK/data/relay-$1-$accounts.csv"
   if [[ ! -s "$csv" ]]; then
-    awk -v n="$pending" -v accounts=$(( pending / 10 > 0 ? pending / 10 : 1 )) 'BEGIN {
+    awk -v n="$pending" -v accounts="$accounts" 'BEGIN {
       print "transaction_id,source_revision,amount,account_id,occurred_at"
       for (i = 0; i < n; i++) printf "T%09d,1,%d.%02d,A%07d,2024-05-01T00:00:00Z\n", i, 1 + i % 5000, i % 100, i % accounts
     }' >"$csv.tmp"

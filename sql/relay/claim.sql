@@ -2,11 +2,13 @@
 -- to $3 due events of the destinations $1 ('{a,b}'), at most $2 of each ('{64,8}', in the
 -- same order: the room its window has), for this relay, in one round trip per relay loop.
 -- The work is tidemark_relay_claim (migrations/0020_head_leases.sql; a limit per destination
--- since 0023_destination_windows.sql):
+-- since 0023_destination_windows.sql; marks and claim in one statement, each head written
+-- once, since 0024_one_head_write.sql):
 --   1. the delivered events are marked, with the attempt that reached the destination;
 --      marking delivered is not fenced by attempts (a 2xx is true whoever sent it); a row
 --      already delivered (or dead) stays as it is. Each delivered head moves on to its key's
---      next pending sequence, so that successor is claimable in this same call;
+--      next pending sequence, so that successor is claimable in this same call, in due order
+--      with the other keys' heads;
 --   2. per-key order: only a key's head (its lowest pending sequence) may go, so nothing is
 --      sent while an earlier event of the key is in flight, waiting for a retry or not yet
 --      claimed; dead events do not block. The claim takes the destinations' due heads in

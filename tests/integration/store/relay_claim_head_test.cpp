@@ -272,6 +272,74 @@ TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_attempts = 1"), "31");
 }
 
+// Migration 0024: a call that records a delivered head and claims its successor writes the
+// head once (moved and leased), not twice (moved, then leased): each head write is a non-HOT
+// row version with an entry in each of the table's indexes. 20 keys of 5 events, fewer than a
+// call may claim, drained by calls that deliver what the previous one claimed: one lease per
+// event and a last move per key (the two statements of before wrote 100 more).
+TEST(RelayClaimHead, EachHeadIsWrittenOnceForEachEventAndOnceWhenItsKeyIsDrained) {
+  TestDatabase db;
+  fill_backlog(db, 100, 20);
+  auto connection = db.connect();
+  long long head_writes = 0;
+  long long events = 0;
+  std::vector<Claimed> delivered;
+  for (int call = 0; call < 50; ++call) {
+    // The row versions the claim writes: pg_stat_xact_user_tables also holds what earlier
+    // transactions of the session wrote until the statistics are flushed, so the difference
+    // within one transaction.
+    pqxx::work txn(*connection);
+    const auto updated = [&] {
+      return txn.exec("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'tidemark_destination_sequence'")
+          [0][0]
+              .as<long long>();
+    };
+    const auto before = updated();
+    const auto [ids, attempts] = delivered_arrays(delivered);
+    const auto rows = txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{64}", 64LL, kLeaseMs, ids, attempts);
+    head_writes += updated() - before;
+    txn.commit();
+    events += static_cast<long long>(rows.size());
+    delivered.clear();
+    for (const auto& row : rows) delivered.push_back({row[0].as<std::int64_t>(), row[6].as<int>()});
+    if (rows.empty()) break;
+  }
+  EXPECT_EQ(events, 100);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "100");
+  EXPECT_EQ(head_writes, 100 + 20);
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_sequence IS NOT NULL"), "0");
+}
+
+// The successor of a delivered head is claimed in the same call, but in due order with the
+// other keys' heads: an older head of another key goes first, and the successor then waits
+// on its key's head with its own due time and attempts, as if it had not been looked at.
+TEST(RelayClaimHead, ADeliveredHeadsSuccessorWaitsItsTurnBehindOlderHeadsOfOtherKeys) {
+  TestDatabase db;
+  fill_backlog(db, 3, 2);  // acct-0: sequences 1 and 2; acct-1: sequence 1
+  // By hand (the trigger keeps the heads): acct-0's first event is the oldest, then acct-1's,
+  // then acct-0's second.
+  db.scalar("UPDATE outbox SET next_attempt_at = now() - CASE idempotency_key WHEN 'ledger:tx-0' THEN "
+            "interval '3 hours' WHEN 'ledger:tx-1' THEN interval '2 hours' ELSE interval '1 hour' END RETURNING 1");
+  const auto key_of = [&](const Claimed& event) {
+    return db.scalar("SELECT partition_key || '/' || sequence FROM outbox WHERE id = " + std::to_string(event.id));
+  };
+  auto connection = db.connect();
+  const auto first = claim(*connection, 1);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(key_of(first[0]), "acct-0/1");
+  const auto second = claim(*connection, 1, first);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(key_of(second[0]), "acct-1/1");
+  EXPECT_EQ(wrong_heads(db), "");  // acct-0's head is on sequence 2, due an hour ago, not leased
+  const auto third = claim(*connection, 1, second);
+  ASSERT_EQ(third.size(), 1u);
+  EXPECT_EQ(key_of(third[0]), "acct-0/2");
+  EXPECT_EQ(third[0].attempt, 1);
+  EXPECT_TRUE(claim(*connection, 1, third).empty());
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "3");
+  EXPECT_EQ(wrong_heads(db), "");
+}
+
 // Status and view lag count a destination's pending and dead events (migration 0017): the
 // pending through outbox_partition, the dead through outbox_dead, so that a new row enters one
 // secondary index. Over 100,000 delivered events never analyzed, each count reads only the
