@@ -99,10 +99,10 @@ std::string TestDatabase::scalar(const std::string& sql) const {
   return result[0][0].c_str();
 }
 
-bool TestDatabase::await_no_session(const std::string& where) const {
-  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE " + where;
+bool TestDatabase::await_sessions(const std::string& where, int count) const {
+  const std::string query = "SELECT count(*) FROM pg_stat_activity WHERE " + where;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (scalar(count) != "0") {
+  while (scalar(query) != std::to_string(count)) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }

@@ -25,10 +25,12 @@ class TestDatabase {
   std::unique_ptr<pqxx::connection> connect() const;
   // Runs a query and returns the first column of the first row as text ("" for NULL).
   std::string scalar(const std::string& sql) const;
-  // Waits (up to 30 s) until no session of pg_stat_activity matches `where` (an SQL
-  // condition); false if one still does. A backend that was signalled or lost its client
-  // lives on until the statement it runs ends, holding its locks.
-  bool await_no_session(const std::string& where) const;
+  // Waits (up to 30 s) until `count` sessions of pg_stat_activity match `where` (an SQL
+  // condition); false if they never do.
+  bool await_sessions(const std::string& where, int count) const;
+  // The same until none does. A backend that was signalled lives on until the statement it
+  // runs reaches a point where it checks, holding its locks.
+  bool await_no_session(const std::string& where) const { return await_sessions(where, 0); }
   // The same for the sessions of the tidemark process `pid`: a crashed run's backend holds the
   // pipeline's lock until it ends, and a run started before then exits 1, "already running".
   bool await_sessions_ended(pid_t pid) const {

@@ -117,7 +117,11 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
                             "): check the database name, the user and its password (or passfile) in the URL");
   }
   pqxx::nontransaction setup(*connection);
-  setup.exec("SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid())));
+  std::string settings = "SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid()));
+  // A backend whose client died (a killed run) notices within a second and ends its statement,
+  // instead of finishing it and holding the run's locks until then (PostgreSQL 14 and later).
+  if (connection->server_version() >= 140000) settings += "; SET client_connection_check_interval = 1000";
+  setup.exec(settings);
   setup.commit();
   return connection;
 }

@@ -58,7 +58,8 @@ inline constexpr std::chrono::seconds kConnectTimeout{10};
 std::string with_connect_timeout(const std::string& url);
 
 // Opens a connection (bounded by with_connect_timeout); application_name identifies the
-// process in pg_stat_activity. InvalidDatabaseUrl or ConnectionRejected for permanent
+// process in pg_stat_activity, and the server checks every second, during a statement, that
+// the process is still there. InvalidDatabaseUrl or ConnectionRejected for permanent
 // failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
 

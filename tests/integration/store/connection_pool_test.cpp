@@ -3,9 +3,13 @@
 #include "pipeline/store/pg/connection_pool.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <string>
 
+#include "pipeline/store/pg/database.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::pipeline::db {
@@ -82,6 +86,32 @@ TEST(ConnectionPool, ABrokenConnectionIsReplacedAndPreparedAgain) {
   pool.with_connection("reading the backend", [&](pqxx::connection& connection) { third = backend_pid(connection); });
   EXPECT_NE(third, second);
   EXPECT_EQ(setups, 3);
+}
+
+// A process killed in the middle of a statement: its backend notices within a second that the
+// client is gone (db::connect sets client_connection_check_interval) and ends, where it would
+// otherwise finish the statement first, holding what its transaction locked meanwhile (a
+// run's pipeline lock: docs/cli.md, "One active run per pipeline"). The statement here would
+// take ten minutes.
+TEST(Connect, TheSessionOfAProcessKilledDuringAStatementEndsBeforeTheStatementWould) {
+  TestDatabase db;
+  const pid_t child = fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    try {
+      auto connection = connect(db.url());
+      pqxx::nontransaction txn(*connection);
+      txn.exec("SELECT pg_sleep(600)");
+    } catch (...) {
+    }
+    _exit(1);
+  }
+  const std::string session = "application_name = 'tidemark pid " + std::to_string(child) + "'";
+  const bool sleeping = db.await_sessions(session + " AND state = 'active' AND query LIKE '%pg_sleep%'", 1);
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ASSERT_TRUE(sleeping) << "the child's statement never started";
+  EXPECT_TRUE(db.await_no_session(session)) << "the killed process's backend still runs its statement";
 }
 
 }  // namespace
