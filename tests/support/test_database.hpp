@@ -33,9 +33,10 @@ class TestDatabase {
   bool await_no_session(const std::string& where) const { return await_sessions(where, 0); }
   // The same for the sessions of the tidemark process `pid`: a crashed run's backend holds the
   // pipeline's lock until it ends, and a run started before then exits 1, "already running".
-  bool await_sessions_ended(pid_t pid) const {
-    return await_no_session("application_name = 'tidemark pid " + std::to_string(pid) + "'");
-  }
+  bool await_sessions_ended(pid_t pid) const { return await_no_session(sessions_of(pid)); }
+  // The condition on pg_stat_activity that matches the sessions of the tidemark process `pid`
+  // (db::connect names them 'tidemark pid <pid>').
+  static std::string sessions_of(pid_t pid) { return "application_name = 'tidemark pid " + std::to_string(pid) + "'"; }
   // pg_ctl stop -m immediate / start of the shared cluster (database fault tests).
   static void crash_cluster();
   static void restart_cluster();

@@ -106,12 +106,12 @@ TEST(Connect, TheSessionOfAProcessKilledDuringAStatementEndsBeforeTheStatementWo
     }
     _exit(1);
   }
-  const std::string session = "application_name = 'tidemark pid " + std::to_string(child) + "'";
-  const bool sleeping = db.await_sessions(session + " AND state = 'active' AND query LIKE '%pg_sleep%'", 1);
+  const bool sleeping =
+      db.await_sessions(TestDatabase::sessions_of(child) + " AND state = 'active' AND query LIKE '%pg_sleep%'", 1);
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   ASSERT_TRUE(sleeping) << "the child's statement never started";
-  EXPECT_TRUE(db.await_no_session(session)) << "the killed process's backend still runs its statement";
+  EXPECT_TRUE(db.await_sessions_ended(child)) << "the killed process's backend still runs its statement";
 }
 
 }  // namespace
