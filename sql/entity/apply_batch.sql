@@ -52,19 +52,27 @@ upserted AS (
      AND current_state.{{revision}} = (SELECT snap.{{revision}} FROM {{table}} snap WHERE snap.{{key}} = EXCLUDED.{{key}})
   RETURNING {{key}}, xmax = 0 AS tidemark_inserted  -- xmax is 0 only on a row this statement inserted
 ),
--- Every change was upserted, and inserted exactly when the snapshot saw no stored row.
+-- Every change was upserted, and inserted exactly when the snapshot saw no stored row. Counted,
+-- not joined key by key: each upserted key is a change, and a change whose key the snapshot
+-- saw no row of is inserted or skipped, never updated (the guard above), so both counts agree
+-- only when every change did what its verdict says. Only when they do not are the keys that
+-- did not joined and counted, for the error's message.
 verified AS (
-  SELECT CASE WHEN surprises > 0 THEN tidemark_concurrent_write(surprises) ELSE true END AS tidemark_ok
-    FROM (SELECT (SELECT count(*) FROM changes) - count(*) AS surprises
-            FROM upserted u JOIN changes c USING ({{key}})
-           WHERE u.tidemark_inserted = (c.tidemark_stored_revision IS NULL)) s
+  SELECT CASE WHEN c.changes = u.upserted AND c.fresh = u.inserted THEN true
+              ELSE tidemark_concurrent_write(c.changes - (
+                     SELECT count(*) FROM upserted uk JOIN changes ck USING ({{key}})
+                      WHERE uk.tidemark_inserted = (ck.tidemark_stored_revision IS NULL))) END AS tidemark_ok
+    FROM (SELECT count(*) AS changes, count(*) FILTER (WHERE tidemark_stored_revision IS NULL) AS fresh
+            FROM changes) c,
+         (SELECT count(*) AS upserted, count(*) FILTER (WHERE tidemark_inserted) AS inserted FROM upserted) u
 ),
+-- The changes, each with its place in its partition. Not joined with `upserted`: a change the
+-- upsert skipped fails the statement (verified), with every row written here.
 applied AS (
   SELECT c.*, {{partition}} AS tidemark_partition,
          row_number() OVER (PARTITION BY {{partition}} ORDER BY c.tidemark_ord) AS tidemark_nth,
          count(*) OVER (PARTITION BY {{partition}}) AS tidemark_in_batch
     FROM changes c
-    JOIN upserted USING ({{key}})
 ),
 sequenced AS (
   -- Counter rows are locked in (destination, partition_key) order, the order every writer and

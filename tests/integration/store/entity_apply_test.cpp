@@ -299,6 +299,29 @@ TEST_F(EntityApplyTest, AnUpdateOverARowWrittenSinceTheSnapshotFailsAsASerializa
             "2 3.2500");
 }
 
+// The statement checks its upsert by counts (changes against rows upserted, expected inserts
+// against rows inserted), not key by key. Both surprises at once must still fail it, and be
+// counted: a key the snapshot saw no row of that another transaction inserts (the upsert
+// skips it: one upsert fewer, one insert fewer) and a key the snapshot saw a row of that
+// another transaction deletes (the upsert inserts it: one insert more). The insert counts
+// alone would cancel out.
+TEST_F(EntityApplyTest, ASkippedKeyAndADeletedRowSinceTheSnapshotBothFailTheBatch) {
+  apply({kSecond});
+  Staged second_revision = kSecond;
+  second_revision.revision = "2";
+  auto first_connection = db_.connect();
+  pqxx::work first(*first_connection);
+  EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "2"}}));
+  first.exec("DELETE FROM orders WHERE order_id = 'o-2'");
+
+  auto second_connection = db_.connect();
+  const std::string error = apply_behind(first, *second_connection, {kFirst, second_revision});
+  EXPECT_NE(error.find("another transaction wrote 2 of this batch's keys"), std::string::npos) << error;
+  // Retried on a new snapshot: o-1 as the first batch left it, o-2 inserted anew.
+  pqxx::work retry(*second_connection);
+  EXPECT_EQ(apply(retry, {kFirst, second_revision}), (Rows{{"0", "unchanged", "2"}, {"1", "inserted", "2"}}));
+}
+
 TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
   apply({kFirst});
   Staged same = kFirst;
