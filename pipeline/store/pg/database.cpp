@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -71,7 +72,9 @@ bool is_transient(const std::exception& error) {
 }
 
 void with_retries(const RetryPolicy& policy, std::string_view what, const std::function<void()>& attempt) {
-  std::mt19937_64 rng{std::random_device{}()};
+  // Seeded on the first retry only: a std::random_device per call cost the relay, which calls
+  // this once per claim, 1.2% of its CPU (docs/performance.md).
+  std::optional<std::mt19937_64> rng;
   for (int number = 1;; ++number) {
     try {
       attempt();
@@ -82,7 +85,8 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
         throw RetriesExhausted(std::string(what) + " failed after " + std::to_string(number) +
                                " attempts; last error: " + error.what());
       }
-      const auto delay = backoff_delay(policy.base_delay, policy.max_delay, number, rng);
+      if (!rng) rng.emplace(std::random_device{}());
+      const auto delay = backoff_delay(policy.base_delay, policy.max_delay, number, *rng);
       spdlog::warn("{}: transient database error (attempt {}/{}), retrying in {} ms: {}", what, number,
                    policy.max_attempts, delay.count(), error.what());
       std::this_thread::sleep_for(delay);
