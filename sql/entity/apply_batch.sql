@@ -66,8 +66,8 @@ verified AS (
             FROM changes) c,
          (SELECT count(*) AS upserted, count(*) FILTER (WHERE tidemark_inserted) AS inserted FROM upserted) u
 ),
--- The changes, each with its place in its partition. Not joined with `upserted`: a change the
--- upsert skipped fails the statement (verified), with every row written here.
+-- The changes, each with its place in its partition. Not joined with `upserted`: if the upsert
+-- skipped a change, `verified` fails the statement and every row written from here is undone.
 applied AS (
   SELECT c.*, {{partition}} AS tidemark_partition,
          row_number() OVER (PARTITION BY {{partition}} ORDER BY c.tidemark_ord) AS tidemark_nth,
