@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -77,6 +78,50 @@ TEST(Stages, EachStageWorksOnAThreadOfItsOwnOffTheCallingThread) {
   EXPECT_NE(*producers.begin(), *consumers.begin());
   EXPECT_EQ(producers.count(std::this_thread::get_id()), 0u);
   EXPECT_EQ(consumers.count(std::this_thread::get_id()), 0u);
+}
+
+// An item that notes the thread that frees it; a moved-from one frees nothing.
+class Freed {
+ public:
+  Freed(int number, std::mutex& mutex, std::vector<std::pair<int, std::thread::id>>& freed)
+      : number_(number), mutex_(&mutex), freed_(&freed) {}
+  Freed(Freed&& other) noexcept
+      : number_(other.number_), mutex_(other.mutex_), freed_(std::exchange(other.freed_, nullptr)) {}
+  Freed& operator=(Freed&&) = delete;
+  ~Freed() {
+    if (freed_ == nullptr) return;
+    std::lock_guard lock(*mutex_);
+    freed_->emplace_back(number_, std::this_thread::get_id());
+  }
+  int number() const { return number_; }
+
+ private:
+  int number_;
+  std::mutex* mutex_;
+  std::vector<std::pair<int, std::thread::id>>* freed_;
+};
+
+// A consumed item is freed by the thread that made it (its malloc arena), while the next
+// one is consumed; the last, after both stages have ended.
+TEST(Stages, AConsumedItemIsFreedByTheProducersThread) {
+  constexpr int kItems = 6;
+  std::mutex mutex;
+  std::vector<std::pair<int, std::thread::id>> freed;
+  std::thread::id producer;
+  int next = 0;
+  const auto produce = [&]() -> std::optional<Freed> {
+    producer = std::this_thread::get_id();
+    if (next == kItems) return std::nullopt;
+    return Freed(next++, mutex, freed);
+  };
+  std::vector<int> consumed;
+  run_two_stages<Freed>(produce, [&](Freed& item) { consumed.push_back(item.number()); }, nullptr);
+  ASSERT_EQ(consumed.size(), static_cast<std::size_t>(kItems));
+  ASSERT_EQ(freed.size(), static_cast<std::size_t>(kItems)) << "an item outlived the stages";
+  for (int i = 0; i + 1 < kItems; ++i) {
+    EXPECT_EQ(freed[i].first, i) << "freed out of order";
+    EXPECT_EQ(freed[i].second, producer) << "item " << i << " was not freed by the producer's thread";
+  }
 }
 
 // A rendezvous channel: while item N is consumed, N+1 is made and waits in the producer's
