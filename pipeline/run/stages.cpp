@@ -1,6 +1,7 @@
 #include "pipeline/run/stages.hpp"
 
 #include <exception>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -38,10 +39,12 @@ struct Stages {
   Channel channel;
   ItemPtr produced;  // set by the producer's work on the pool, sent by its coroutine
   ItemPtr taken;     // received by the consumer's coroutine, consumed by its work on the pool
-  // The item the consumer finished last, freed by the producer's next work (its thread made
-  // it); moved to `freed` by the producer's coroutine, so each is touched by one thread at a time.
-  ItemPtr finished;
-  ItemPtr freed;
+  // The items the consumer has finished, freed by the producer's next work (its thread made
+  // them); moved to `freed` by the producer's coroutine, so each is touched by one thread at a
+  // time. Two can wait here: a consumer that was waiting for the producer takes the next item
+  // before the producer has resumed, and may finish it before the producer's next work begins.
+  std::vector<ItemPtr> finished;
+  std::vector<ItemPtr> freed;
   std::exception_ptr producer_error;
   std::exception_ptr consumer_error;
   bool stopped = false;
@@ -57,12 +60,12 @@ asio::awaitable<void> produce_stage(Stages* stages) {
   // Freeing a batch's records took 5-8 ms per batch of 10,000: done here, on the thread that
   // made them, while the consumer commits the next item.
   const std::function<void()> produce = [stages] {
-    stages->freed.reset();
+    stages->freed.clear();
     stages->produced = stages->callbacks.produce();
   };
   bool more = true;
   while (more) {
-    stages->freed = std::move(stages->finished);
+    stages->freed.swap(stages->finished);  // `freed` is empty: its last work cleared it
     try {
       co_await offload(&stages->produce_pool, &produce);
     } catch (...) {
@@ -76,9 +79,10 @@ asio::awaitable<void> produce_stage(Stages* stages) {
                                         asio::redirect_error(asio::use_awaitable, cancelled));
     // The consumer has ended (stop or its own error): what this stage holds is dropped.
     if (cancelled) break;
-    // The hand-over resumed this coroutine before the consumer's (the channel completes the
-    // send first): let the consumer start its item before this stage's work competes with it
-    // for a core. Both woken at once, the commit's thread waited up to a scheduler tick.
+    // A hand-over to a consumer that was busy resumes this coroutine before the consumer's
+    // (the channel completes the send first): let the consumer start its item before this
+    // stage's work competes with it for a core. Both woken at once, the commit's thread
+    // waited up to a scheduler tick.
     co_await asio::post(asio::use_awaitable);
   }
 }
@@ -96,7 +100,7 @@ asio::awaitable<void> consume_stage(Stages* stages) {
       if (!item) co_return;  // drained: the producer has ended and sent everything it made
       stages->taken = std::move(item);
       co_await offload(&stages->consume_pool, &consume);
-      stages->finished = std::move(stages->taken);
+      stages->finished.push_back(std::move(stages->taken));
     }
   } catch (...) {
     stages->consumer_error = std::current_exception();
