@@ -29,6 +29,7 @@ struct PreparedBatch {
   std::vector<Checked> validated;
   BatchPlan plan;
   Position end;
+  std::unique_ptr<StagedBatch> staged;  // null when the commit stages it
 };
 
 }  // namespace
@@ -157,6 +158,7 @@ RunSummary run_pipeline(const RunRequest& request) {
         [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); },
         request.entity);
     if (request.partition) committer->own_partition(*request.partition->leases, request.partition->lease);
+    if (!request.dry_run) committer->stage_batches_ahead();
     pqxx::connection& connection = committer->connection();
     const std::string& source_name = source->identity();
     std::optional<Position> resume;
@@ -187,12 +189,14 @@ RunSummary run_pipeline(const RunRequest& request) {
     const QuarantineOrigin origin{std::string(source->format())};
     const RecordChecker checker(request.entity);
 
-    // Two stages on Asio (stages.hpp): one reads, decodes, validates and plans batch N+1 while
-    // the other commits batch N. Commits stay strictly sequential; at most one prepared batch
-    // waits between them, so memory stays O(batch size). A reader error is rethrown once the
-    // batches read before it are committed.
+    // Two stages on Asio (stages.hpp): one reads, decodes, validates, plans and stages batch
+    // N+1 (on the committer's other session) while the other commits batch N. Commits stay
+    // strictly sequential; at most one prepared batch waits between them, so memory stays
+    // O(batch size). A reader error is rethrown once the batches read before it are committed.
     std::string start_position = stored_position(source->position());  // before the reader moves it
-    std::size_t expected_records = 0;  // the producer's own: prepare runs on its thread only
+    // The producer's own: prepare runs on its thread only.
+    std::size_t expected_records = 0;
+    int prepared_batches = 0;
     const auto prepare = [&]() -> std::optional<PreparedBatch> {
       PreparedBatch batch;
       batch.started = Clock::now();
@@ -213,6 +217,8 @@ RunSummary run_pipeline(const RunRequest& request) {
       }
       batch.plan = plan_batch(batch.validated);
       batch.end = source->position();
+      // Staged now, the batch's COPY overlaps the commit of the batch before (docs/architecture.md).
+      batch.staged = committer->stage_ahead({batch.decoded, batch.validated, batch.plan, ++prepared_batches});
       return batch;
     };
 
@@ -233,6 +239,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       BatchInput batch{next.decoded, next.validated, next.plan, static_cast<int>(summary.batches) + 1,
                        start_position, next.end};
       if (request.max_rejected) batch.admit = [&](const OutcomeCounts& counts) { check_rejections(counts); };
+      batch.staged = next.staged.get();
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;

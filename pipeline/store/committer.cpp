@@ -46,43 +46,60 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
 }
 
 void Committer::own_partition(const PartitionLeases& leases, PartitionLease lease) {
-  if (connection_) throw std::logic_error("Committer::own_partition: after connection()");
+  if (sessions_[0]) throw std::logic_error("Committer::own_partition: after connection()");
   leases_ = &leases;
   lease_ = lease;
 }
 
-pqxx::connection& Committer::connection() {
-  if (!connection_ || !connection_->is_open()) {
-    connection_ = db::connect(url_);
+pqxx::connection& Committer::session(std::size_t index) {
+  std::unique_ptr<pqxx::connection>& connection = sessions_.at(index);
+  if (!connection || !connection->is_open()) {
+    connection = db::connect(url_);
     try {
       if (leases_) {
-        leases_->register_session(*connection_);
+        leases_->register_session(*connection);
+      } else if (index == 1) {
+        take_pipeline_lock(*connection, pipeline_, PipelineLock::kSecond);
       } else {
-        take_pipeline_lock(*connection_, pipeline_);
+        take_pipeline_lock(*connection, pipeline_);
+        if (!staging_ahead_) take_pipeline_lock(*connection, pipeline_, PipelineLock::kSecond);
       }
     } catch (...) {
-      connection_.reset();
+      connection.reset();
       throw;
     }
-    pqxx::nontransaction setup(*connection_);
+    pqxx::nontransaction setup(*connection);
     setup.exec(std::string(sql::kCommitCreateStage));
     setup.exec(create_stage_);
   }
-  return *connection_;
+  return *connection;
+}
+
+pqxx::connection& Committer::connection() {
+  pqxx::connection& first = session(0);
+  if (staging_ahead_) session(1);
+  return first;
 }
 
 pqxx::connection* Committer::open_connection() const {
-  return connection_ && connection_->is_open() ? connection_.get() : nullptr;
+  return sessions_[0] && sessions_[0]->is_open() ? sessions_[0].get() : nullptr;
+}
+
+std::size_t Committer::session_of(int batch_no) const {
+  return staging_ahead_ ? static_cast<std::size_t>(batch_no - 1) % 2 : 0;
 }
 
 Committer::~Committer() {
-  dry_run_.reset();  // rolls the dry run back; the lock is released after, on the idle connection
-  if (connection_ && !leases_) release_pipeline_lock(*connection_, pipeline_);
+  dry_run_.reset();  // rolls the dry run back; the locks are released after, on the idle connections
+  if (leases_) return;
+  if (sessions_[0]) release_pipeline_lock(*sessions_[0], pipeline_);
+  pqxx::connection* second = staging_ahead_ ? sessions_[1].get() : sessions_[0].get();
+  if (second) release_pipeline_lock(*second, pipeline_, PipelineLock::kSecond);
 }
 
 void Committer::begin_dry_run() {
   if (!open_connection()) throw std::logic_error("Committer::begin_dry_run: no connection");
-  dry_run_ = std::make_unique<pqxx::work>(*connection_, "dry run");
+  dry_run_ = std::make_unique<pqxx::work>(*sessions_[0], "dry run");
 }
 
 pqxx::transaction_base& Committer::dry_run_transaction() {
@@ -90,19 +107,40 @@ pqxx::transaction_base& Committer::dry_run_transaction() {
   return *dry_run_;
 }
 
+void Committer::stage_batches_ahead() {
+  if (sessions_[0]) throw std::logic_error("Committer::stage_batches_ahead: after connection()");
+  staging_ahead_ = true;
+}
+
+std::unique_ptr<StagedBatch> Committer::stage_ahead(const BatchInput& batch) {
+  if (!staging_ahead_ || batch.plan.versions.empty()) return nullptr;
+  const std::size_t index = session_of(batch.batch_no);
+  try {
+    auto staged = std::make_unique<StagedBatch>();
+    staged->transaction = std::make_unique<pqxx::work>(session(index));
+    stage(*staged->transaction, batch);
+    return staged;
+  } catch (const std::exception& error) {
+    spdlog::debug("batch {}: staging ahead failed, the commit stages it: {}", batch.batch_no, error.what());
+    return nullptr;
+  }
+}
+
 BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+  std::unique_ptr<pqxx::work> staged = batch.staged ? std::move(batch.staged->transaction) : nullptr;
   // A retry would start over on a new transaction without the batches before: the dry run ends.
-  if (dry_run_) return attempt(batch, origin, run_id);
+  if (dry_run_) return attempt(batch, origin, run_id, nullptr);
+  const std::size_t index = session_of(batch.batch_no);
   BatchResult result;
   bool first = true;
   db::with_retries(retry_, "batch " + std::to_string(batch.batch_no) + " of pipeline " + pipeline_, [&] {
     if (!first) {
-      // A lost connection is reopened by connection(). An open one (a serialization failure
+      // A lost connection is reopened by session(). An open one (a serialization failure
       // or a deadlock, rolled back) is kept, and with it the pipeline's lock: a new session
       // could not take the lock until the old backend has exited (PipelineBusy), and another
       // run could take it in between.
-      if (connection_ && !connection_->is_open()) connection_.reset();
-      if (auto committed = read_back(run_id, batch.batch_no)) {
+      if (sessions_[index] && !sessions_[index]->is_open()) sessions_[index].reset();
+      if (auto committed = read_back(index, run_id, batch.batch_no)) {
         spdlog::warn("batch {} had committed before the connection was lost; not applying it again",
                      batch.batch_no);
         result = std::move(*committed);
@@ -110,7 +148,15 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
       }
     }
     first = false;
-    result = attempt(batch, origin, run_id);
+    try {
+      result = attempt(batch, origin, run_id, std::move(staged));
+    } catch (const pqxx::sql_error& error) {
+      // A batch staged ahead meets a server that went away since with a transaction open:
+      // libpqxx 6.4 then reports the lost session as an error without a SQLSTATE, where a
+      // new transaction's BEGIN reports it as broken_connection.
+      if (!error.sqlstate().empty() || (sessions_[index] && sessions_[index]->is_open())) throw;
+      throw pqxx::broken_connection(error.what());
+    }
   });
   return result;
 }
@@ -148,8 +194,8 @@ std::string Committer::conflict_detail(const BatchInput& batch,
   return detail;
 }
 
-std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_no) {
-  pqxx::nontransaction txn(connection());
+std::optional<BatchResult> Committer::read_back(std::size_t session_index, std::int64_t run_id, int batch_no) {
+  pqxx::nontransaction txn(session(session_index));
   const auto rows = txn.exec_params(std::string(sql::kCommitReadBackBatch), run_id, batch_no);
   if (rows.empty()) return std::nullopt;
   BatchResult result;
@@ -160,42 +206,52 @@ std::optional<BatchResult> Committer::read_back(std::int64_t run_id, int batch_n
   return result;
 }
 
-BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+// Every version (not only candidates: a stored conflict is found for each), each value in its
+// canonical form, which is also its column type's text form.
+void Committer::stage(pqxx::transaction_base& txn, const BatchInput& batch) const {
   const BatchPlan& plan = batch.plan;
-  std::optional<pqxx::work> own;
-  pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : own.emplace(connection());
+  if (plan.versions.empty()) return;
+  db::CopyWriter copy(txn, stage_table_, stage_columns_);
+  const bool keeps_extra = entity_.extra_fields == ExtraFields::kKeep;
+  std::string line;
+  for (std::size_t v = 0; v < plan.versions.size(); ++v) {
+    const EntityRecord& record = std::get<EntityRecord>(batch.validated[plan.versions[v].first_index]);
+    line.clear();
+    line += std::to_string(v);
+    line += '\t';
+    append_copy_text(line, record.key);
+    line += '\t';
+    line += std::to_string(record.revision);
+    for (const std::optional<std::string>& value : record.values) {
+      line += '\t';
+      append_nullable(line, value);
+    }
+    if (keeps_extra) {
+      line += '\t';
+      append_nullable(line, record.extra);
+    }
+    line += '\t';
+    line += plan.versions[v].candidate ? 't' : 'f';
+    copy.write_line(line);
+  }
+  copy.complete();
+}
+
+BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
+                               std::unique_ptr<pqxx::work> staged) {
+  const BatchPlan& plan = batch.plan;
+  const std::size_t index = session_of(batch.batch_no);
+  const bool staged_ahead = staged != nullptr;
+  std::unique_ptr<pqxx::work> own = std::move(staged);
+  if (!own && !dry_run_) own = std::make_unique<pqxx::work>(session(index));
+  pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : *own;
   // A partition's batch commits only while its worker owns the partition; the fence's row lock
-  // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql).
+  // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql). A batch
+  // staged ahead holds no row lock yet: its stage is its session's own temporary table.
   if (leases_) leases_->fence(txn, lease_);
 
-  // 1. Stage every version (not only candidates: a stored conflict is found for each), each
-  // value in its canonical form, which is also its column type's text form.
-  if (!plan.versions.empty()) {
-    db::CopyWriter stage(txn, stage_table_, stage_columns_);
-    const bool keeps_extra = entity_.extra_fields == ExtraFields::kKeep;
-    std::string line;
-    for (std::size_t v = 0; v < plan.versions.size(); ++v) {
-      const EntityRecord& record = std::get<EntityRecord>(batch.validated[plan.versions[v].first_index]);
-      line.clear();
-      line += std::to_string(v);
-      line += '\t';
-      append_copy_text(line, record.key);
-      line += '\t';
-      line += std::to_string(record.revision);
-      for (const std::optional<std::string>& value : record.values) {
-        line += '\t';
-        append_nullable(line, value);
-      }
-      if (keeps_extra) {
-        line += '\t';
-        append_nullable(line, record.extra);
-      }
-      line += '\t';
-      line += plan.versions[v].candidate ? 't' : 'f';
-      stage.write_line(line);
-    }
-    stage.complete();
-  }
+  // 1. Stage the batch, unless it was staged ahead.
+  if (!staged_ahead) stage(txn, batch);
 
   // 2. Compare, upsert, sequence and outbox in one statement.
   std::vector<StoredVerdict> verdicts(plan.versions.size());

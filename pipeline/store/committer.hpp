@@ -2,6 +2,8 @@
 // The commit step, the only writer during a batch (docs/architecture.md): one transaction per
 // batch that stages the planned versions, compares them with the stored rows, upserts,
 // writes outbox rows, quarantine entries, the ledger row and the checkpoint.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,6 +22,13 @@
 #include "pipeline/store/pipeline_lock.hpp"
 
 namespace tidemark::pipeline {
+
+// A batch staged ahead (Committer::stage_ahead): its versions are in the stage of the session
+// it commits on, in a transaction left open for Committer::commit to continue. Destroyed
+// before that (the run stopped or failed first), it rolls the transaction back.
+struct StagedBatch {
+  std::unique_ptr<pqxx::work> transaction;
+};
 
 // One batch as the commit step needs it: what was read, what the validator and planner
 // made of it, and where it starts and ends in the source.
@@ -43,6 +52,9 @@ struct BatchInput {
   // Called with the batch's outcomes before it commits; an exception thrown from it rolls
   // the batch back and ends the commit (a run's rejection threshold).
   std::function<void(const OutcomeCounts&)> admit;
+  // The batch as Committer::stage_ahead staged it, or null: the commit's first attempt
+  // continues its transaction (and takes it), a retry stages the batch again.
+  StagedBatch* staged = nullptr;
 };
 
 struct BatchResult {
@@ -87,12 +99,26 @@ class Committer {
   // `leases` must outlive the committer.
   void own_partition(const PartitionLeases& leases, PartitionLease lease);
 
-  // (Re)connects when needed, taking the pipeline's lock (PipelineBusy when held) or, for a
-  // partition, recording the session as its worker's.
+  // The first session's connection, (re)connected when needed, taking the pipeline's locks
+  // (PipelineBusy when held; pipeline_lock.hpp) or, for a partition, recording the session as
+  // its worker's. When staging ahead, the second session too.
   pqxx::connection& connection();
-  // The connection as it is, without reconnecting: null when there is none or it is closed
-  // (lost, or dropped after a failed attempt).
+  // The first session's connection as it is, without reconnecting: null when there is none
+  // or it is closed (lost, or dropped after a failed attempt).
   pqxx::connection* open_connection() const;
+
+  // Staging ahead (tidemark run, docs/architecture.md): the batches alternate between two
+  // sessions (batch N commits on session (N - 1) % 2), so that stage_ahead() can COPY batch
+  // N + 1 into its session's stage while batch N commits on the other. Each session holds one
+  // of the pipeline's two locks; for a partition both are the worker's, and each batch's
+  // fence checks its ownership as before. Call before connection(); not for a dry run.
+  void stage_batches_ahead();
+  // Stages `batch` on the session it commits on, in a new transaction, for commit() to
+  // continue (BatchInput::staged). Runs on another thread than commit(), while that commits
+  // batch_no - 1 or nothing. Null when not staging ahead, when the batch has no versions, or
+  // when staging failed: commit() then stages it itself, under its retries, and meets a
+  // lasting failure there.
+  std::unique_ptr<StagedBatch> stage_ahead(const BatchInput& batch);
 
   // A dry run (tidemark run --dry-run): from here on every batch runs the stage and the
   // apply statement of a real commit, so its outcomes are the statement's own verdicts, in
@@ -106,8 +132,14 @@ class Committer {
   pqxx::transaction_base& dry_run_transaction();
 
  private:
-  BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
-  std::optional<BatchResult> read_back(std::int64_t run_id, int batch_no);
+  // Session `index`'s connection, (re)connected when needed.
+  pqxx::connection& session(std::size_t index);
+  std::size_t session_of(int batch_no) const;
+  // COPYs the batch's versions into the session's stage (step 1 of a commit).
+  void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
+  BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
+                      std::unique_ptr<pqxx::work> staged);
+  std::optional<BatchResult> read_back(std::size_t session, std::int64_t run_id, int batch_no);
   // The stored row the apply statement returns beside a conflict verdict.
   EntityRecord stored_row(const pqxx::row& row) const;
   // A conflicting record's detail: what it conflicts with (the other record's position, or
@@ -129,8 +161,11 @@ class Committer {
   std::string apply_batch_;
   const PartitionLeases* leases_ = nullptr;  // set by own_partition
   PartitionLease lease_;
-  std::unique_ptr<pqxx::connection> connection_;
-  std::unique_ptr<pqxx::work> dry_run_;  // on connection_; rolled back, never committed
+  // The second is open when staging ahead. Each is used by one thread at a time: the one
+  // committing or staging the batch whose session it is.
+  std::array<std::unique_ptr<pqxx::connection>, 2> sessions_;
+  bool staging_ahead_ = false;
+  std::unique_ptr<pqxx::work> dry_run_;  // on the first session; rolled back, never committed
 };
 
 }  // namespace tidemark::pipeline

@@ -4,10 +4,11 @@
 
 namespace tidemark::pipeline {
 
-void take_pipeline_lock(pqxx::connection& connection, const std::string& pipeline) {
+void take_pipeline_lock(pqxx::connection& connection, const std::string& pipeline, PipelineLock lock) {
+  const bool second = lock == PipelineLock::kSecond;
   pqxx::nontransaction txn(connection);
-  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline)[0].as<bool>()) return;
-  const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline);
+  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline, second)[0].as<bool>()) return;
+  const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline, second);
   std::string who = "another process";
   if (!holder.empty()) {
     who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() + ", connected since " +
@@ -17,11 +18,11 @@ void take_pipeline_lock(pqxx::connection& connection, const std::string& pipelin
                      " holds it. Wait for that run to finish, then run again.");
 }
 
-void release_pipeline_lock(pqxx::connection& connection, const std::string& pipeline) noexcept {
+void release_pipeline_lock(pqxx::connection& connection, const std::string& pipeline, PipelineLock lock) noexcept {
   if (!connection.is_open()) return;
   try {
     pqxx::nontransaction txn(connection);
-    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline);
+    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline, lock == PipelineLock::kSecond);
   } catch (const std::exception&) {
     // Only the next run's wait is at stake: the session ends soon and takes the lock along.
   }

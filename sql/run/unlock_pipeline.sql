@@ -1,3 +1,5 @@
--- Releases the pipeline's lock at the end of a run, at once: a closed connection's backend
--- may take a moment to exit, and the next run must not find the lock still held. $1 pipeline
-SELECT pg_advisory_unlock(hashtextextended('tidemark pipeline ' || $1, 0))
+-- Releases one of the pipeline's locks at the end of a run, at once: a closed connection's
+-- backend may take a moment to exit, and the next run must not find the lock still held.
+-- $1 pipeline, $2 whether the second lock
+SELECT pg_advisory_unlock(hashtextextended(
+  CASE WHEN $2 THEN 'tidemark pipeline, second session ' ELSE 'tidemark pipeline ' END || $1, 0))

@@ -90,16 +90,17 @@ TEST_F(RunTest, ReplayOfAWholeSourceChangesNoRowAddsNoOutboxRowAndNeverMovesTheC
             (Rows{{"resume", "succeeded"}, {"replay", "succeeded"}}));
 }
 
-// Issue 13: a run records its end on the committer's connection, which took the pipeline's
-// lock and committed its batches; it opens no second connection just to say it finished.
-TEST_F(RunTest, NormalRunOpensOneConnectionAndRecordsItsEndOnIt) {
+// Issue 13: a run records its end on the committer's first session, which took the pipeline's
+// lock and committed its batches; it opens no other connection just to say it finished. The
+// second session is the one it stages batches ahead on (docs/architecture.md).
+TEST_F(RunTest, NormalRunOpensTwoSessionsAndRecordsItsEndOnTheFirst) {
   dir_.write("in.csv", kMixedSource);
   RunSummary summary;
   const std::int64_t opened = testing::sessions_opened_by(db_.url(), [&] {
     summary = run_pipeline(file_request(db_, "p", dir_.path() / "in.csv", 3));
   });
   EXPECT_EQ(summary.batches, 3u);
-  EXPECT_EQ(opened, 1);
+  EXPECT_EQ(opened, 2);
   EXPECT_EQ(db_.scalar("SELECT status || ' ' || (finished_at IS NOT NULL) FROM runs"), "succeeded true");
 }
 
@@ -163,6 +164,30 @@ TEST_F(RunTest, RunStoppedAfterABatchIsResumedExactlyWhereItStopped) {
             first.checkpoint);
   EXPECT_EQ(db_.scalar("SELECT sum(input) FROM batch_ledger"), "5");
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "5");
+}
+
+// Stopped after batch 2, while batch 3 may be staged ahead on the first session: the staged
+// batch is rolled back with the stop, and the run records its end on that session without
+// opening another connection.
+TEST_F(RunTest, RunStoppedWhileABatchIsStagedAheadRollsItBackAndRecordsItsEnd) {
+  std::string text = kHeader;
+  for (int i = 1; i <= 7; ++i) text += "tx-" + std::to_string(i) + ",1," + std::to_string(i) + ".00,\n";
+  const auto path = dir_.write("in.csv", text);
+  std::atomic<bool> stop{false};
+  auto partial = file_request(db_, "p", path, 2);
+  partial.stop_requested = &stop;
+  partial.on_batch = [&](const BatchReport& report) { stop = report.batch_no == 2; };
+  RunSummary first;
+  const std::int64_t opened = testing::sessions_opened_by(db_.url(), [&] { first = pipeline::run_pipeline(partial); });
+  EXPECT_EQ(opened, 2);
+  EXPECT_TRUE(first.stopped_early);
+  EXPECT_EQ(first.batches, 2u);
+  EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(first.run_id)), "stopped");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "4");
+
+  const RunSummary second = pipeline::run_pipeline(file_request(db_, "p", path, 2));
+  EXPECT_EQ(counts_text(second.counts), "inserted 3");
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "7");
 }
 
 TEST_F(RunTest, EveryBatchOfAFolderSourceReconcilesAndBatchesRunAcrossFilesInLexicalOrder) {

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "connectors/file/file_position.hpp"
@@ -352,12 +354,13 @@ TEST_F(CommitTest, BackendTerminatedBetweenBatchesIsRetriedOnANewConnectionAndTh
                                              "tx-1,1,1.00,,\ntx-2,1,2.00,,\ntx-3,1,3.00,,\ntx-4,1,4.00,,\n");
   auto request = testing::file_request(db_, "p", path, 2);
   int terminated = 0;
-  // After batch 1 has committed, the committer's connection is idle until batch 2.
+  // After batch 1 has committed, the committer's first session is idle; its second holds
+  // batch 2, staged ahead, or is idle until batch 2.
   request.on_batch = [&](const BatchReport& report) {
     if (report.batch_no == 1) terminated = testing::terminate_tidemark_backends(db_);
   };
   const RunSummary summary = pipeline::run_pipeline(request);
-  EXPECT_EQ(terminated, 1);
+  EXPECT_EQ(terminated, 2);
   EXPECT_EQ(summary.batches, 2u);
   EXPECT_EQ(counts_text(summary.counts), "inserted 4");
   EXPECT_EQ(query_rows(db_, "SELECT batch_no, input, inserted FROM batch_ledger ORDER BY batch_no"),
@@ -409,6 +412,64 @@ TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
   EXPECT_THROW(first.commit(batch_at(2), QuarantineOrigin{"csv"}, run_id), LeaseLost);
   EXPECT_EQ(count("checkpoint"), checkpoint);
   EXPECT_EQ(count("batch_ledger"), ledger);
+}
+
+// Staging ahead (docs/architecture.md): batch 2 is staged on the committer's second session
+// while batch 1, staged on the first, is not yet committed. The two sessions hold the
+// pipeline's two locks, so another run is refused while either of them lives.
+TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachHoldOneOfThePipelinesLocks) {
+  const auto batch_of = [](const std::string& line) {
+    const std::string text = std::string(kHeader) + line;
+    auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "in.csv");
+    const RecordChecker checker(built_in_transaction_entity());
+    std::vector<Checked> validated;
+    for (const auto& record : decoded) validated.push_back(checker.check(record));
+    BatchPlan plan = plan_batch(validated);
+    return std::make_tuple(std::move(decoded), std::move(validated), std::move(plan));
+  };
+  const auto [decoded1, validated1, plan1] = batch_of("tx-1,1,1.00,acct-1,\n");
+  const auto [decoded2, validated2, plan2] = batch_of("tx-2,1,2.00,acct-1,\n");
+  testing::wait_for_no_tidemark_backends(db_.url());  // so that the counts below find only ours
+  Committer committer(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  committer.stage_batches_ahead();
+  RunRequest run;
+  run.pipeline = "p";
+  const std::int64_t run_id = start_run(committer.connection(), run);
+  BatchInput first{decoded1, validated1, plan1, 1, ""};
+  BatchInput second{decoded2, validated2, plan2, 2, ""};
+  const auto staged1 = committer.stage_ahead(first);
+  const auto staged2 = committer.stage_ahead(second);
+  ASSERT_TRUE(staged1 && staged2);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                       "AND application_name LIKE 'tidemark%' AND state = 'idle in transaction'"),
+            "2");
+  first.staged = staged1.get();
+  second.staged = staged2.get();
+  EXPECT_EQ(counts_text(committer.commit(first, QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
+  EXPECT_EQ(counts_text(committer.commit(second, QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
+  EXPECT_EQ(query_rows(db_, "SELECT partition_key, sequence, payload->>'transaction_id' FROM outbox ORDER BY id"),
+            (Rows{{"acct-1", "1", "tx-1"}, {"acct-1", "2", "tx-2"}}));
+
+  Committer other(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  EXPECT_THROW(other.connection(), PipelineBusy);
+  // The first session gone (its lock with it), the second still holds the second lock.
+  const std::string sessions = "SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND application_name LIKE 'tidemark%'";
+  const std::string first_pid = std::to_string(committer.open_connection()->backendpid());
+  db_.scalar("SELECT pg_terminate_backend(" + first_pid + ")");
+  std::string left = db_.scalar(sessions);
+  for (int i = 0; i < 500 && left.find(',') != std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the backend's exit is not an event we can await
+    left = db_.scalar(sessions);
+  }
+  ASSERT_NE(left, first_pid);
+  Committer after_loss(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  try {
+    after_loss.connection();
+    ADD_FAILURE() << "a second run took the pipeline while the first run's second session holds it";
+  } catch (const PipelineBusy& busy) {
+    EXPECT_THAT(busy.what(), ::testing::HasSubstr("backend pid " + left + " "));
+  }
 }
 
 TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
