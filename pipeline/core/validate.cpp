@@ -322,12 +322,20 @@ std::string format_timestamp(std::int64_t utc_micros) {
   }
   const CivilDate date = civil_from_days(days);
   const std::int64_t seconds_of_day = micros_of_day / kMicrosPerSecond;
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
-                static_cast<long long>(date.year), date.month, date.day,
-                static_cast<long long>(seconds_of_day / 3600), static_cast<long long>(seconds_of_day / 60 % 60),
-                static_cast<long long>(seconds_of_day % 60), static_cast<long long>(micros_of_day % kMicrosPerSecond));
-  return buffer;
+  // Digit by digit rather than by snprintf, which was 5% of a run's CPU (one call per
+  // timestamp field of every record). Fixed widths: the instants are of years 0001-9999.
+  std::string text = "0000-00-00T00:00:00.000000Z";
+  const auto put = [&text](std::size_t end, std::int64_t value, std::size_t width) {
+    for (std::size_t i = 0; i < width; ++i, value /= 10) text[end - 1 - i] = static_cast<char>('0' + value % 10);
+  };
+  put(4, date.year, 4);
+  put(7, date.month, 2);
+  put(10, date.day, 2);
+  put(13, seconds_of_day / 3600, 2);
+  put(16, seconds_of_day / 60 % 60, 2);
+  put(19, seconds_of_day % 60, 2);
+  put(26, micros_of_day % kMicrosPerSecond, 6);
+  return text;
 }
 
 std::string describe_differences(const EntityDeclaration& entity, const EntityRecord& here,
