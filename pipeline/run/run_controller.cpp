@@ -29,7 +29,7 @@ struct PreparedBatch {
   std::vector<Checked> validated;
   BatchPlan plan;
   Position end;
-  std::unique_ptr<StagedBatch> staged;  // null when the commit stages it
+  StagedBatch staged;  // null when the commit stages it
 };
 
 }  // namespace
@@ -239,7 +239,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       BatchInput batch{next.decoded, next.validated, next.plan, static_cast<int>(summary.batches) + 1,
                        start_position, next.end};
       if (request.max_rejected) batch.admit = [&](const OutcomeCounts& counts) { check_rejections(counts); };
-      batch.staged = next.staged.get();
+      batch.staged = &next.staged;
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;

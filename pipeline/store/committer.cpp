@@ -112,13 +112,12 @@ void Committer::stage_batches_ahead() {
   staging_ahead_ = true;
 }
 
-std::unique_ptr<StagedBatch> Committer::stage_ahead(const BatchInput& batch) {
+StagedBatch Committer::stage_ahead(const BatchInput& batch) {
   if (!staging_ahead_ || batch.plan.versions.empty()) return nullptr;
   const std::size_t index = session_of(batch.batch_no);
   try {
-    auto staged = std::make_unique<StagedBatch>();
-    staged->transaction = std::make_unique<pqxx::work>(session(index));
-    stage(*staged->transaction, batch);
+    auto staged = std::make_unique<pqxx::work>(session(index));
+    stage(*staged, batch);
     return staged;
   } catch (const std::exception& error) {
     spdlog::debug("batch {}: staging ahead failed, the commit stages it: {}", batch.batch_no, error.what());
@@ -127,7 +126,7 @@ std::unique_ptr<StagedBatch> Committer::stage_ahead(const BatchInput& batch) {
 }
 
 BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
-  std::unique_ptr<pqxx::work> staged = batch.staged ? std::move(batch.staged->transaction) : nullptr;
+  StagedBatch staged = batch.staged ? std::move(*batch.staged) : nullptr;
   // A retry would start over on a new transaction without the batches before: the dry run ends.
   if (dry_run_) return attempt(batch, origin, run_id, nullptr);
   const std::size_t index = session_of(batch.batch_no);
@@ -148,15 +147,7 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
       }
     }
     first = false;
-    try {
-      result = attempt(batch, origin, run_id, std::move(staged));
-    } catch (const pqxx::sql_error& error) {
-      // A batch staged ahead meets a server that went away since with a transaction open:
-      // libpqxx 6.4 then reports the lost session as an error without a SQLSTATE, where a
-      // new transaction's BEGIN reports it as broken_connection.
-      if (!error.sqlstate().empty() || (sessions_[index] && sessions_[index]->is_open())) throw;
-      throw pqxx::broken_connection(error.what());
-    }
+    result = attempt(batch, origin, run_id, std::move(staged));
   });
   return result;
 }
@@ -238,7 +229,7 @@ void Committer::stage(pqxx::transaction_base& txn, const BatchInput& batch) cons
 }
 
 BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
-                               std::unique_ptr<pqxx::work> staged) {
+                               StagedBatch staged) {
   const BatchPlan& plan = batch.plan;
   const std::size_t index = session_of(batch.batch_no);
   const bool staged_ahead = staged != nullptr;

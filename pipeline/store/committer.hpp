@@ -23,12 +23,10 @@
 
 namespace tidemark::pipeline {
 
-// A batch staged ahead (Committer::stage_ahead): its versions are in the stage of the session
-// it commits on, in a transaction left open for Committer::commit to continue. Destroyed
-// before that (the run stopped or failed first), it rolls the transaction back.
-struct StagedBatch {
-  std::unique_ptr<pqxx::work> transaction;
-};
+// A batch staged ahead (Committer::stage_ahead): the transaction, left open on the session the
+// batch commits on, whose stage holds its versions; Committer::commit continues it. Destroyed
+// before that (the run stopped or failed first), it rolls back. Null: not staged.
+using StagedBatch = std::unique_ptr<pqxx::work>;
 
 // One batch as the commit step needs it: what was read, what the validator and planner
 // made of it, and where it starts and ends in the source.
@@ -118,7 +116,7 @@ class Committer {
   // batch_no - 1 or nothing. Null when not staging ahead, when the batch has no versions, or
   // when staging failed: commit() then stages it itself, under its retries, and meets a
   // lasting failure there.
-  std::unique_ptr<StagedBatch> stage_ahead(const BatchInput& batch);
+  StagedBatch stage_ahead(const BatchInput& batch);
 
   // A dry run (tidemark run --dry-run): from here on every batch runs the stage and the
   // apply statement of a real commit, so its outcomes are the statement's own verdicts, in
@@ -138,7 +136,7 @@ class Committer {
   // COPYs the batch's versions into the session's stage (step 1 of a commit).
   void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
-                      std::unique_ptr<pqxx::work> staged);
+                      StagedBatch staged);
   std::optional<BatchResult> read_back(std::size_t session, std::int64_t run_id, int batch_no);
   // The stored row the apply statement returns beside a conflict verdict.
   EntityRecord stored_row(const pqxx::row& row) const;

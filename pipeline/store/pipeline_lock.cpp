@@ -4,11 +4,21 @@
 
 namespace tidemark::pipeline {
 
+namespace {
+
+// The text the lock's key hashes (sql/run/try_lock_pipeline.sql). The second's prefix differs
+// from the first's before the name begins, so no pipeline's first lock is another's second.
+std::string lock_key(const std::string& pipeline, PipelineLock lock) {
+  return (lock == PipelineLock::kSecond ? "tidemark pipeline, second session " : "tidemark pipeline ") + pipeline;
+}
+
+}  // namespace
+
 void take_pipeline_lock(pqxx::connection& connection, const std::string& pipeline, PipelineLock lock) {
-  const bool second = lock == PipelineLock::kSecond;
+  const std::string key = lock_key(pipeline, lock);
   pqxx::nontransaction txn(connection);
-  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), pipeline, second)[0].as<bool>()) return;
-  const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), pipeline, second);
+  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), key)[0].as<bool>()) return;
+  const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), key);
   std::string who = "another process";
   if (!holder.empty()) {
     who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() + ", connected since " +
@@ -22,7 +32,7 @@ void release_pipeline_lock(pqxx::connection& connection, const std::string& pipe
   if (!connection.is_open()) return;
   try {
     pqxx::nontransaction txn(connection);
-    txn.exec_params(std::string(sql::kRunUnlockPipeline), pipeline, lock == PipelineLock::kSecond);
+    txn.exec_params(std::string(sql::kRunUnlockPipeline), lock_key(pipeline, lock));
   } catch (const std::exception&) {
     // Only the next run's wait is at stake: the session ends soon and takes the lock along.
   }

@@ -1,8 +1,6 @@
--- Who holds one of a pipeline's locks, for the message of a refused run. $1 pipeline, $2
--- whether the second lock
+-- Who holds one of a pipeline's locks, for the message of a refused run. $1 the lock's key text
 SELECT a.pid, COALESCE(NULLIF(a.application_name, ''), 'unnamed client'), date_trunc('second', a.backend_start)
   FROM pg_locks l
   JOIN pg_stat_activity a USING (pid)
  WHERE l.locktype = 'advisory' AND l.granted
-   AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended(
-         CASE WHEN $2 THEN 'tidemark pipeline, second session ' ELSE 'tidemark pipeline ' END || $1, 0)
+   AND ((l.classid::bigint << 32) | l.objid::bigint) = hashtextextended($1, 0)

@@ -77,25 +77,27 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
 
 namespace {
 
-void wait_for_no_tidemark_backends(pqxx::nontransaction& txn) {
+void wait_for_tidemark_backends(pqxx::nontransaction& txn, int count) {
   for (int i = 0; i < 500; ++i) {
     const auto left = txn.exec(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
         "AND application_name LIKE 'tidemark%'")[0][0];
-    if (left.as<int>() == 0) return;
+    if (left.as<int>() == count) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  throw std::runtime_error("tidemark backends still connected after 5 s");
+  throw std::runtime_error("not " + std::to_string(count) + " tidemark backends connected after 5 s");
 }
 
 }  // namespace
 
-void wait_for_no_tidemark_backends(const std::string& url) {
+void wait_for_tidemark_backends(const std::string& url, int count) {
   // A plain connection has no application_name, so it does not count itself.
   pqxx::connection connection(url);
   pqxx::nontransaction txn(connection);
-  wait_for_no_tidemark_backends(txn);
+  wait_for_tidemark_backends(txn, count);
 }
+
+void wait_for_no_tidemark_backends(const std::string& url) { wait_for_tidemark_backends(url, 0); }
 
 std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action) {
   pqxx::connection connection(url);
@@ -108,7 +110,7 @@ std::int64_t sessions_opened_by(const std::string& url, const std::function<void
   };
   const std::int64_t before = sessions();
   action();
-  wait_for_no_tidemark_backends(txn);
+  wait_for_tidemark_backends(txn, 0);
   return sessions() - before;
 }
 

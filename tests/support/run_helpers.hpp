@@ -44,6 +44,8 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
 // Waits until no tidemark backend (application_name 'tidemark%', as pipeline::db::connect
 // names them) is connected to the database of `url`.
 void wait_for_no_tidemark_backends(const std::string& url);
+// Waits until exactly `count` of them are (a terminated backend takes a moment to exit).
+void wait_for_tidemark_backends(const std::string& url, int count);
 
 // How many sessions `action` opened to the database of `url` (pg_stat_database.sessions,
 // read once every tidemark backend it started has ended and so reported itself).

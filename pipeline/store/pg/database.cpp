@@ -67,7 +67,12 @@ bool is_transient(const std::exception& error) {
   // 40001 serialization failure, 40P01 deadlock, 40003 completion unknown (read back like an
   // in-doubt commit): libpqxx 6.4 derives these from transaction_rollback, not sql_error.
   if (dynamic_cast<const pqxx::transaction_rollback*>(&error) != nullptr) return true;
-  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&error)) return transient_sqlstate(sql->sqlstate());
+  // Without a SQLSTATE the error is libpq's own, not the server's: a statement that got no
+  // answer, as when the server went away while a transaction was open (libpqxx 6.4 reports that
+  // so, where a new transaction's BEGIN reports broken_connection).
+  if (const auto* sql = dynamic_cast<const pqxx::sql_error*>(&error)) {
+    return sql->sqlstate().empty() || transient_sqlstate(sql->sqlstate());
+  }
   return false;
 }
 

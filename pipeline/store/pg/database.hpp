@@ -15,7 +15,8 @@ namespace tidemark::pipeline::db {
 
 // Transient: connection loss (a broken connection, class 08), serialization failure (40001),
 // deadlock (40P01), admin/crash shutdown (57P01, 57P02), cannot connect now (57P03), too
-// many connections (53300). Never transient: a malformed URL (InvalidDatabaseUrl) or a
+// many connections (53300), an error libpq raises without a SQLSTATE (a statement that got no
+// answer). Never transient: a malformed URL (InvalidDatabaseUrl) or a
 // server that rejects us (ConnectionRejected): retrying cannot fix either.
 bool is_transient(const std::exception& error);
 

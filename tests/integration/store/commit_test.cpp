@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <string>
-#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -437,14 +436,14 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
   const std::int64_t run_id = start_run(committer.connection(), run);
   BatchInput first{decoded1, validated1, plan1, 1, ""};
   BatchInput second{decoded2, validated2, plan2, 2, ""};
-  const auto staged1 = committer.stage_ahead(first);
-  const auto staged2 = committer.stage_ahead(second);
+  StagedBatch staged1 = committer.stage_ahead(first);
+  StagedBatch staged2 = committer.stage_ahead(second);
   ASSERT_TRUE(staged1 && staged2);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
                        "AND application_name LIKE 'tidemark%' AND state = 'idle in transaction'"),
             "2");
-  first.staged = staged1.get();
-  second.staged = staged2.get();
+  first.staged = &staged1;
+  second.staged = &staged2;
   EXPECT_EQ(counts_text(committer.commit(first, QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
   EXPECT_EQ(counts_text(committer.commit(second, QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
   EXPECT_EQ(query_rows(db_, "SELECT partition_key, sequence, payload->>'transaction_id' FROM outbox ORDER BY id"),
@@ -457,11 +456,8 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
                                "WHERE datname = current_database() AND application_name LIKE 'tidemark%'";
   const std::string first_pid = std::to_string(committer.open_connection()->backendpid());
   db_.scalar("SELECT pg_terminate_backend(" + first_pid + ")");
-  std::string left = db_.scalar(sessions);
-  for (int i = 0; i < 500 && left.find(',') != std::string::npos; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the backend's exit is not an event we can await
-    left = db_.scalar(sessions);
-  }
+  testing::wait_for_tidemark_backends(db_.url(), 1);
+  const std::string left = db_.scalar(sessions);
   ASSERT_NE(left, first_pid);
   Committer after_loss(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
   try {
