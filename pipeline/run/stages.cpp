@@ -35,7 +35,9 @@ struct Stages {
   ErasedStages callbacks;
   // No buffer: a send completes when the consumer takes the item, so the one item that
   // waits between the stages waits in the producer's hand. With a buffer of 1 a third item
-  // was made meanwhile, and a 200k-row run peaked at 56 MiB instead of 42 MiB.
+  // was made meanwhile, and a 200k-row run peaked at 56 MiB instead of 42 MiB. Staging ahead
+  // relies on it too: the producer stages batch N + 2 on batch N's database session, which
+  // must be done with N, and N + 1 is taken only once N is committed (Committer::stage_ahead).
   Channel channel;
   ItemPtr produced;  // set by the producer's work on the pool, sent by its coroutine
   ItemPtr taken;     // received by the consumer's coroutine, consumed by its work on the pool

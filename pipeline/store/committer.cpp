@@ -119,8 +119,10 @@ StagedBatch Committer::stage_ahead(const BatchInput& batch) {
     auto staged = std::make_unique<pqxx::work>(session(index));
     stage(*staged, batch);
     return staged;
-  } catch (const std::exception& error) {
-    spdlog::debug("batch {}: staging ahead failed, the commit stages it: {}", batch.batch_no, error.what());
+  } catch (const std::runtime_error& error) {
+    // A database's error (or PipelineBusy) meets the commit's retries there. A logic error (a
+    // transaction still open on the session: the stages' hand-over broken) is not caught.
+    spdlog::warn("batch {}: staging ahead failed, the commit stages it: {}", batch.batch_no, error.what());
     return nullptr;
   }
 }
@@ -197,6 +199,15 @@ std::optional<BatchResult> Committer::read_back(std::size_t session_index, std::
   return result;
 }
 
+void Committer::fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const {
+  const auto rows = txn.exec_params(std::string(sql::kCommitFenceRun), run_id);
+  const std::string status = rows.empty() ? "gone" : rows[0][0].c_str();
+  if (status == "running") return;
+  throw RunEnded("run " + std::to_string(run_id) + " of pipeline " + pipeline_ + " is no longer running (its status is " +
+                 status + "): it lost its database sessions, and another run of the pipeline started meanwhile. "
+                 "It commits no more batches; those it committed stand");
+}
+
 // Every version (not only candidates: a stored conflict is found for each), each value in its
 // canonical form, which is also its column type's text form.
 void Committer::stage(pqxx::transaction_base& txn, const BatchInput& batch) const {
@@ -237,9 +248,14 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   if (!own && !dry_run_) own = std::make_unique<pqxx::work>(session(index));
   pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : *own;
   // A partition's batch commits only while its worker owns the partition; the fence's row lock
-  // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql). A batch
+  // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql). Another
+  // run's batch commits only while its run is running (sql/commit/fence_run.sql). A batch
   // staged ahead holds no row lock yet: its stage is its session's own temporary table.
-  if (leases_) leases_->fence(txn, lease_);
+  if (leases_) {
+    leases_->fence(txn, lease_);
+  } else if (!dry_run_) {
+    fence_run(txn, run_id);
+  }
 
   // 1. Stage the batch, unless it was staged ahead.
   if (!staged_ahead) stage(txn, batch);

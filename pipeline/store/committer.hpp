@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,12 @@ namespace tidemark::pipeline {
 // batch commits on, whose stage holds its versions; Committer::commit continues it. Destroyed
 // before that (the run stopped or failed first), it rolls back. Null: not staged.
 using StagedBatch = std::unique_ptr<pqxx::work>;
+
+// A batch of a run whose row no longer says 'running' (Committer::commit; never retried): the
+// run lost its sessions and another run of the pipeline started, which ended it.
+struct RunEnded : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // One batch as the commit step needs it: what was read, what the validator and planner
 // made of it, and where it starts and ends in the source.
@@ -87,7 +94,8 @@ class Committer {
   Committer& operator=(const Committer&) = delete;
 
   // Commits one batch, retrying transient failures; each attempt after the first reads
-  // back the ledger first, so a batch whose COMMIT was lost in transit is not redone.
+  // back the ledger first, so a batch whose COMMIT was lost in transit is not redone. Throws
+  // RunEnded when run_id is no longer running (another run of the pipeline ended it).
   BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id);
 
   // For one partition of a partitioned source (docs/scale-out.md "Workers"): ownership of the
@@ -133,6 +141,8 @@ class Committer {
   // Session `index`'s connection, (re)connected when needed.
   pqxx::connection& session(std::size_t index);
   std::size_t session_of(int batch_no) const;
+  // Throws RunEnded unless run_id is still running, and holds its row until the batch ends.
+  void fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const;
   // COPYs the batch's versions into the session's stage (step 1 of a commit).
   void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,

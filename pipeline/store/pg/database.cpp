@@ -127,6 +127,12 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   }
   pqxx::nontransaction setup(*connection);
   std::string settings = "SET application_name = " + setup.quote("tidemark pid " + std::to_string(getpid()));
+  // Tidemark's statements are written for READ COMMITTED, a snapshot per statement: a batch
+  // staged ahead begins before the batch ahead of it commits, and its apply statement must see
+  // that batch (docs/architecture.md, "Staging ahead"). A server or database default of
+  // another level would make every such batch fail once and be retried; transactions that
+  // need another level ask for it.
+  settings += "; SET default_transaction_isolation = 'read committed'";
   // A backend whose client died (a killed run) notices within a second and ends its statement,
   // instead of finishing it and holding the run's locks until then (PostgreSQL 14 and later).
   if (connection->server_version() >= 140000) settings += "; SET client_connection_check_interval = 1000";

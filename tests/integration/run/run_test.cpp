@@ -190,6 +190,28 @@ TEST_F(RunTest, RunStoppedWhileABatchIsStagedAheadRollsItBackAndRecordsItsEnd) {
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state"), "7");
 }
 
+// A batch staged ahead begins its transaction while the batch before it commits. Its ledger
+// row's committed_at and the checkpoint's updated_at are still later than that commit, so
+// the ledger ordered by committed_at is the order the batches committed in.
+TEST_F(RunTest, EachBatchsCommittedAtIsAfterTheCommitOfTheBatchBeforeIt) {
+  std::string text = kHeader;
+  for (int i = 1; i <= 6; ++i) text += "tx-" + std::to_string(i) + ",1," + std::to_string(i) + ".00,\n";
+  const auto path = dir_.write("in.csv", text);
+  auto request = file_request(db_, "p", path, 2);
+  std::vector<std::string> committed_by;  // the server's clock once each batch has committed
+  request.on_batch = [&](const BatchReport&) { committed_by.push_back(db_.scalar("SELECT clock_timestamp()")); };
+  const RunSummary summary = pipeline::run_pipeline(request);
+  ASSERT_EQ(summary.batches, 3u);
+  ASSERT_EQ(committed_by.size(), 3u);
+  for (int batch = 2; batch <= 3; ++batch) {
+    EXPECT_EQ(db_.scalar("SELECT committed_at >= '" + committed_by[batch - 2] + "' FROM batch_ledger WHERE run_id = " +
+                         std::to_string(summary.run_id) + " AND batch_no = " + std::to_string(batch)),
+              "t")
+        << "batch " << batch;
+  }
+  EXPECT_EQ(db_.scalar("SELECT updated_at >= '" + committed_by[1] + "' FROM checkpoint"), "t");
+}
+
 TEST_F(RunTest, EveryBatchOfAFolderSourceReconcilesAndBatchesRunAcrossFilesInLexicalOrder) {
   // Written out of order; only .csv files are read, in lexical order: a.csv, then b.csv.
   const std::string a = std::string(kHeader) +

@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "connectors/file/file_position.hpp"
@@ -47,6 +46,21 @@ class CommitTest : public ::testing::Test {
   }
 
   std::string count(const std::string& table) const { return db_.scalar("SELECT count(*) FROM " + table); }
+
+  // A batch for the Committer itself: CSV lines decoded, validated and planned.
+  struct DirectBatch {
+    std::vector<DecodedRecord> decoded;
+    std::vector<Checked> validated;
+    BatchPlan plan;
+  };
+  static DirectBatch direct_batch(const std::string& lines) {
+    DirectBatch batch;
+    batch.decoded = connectors::file::decode_text(connectors::file::Format::kCsv, kHeader + lines, "in.csv");
+    const RecordChecker checker(built_in_transaction_entity());
+    for (const auto& record : batch.decoded) batch.validated.push_back(checker.check(record));
+    batch.plan = plan_batch(batch.validated);
+    return batch;
+  }
 
   // Stores the design note's row and checks it is stored exactly as sent.
   Rows store_revision_2() {
@@ -417,25 +431,16 @@ TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
 // while batch 1, staged on the first, is not yet committed. The two sessions hold the
 // pipeline's two locks, so another run is refused while either of them lives.
 TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachHoldOneOfThePipelinesLocks) {
-  const auto batch_of = [](const std::string& line) {
-    const std::string text = std::string(kHeader) + line;
-    auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "in.csv");
-    const RecordChecker checker(built_in_transaction_entity());
-    std::vector<Checked> validated;
-    for (const auto& record : decoded) validated.push_back(checker.check(record));
-    BatchPlan plan = plan_batch(validated);
-    return std::make_tuple(std::move(decoded), std::move(validated), std::move(plan));
-  };
-  const auto [decoded1, validated1, plan1] = batch_of("tx-1,1,1.00,acct-1,\n");
-  const auto [decoded2, validated2, plan2] = batch_of("tx-2,1,2.00,acct-1,\n");
+  const DirectBatch one = direct_batch("tx-1,1,1.00,acct-1,\n");
+  const DirectBatch two = direct_batch("tx-2,1,2.00,acct-1,\n");
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the counts below find only ours
   Committer committer(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
   committer.stage_batches_ahead();
   RunRequest run;
   run.pipeline = "p";
   const std::int64_t run_id = start_run(committer.connection(), run);
-  BatchInput first{decoded1, validated1, plan1, 1, ""};
-  BatchInput second{decoded2, validated2, plan2, 2, ""};
+  BatchInput first{one.decoded, one.validated, one.plan, 1, ""};
+  BatchInput second{two.decoded, two.validated, two.plan, 2, ""};
   StagedBatch staged1 = committer.stage_ahead(first);
   StagedBatch staged2 = committer.stage_ahead(second);
   ASSERT_TRUE(staged1 && staged2);
@@ -466,6 +471,44 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
   } catch (const PipelineBusy& busy) {
     EXPECT_THAT(busy.what(), ::testing::HasSubstr("backend pid " + left + " "));
   }
+}
+
+// A run that lost both of its sessions finds, when it reconnects, that another run has taken
+// the pipeline. If that run then loses its own first session, and with it the first lock, the
+// first run takes that lock back on reconnecting; but the other run's start ended it, so its
+// batch is refused whole (RunEnded, not retried) instead of committing beside the other run's.
+TEST_F(CommitTest, ARunEndedByAnotherWhileItsSessionsWereLostCommitsNoBatchBesideIt) {
+  const DirectBatch one = direct_batch("tx-1,1,1.00,acct-1,\n");
+  const DirectBatch three = direct_batch("tx-3,1,3.00,acct-1,\n");
+  testing::wait_for_no_tidemark_backends(db_.url());  // so that the counts below find only ours
+  RunRequest run;
+  run.pipeline = "p";
+  Committer first_run(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  first_run.stage_batches_ahead();
+  const std::int64_t first_id = start_run(first_run.connection(), run);
+  EXPECT_EQ(counts_text(first_run.commit({one.decoded, one.validated, one.plan, 1, ""}, QuarantineOrigin{"csv"},
+                                         first_id).counts),
+            "inserted 1");
+  EXPECT_EQ(testing::terminate_tidemark_backends(db_), 2);
+  testing::wait_for_no_tidemark_backends(db_.url());
+
+  Committer second_run(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  second_run.stage_batches_ahead();
+  start_run(second_run.connection(), run);
+  db_.scalar("SELECT pg_terminate_backend(" + std::to_string(second_run.open_connection()->backendpid()) + ")");
+  testing::wait_for_tidemark_backends(db_.url(), 1);
+
+  // Batch 3 commits on the first session, which reconnects and takes the free first lock.
+  const std::string ledger = count("batch_ledger");
+  try {
+    first_run.commit({three.decoded, three.validated, three.plan, 3, ""}, QuarantineOrigin{"csv"}, first_id);
+    ADD_FAILURE() << "a run ended by another committed a batch beside it";
+  } catch (const RunEnded& ended) {
+    EXPECT_THAT(ended.what(), ::testing::HasSubstr("run " + std::to_string(first_id) + " of pipeline p is no longer "
+                                                   "running (its status is failed)"));
+  }
+  EXPECT_EQ(count("batch_ledger"), ledger);
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM transaction_state WHERE transaction_id = 'tx-3'"), "0");
 }
 
 TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {

@@ -114,5 +114,16 @@ TEST(Connect, TheSessionOfAProcessKilledDuringAStatementEndsBeforeTheStatementWo
   EXPECT_TRUE(db.await_sessions_ended(child)) << "the killed process's backend still runs its statement";
 }
 
+// A database whose default isolation is another level (an administrator's choice for other
+// clients): Tidemark's transactions stay READ COMMITTED, which its statements are written for.
+TEST(Connect, TransactionsAreReadCommittedWhateverTheDatabasesDefault) {
+  TestDatabase db;
+  db.scalar("ALTER DATABASE \"" + db.name() + "\" SET default_transaction_isolation = 'serializable'");
+  EXPECT_EQ(db.scalar("SHOW default_transaction_isolation"), "serializable");
+  auto connection = connect(db.url());
+  pqxx::work txn(*connection);
+  EXPECT_EQ(txn.exec("SHOW transaction_isolation")[0][0].as<std::string>(), "read committed");
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline::db
