@@ -58,6 +58,13 @@ struct DatabaseOptions {
 // home and `tidemark db start`.
 void require_embedded_cluster(const pipeline::db::Cluster& cluster);
 
+// Creates or brings up to date the table of every entity `config` declares (INTERFACE.md
+// "Entities": `migrate --config` and `serve` at its start do, `check` never does) and tells
+// `report` what it did to each ("entity orders: table orders created"). A table that cannot
+// hold its declaration is a configuration error: a UsageError (exit 2) with the message.
+void ensure_entity_tables(const pipeline::Config& config, const std::string& url,
+                          const std::function<void(const std::string& done)>& report);
+
 // Each sets `exit_code` from its callback; errors propagate as exceptions to main, which
 // maps UsageError/ConfigError to 2 and everything else to 1.
 void register_db_commands(CLI::App& root, int& exit_code);          // db start|stop|status|url, migrate

@@ -1,12 +1,14 @@
 #include <cstdlib>
 #include <regex>
 #include <string_view>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
 #include "app/cli/logging.hpp"
 #include "pipeline/store/cluster.hpp"
+#include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 
@@ -22,7 +24,34 @@ bool carries_password(const std::string& conninfo) {
   return std::regex_search(conninfo, kUrl) || std::regex_search(conninfo, kParameter);
 }
 
+std::string listed(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 }  // namespace
+
+void ensure_entity_tables(const pipeline::Config& config, const std::string& url,
+                          const std::function<void(const std::string& done)>& report) {
+  if (config.entities.empty()) return;
+  auto connection = pipeline::db::connect(url);
+  for (const auto& [name, entity] : config.entities) {
+    pipeline::db::EntityTableChanges changes;
+    try {
+      changes = pipeline::db::ensure_entity_table(*connection, entity);
+    } catch (const pipeline::db::EntitySchemaError& error) {
+      throw UsageError(error.what());
+    }
+    std::string done = changes.created ? "created" : changes.adopted ? "adopted" : "up to date";
+    if (!changes.added_columns.empty()) done += ", columns added: " + listed(changes.added_columns);
+    report("entity " + name + ": table " + entity.table + " " + done);
+    if (!changes.unused_columns.empty()) {
+      spdlog::warn("entity {}: table {} has columns the declaration does not name, left unused: {}", name,
+                   entity.table, listed(changes.unused_columns));
+    }
+  }
+}
 
 void DatabaseOptions::add_to(CLI::App& command) {
   command.add_option("--config", config_file, "YAML configuration file (see docs/configuration.md)");

@@ -1,6 +1,7 @@
 // tidemark: loads batches of records into PostgreSQL exactly once in effect.
 #include <algorithm>
 #include <iostream>
+#include <string>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -26,6 +27,19 @@ void keep_large_blocks_mapped() {
 #if defined(__GLIBC__)
   mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 #endif
+}
+
+// The word naming the command: the first argument that is neither a global option nor the
+// value of one (`tidemark --log-level warn run`); null when there is none.
+const char* command_word(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string argument = argv[i];
+    if (argument.empty() || argument.front() != '-') return argv[i];
+    if (argument.find('=') != std::string::npos) continue;  // --log-level=warn
+    const auto options = app.get_options([&](const CLI::Option* option) { return option->check_name(argument); });
+    if (!options.empty() && options.front()->get_items_expected_max() > 0) ++i;  // its value
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -59,11 +73,12 @@ int main(int argc, char** argv) {
   try {
     // CLI11 would only say "a subcommand is required"; name the word it did not know.
     const auto commands = app.get_subcommands({});
-    const auto named = [&](const CLI::App* command) { return command->get_name() == argv[1]; };
-    if (argc > 1 && argv[1][0] != '-' && std::none_of(commands.begin(), commands.end(), named)) {
+    const char* word = command_word(app, argc, argv);
+    const auto named = [&](const CLI::App* command) { return command->get_name() == word; };
+    if (word != nullptr && std::none_of(commands.begin(), commands.end(), named)) {
       std::string known;
       for (const auto* command : commands) known += (known.empty() ? "" : ", ") + command->get_name();
-      throw tidemark::app::UsageError(std::string("unknown command '") + argv[1] + "' (commands: " + known +
+      throw tidemark::app::UsageError(std::string("unknown command '") + word + "' (commands: " + known +
                                       "); see tidemark --help");
     }
     app.parse(argc, argv);

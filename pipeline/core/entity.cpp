@@ -23,8 +23,14 @@ constexpr std::array<std::string_view, 11> kMigrationTables = {
     "views",              // 0004_views
     "schema_migrations",  // sql/migrate: the migrator's own
 };
-// The views' version tables: <view>_v<n> (pipeline/views/view.cpp table_name).
-constexpr std::array<std::string_view, 2> kViewTablePrefixes = {"account_balance_v", "daily_totals_v"};
+// The views' tables, <prefix><n><suffix>: each version's table (pipeline/views/view.cpp
+// table_name), and daily_totals' per-transaction companion of it (migration 0016).
+struct ViewTablePattern {
+  std::string_view prefix;
+  std::string_view suffix;
+};
+constexpr std::array<ViewTablePattern, 3> kViewTablePatterns = {
+    {{"account_balance_v", ""}, {"daily_totals_v", ""}, {"daily_totals_v", "_transactions"}}};
 
 // [a-z][a-z0-9_]{0,max_length-1}
 bool is_plain_name(std::string_view name, std::size_t max_length) {
@@ -154,8 +160,10 @@ std::optional<std::string> check_identifier(std::string_view what, std::string_v
 bool is_reserved_table_name(std::string_view table) {
   if (table.starts_with(kTidemarkPrefix)) return true;
   if (std::find(kMigrationTables.begin(), kMigrationTables.end(), table) != kMigrationTables.end()) return true;
-  return std::any_of(kViewTablePrefixes.begin(), kViewTablePrefixes.end(), [table](std::string_view prefix) {
-    return table.starts_with(prefix) && is_digits(table.substr(prefix.size()));
+  return std::any_of(kViewTablePatterns.begin(), kViewTablePatterns.end(), [table](const ViewTablePattern& view) {
+    return table.size() > view.prefix.size() + view.suffix.size() && table.starts_with(view.prefix) &&
+           table.ends_with(view.suffix) &&
+           is_digits(table.substr(view.prefix.size(), table.size() - view.prefix.size() - view.suffix.size()));
   });
 }
 

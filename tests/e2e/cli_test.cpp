@@ -134,6 +134,17 @@ TEST(CliUsage, UnknownCommandExitsTwoNamingIt) {
   EXPECT_THAT(result.out + result.err, HasSubstr("frobnicate"));
 }
 
+// The same after global options, with their values in either spelling.
+TEST(CliUsage, UnknownCommandAfterGlobalOptionsExitsTwoNamingIt) {
+  for (const std::vector<std::string>& arguments :
+       {std::vector<std::string>{"--log-level", "info", "frobnicate"},
+        std::vector<std::string>{"--log-format=json", "--log-level", "warn", "frobnicate", "--help"}}) {
+    const ProcessResult result = run_tidemark(arguments);
+    EXPECT_EQ(result.exit_code, 2) << arguments.front();
+    EXPECT_THAT(result.out + result.err, HasSubstr("unknown command 'frobnicate'")) << arguments.front();
+  }
+}
+
 TEST(CliUsage, RunWithoutSourceOrConfigExitsTwoNamingSource) {
   const ProcessResult result = run_tidemark({"run", "--pipeline", "p"});
   EXPECT_EQ(result.exit_code, 2);

@@ -5,6 +5,7 @@
 // (previous included), an idempotent replay, and schema changes on the next run.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -81,6 +82,26 @@ class EntityRun : public ::testing::Test {
   TestDatabase db_;
   TempDir dir_;
 };
+
+// INTERFACE "Entities": serve brings the declared entities' tables up to date when it starts, so
+// a table that cannot hold its declaration stops it there (exit 2, naming the column), not each
+// of its runs later.
+TEST_F(EntityRun, ServeStartsOnlyWhenEveryEntityTableCanHoldItsDeclaration) {
+  const auto input = dir_.write("orders.csv", "order_id,version,customer_id,amount\no1,1,c1,1\n");
+  ASSERT_EQ(run(orders_config(input, "csv")).exit_code, 0);
+  const auto config = dir_.write(
+      "serve.yaml", orders_config(input, "csv", "{type: decimal, precision: 12, scale: 2, required: true}"));
+  ProcessOptions options;
+  options.env[kSecretEnv] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";
+  options.timeout = std::chrono::seconds(60);  // a serve that started would run until killed
+  const ProcessResult serve =
+      run_tidemark({"serve", "--config", config.string(), "--database", db_.url(), "--listen", "127.0.0.1:0"}, options);
+  EXPECT_FALSE(serve.timed_out) << serve.both();
+  EXPECT_EQ(serve.exit_code, 2) << serve.both();
+  EXPECT_NE(serve.err.find("table orders, column amount: is numeric(14,4), the config says decimal(12,2)"),
+            std::string::npos)
+      << serve.both();
+}
 
 // "inserted":3 and so on from the --json summary.
 std::string count_in(const std::string& json, const std::string& outcome) {

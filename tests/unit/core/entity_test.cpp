@@ -82,13 +82,15 @@ TEST(EntityNames, EveryTableTheMigrationsCreateIsReserved) {
 }
 
 TEST(EntityNames, ViewVersionTablesAndTidemarkTablesAreReserved) {
-  for (const auto* reserved : {"account_balance_v1", "account_balance_v12", "daily_totals_v3", "tidemark_entities",
-                               "tidemark_anything", "outbox", "transaction_state", "schema_migrations"}) {
+  for (const auto* reserved : {"account_balance_v1", "account_balance_v12", "daily_totals_v3",
+                               "daily_totals_v3_transactions", "tidemark_entities", "tidemark_anything", "outbox",
+                               "transaction_state", "schema_migrations"}) {
     EXPECT_TRUE(is_reserved_table_name(reserved)) << reserved;
   }
   EXPECT_EQ(check_table_name("daily_totals_v2"), "table name 'daily_totals_v2' is reserved for Tidemark's own tables");
   for (const auto* free : {"account_balance", "account_balance_v", "account_balance_vx", "daily_totals_v2_old",
-                           "orders", "transactions", "outboxes"}) {
+                           "daily_totals_v_transactions", "account_balance_v1_transactions", "orders", "transactions",
+                           "outboxes"}) {
     EXPECT_FALSE(is_reserved_table_name(free)) << free;
     EXPECT_EQ(check_table_name(free), std::nullopt) << free;
   }
