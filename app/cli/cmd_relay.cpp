@@ -47,6 +47,8 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
       "backoff until relay.max_attempts (then dead).\n"
       "Several relays may run at once. See docs/delivery.md.");
   options->database.add_to(*relay);
+  relay->get_option("--config")->description(
+      "YAML configuration file, required: the destinations to deliver to come from it (see docs/configuration.md)");
   relay->add_flag("--once", options->once, "Deliver what is due now, wait for the answers, and exit (for cron and tests)");
   relay->callback([&, options] {
     const auto config = options->database.load_config();

@@ -33,6 +33,8 @@ void register_serve_command(CLI::App& root, int& exit_code) {
       "quarantine status, the outbox relay and Prometheus metrics on one HTTP listener. SIGTERM/SIGINT stop\n"
       "after the batches in hand commit (a second signal exits at once). See docs/operations.md and docs/api.md.");
   options->database.add_to(*serve);
+  serve->get_option("--config")->description(
+      "YAML configuration file, required: the pipelines, schedules and destinations come from it (see docs/configuration.md)");
   serve->add_option("--listen", options->listen, "HOST:PORT to listen on (default: the config's http.listen, "
                                                  "127.0.0.1:8080; port 0 picks a free port, logged at start)");
   serve->callback([&, options] {

@@ -64,13 +64,14 @@ pqxx::connection& Committer::session(std::size_t index) {
         take_pipeline_lock(*connection, pipeline_);
         if (!staging_ahead_) take_pipeline_lock(*connection, pipeline_, PipelineLock::kSecond);
       }
+      // In the same try: a session kept without its stage would fail every batch (42P01).
+      pqxx::nontransaction setup(*connection);
+      setup.exec(std::string(sql::kCommitCreateStage));
+      setup.exec(create_stage_);
     } catch (...) {
       connection.reset();
       throw;
     }
-    pqxx::nontransaction setup(*connection);
-    setup.exec(std::string(sql::kCommitCreateStage));
-    setup.exec(create_stage_);
   }
   return *connection;
 }
