@@ -47,15 +47,24 @@ class CommitTest : public ::testing::Test {
 
   std::string count(const std::string& table) const { return db_.scalar("SELECT count(*) FROM " + table); }
 
-  // A batch for the Committer itself: CSV lines decoded, validated and planned.
+  // A batch for the Committer itself: a CSV file's lines decoded, validated and planned.
   struct DirectBatch {
+    std::string file;
+    std::size_t bytes = 0;  // the file's length, the position after its last record
     std::vector<DecodedRecord> decoded;
     std::vector<Checked> validated;
     BatchPlan plan;
+    // The batch as one read from the file's start to its end.
+    BatchInput whole(int batch_no) const {
+      return {decoded, validated, plan, batch_no, file + ":0", connectors::file::FilePosition{file, bytes}.to_position()};
+    }
   };
-  static DirectBatch direct_batch(const std::string& lines) {
+  static DirectBatch direct_batch(const std::string& lines, const std::string& file = "in.csv") {
     DirectBatch batch;
-    batch.decoded = connectors::file::decode_text(connectors::file::Format::kCsv, kHeader + lines, "in.csv");
+    const std::string text = kHeader + lines;
+    batch.file = file;
+    batch.bytes = text.size();
+    batch.decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, file);
     const RecordChecker checker(built_in_transaction_entity());
     for (const auto& record : batch.decoded) batch.validated.push_back(checker.check(record));
     batch.plan = plan_batch(batch.validated);
@@ -388,18 +397,9 @@ TEST_F(CommitTest, BackendTerminatedBetweenBatchesIsRetriedOnANewConnectionAndTh
 // commits beside it); once another worker has taken the partition its batch is refused whole
 // (LeaseLost, not retried) and nothing of it is written, checkpoint included.
 TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
-  const std::string text = std::string(kHeader) + "tx-1,1,1.00,acct-1,\n";
-  const auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "p0.csv");
-  const RecordChecker checker(built_in_transaction_entity());
-  std::vector<Checked> validated;
-  for (const auto& record : decoded) validated.push_back(checker.check(record));
-  const BatchPlan plan = plan_batch(validated);
+  const DirectBatch batch = direct_batch("tx-1,1,1.00,acct-1,\n", "p0.csv");
   const auto order = [](const Position& earlier, const Position& later) {
     return connectors::file::FilePosition::parse(earlier) < connectors::file::FilePosition::parse(later);
-  };
-  const auto batch_at = [&](int batch_no) {
-    return BatchInput{decoded, validated, plan, batch_no, "p0.csv:0",
-                      connectors::file::FilePosition{"p0.csv", text.size()}.to_position()};
   };
 
   const PartitionLeases worker("a", "p", 2);
@@ -413,7 +413,7 @@ TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
   RunRequest run;
   run.pipeline = "p";
   const std::int64_t run_id = start_run(first.connection(), run);
-  EXPECT_EQ(counts_text(first.commit(batch_at(1), QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
+  EXPECT_EQ(counts_text(first.commit(batch.whole(1), QuarantineOrigin{"csv"}, run_id).counts), "inserted 1");
   EXPECT_NO_THROW(second.connection()) << "no pipeline lock between the partitions of one worker";
 
   // Another worker takes partition 0 from a silent owner.
@@ -422,7 +422,7 @@ TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
   ASSERT_EQ(taker.balance(*control).size(), 2u);
   const auto checkpoint = count("checkpoint");
   const auto ledger = count("batch_ledger");
-  EXPECT_THROW(first.commit(batch_at(2), QuarantineOrigin{"csv"}, run_id), LeaseLost);
+  EXPECT_THROW(first.commit(batch.whole(2), QuarantineOrigin{"csv"}, run_id), LeaseLost);
   EXPECT_EQ(count("checkpoint"), checkpoint);
   EXPECT_EQ(count("batch_ledger"), ledger);
 }
@@ -518,12 +518,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   // committed, the connection is then lost, and the same batch is committed again. Its
   // first attempt fails on the dead connection; the retry must find the ledger row, report
   // the ledger's counts as recovered, and apply nothing a second time.
-  const std::string text = std::string(kHeader) + "tx-1,1,1.00,acct-1,\ntx-2,1,2.00,acct-1,\nbad,1,1e3,,\n";
-  const auto decoded = connectors::file::decode_text(connectors::file::Format::kCsv, text, "direct.csv");
-  const RecordChecker checker(built_in_transaction_entity());
-  std::vector<Checked> validated;
-  for (const auto& record : decoded) validated.push_back(checker.check(record));
-  const BatchPlan plan = plan_batch(validated);
+  const DirectBatch direct = direct_batch("tx-1,1,1.00,acct-1,\ntx-2,1,2.00,acct-1,\nbad,1,1e3,,\n", "direct.csv");
 
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the terminate below finds only ours
   Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries(),
@@ -533,7 +528,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   RunRequest run;
   run.pipeline = "p";
   const std::int64_t run_id = start_run(committer.connection(), run);
-  const BatchInput batch{decoded, validated, plan, 1, "direct.csv:0", connectors::file::FilePosition{"direct.csv", text.size()}.to_position()};
+  const BatchInput batch = direct.whole(1);
   const QuarantineOrigin origin{"csv"};
 
   const BatchResult first = committer.commit(batch, origin, run_id);
