@@ -26,6 +26,11 @@ Metrics::Metrics()
                                        .Name("tidemark_checkpoint_timestamp_seconds")
                                        .Help("Unix time of the last checkpoint advance")
                                        .Register(*registry)),
+      source_files_reread_total(prometheus::BuildCounter()
+                                    .Name("tidemark_source_files_reread_total")
+                                    .Help("Files of a file source found changed since a run read them, read again "
+                                          "from their start")
+                                    .Register(*registry)),
       outbox_pending(prometheus::BuildGauge()
                          .Name("tidemark_outbox_pending")
                          .Help("Outbox events not yet delivered or dead")

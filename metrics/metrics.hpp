@@ -25,6 +25,8 @@ struct Metrics {
   prometheus::Family<prometheus::Histogram>& batch_duration_seconds;      // {pipeline}
   prometheus::Family<prometheus::Counter>& runs_total;                    // {pipeline, trigger, status}
   prometheus::Family<prometheus::Gauge>& checkpoint_timestamp_seconds;    // {pipeline}
+  // Files a run found changed since an earlier run read them, and read again from their start.
+  prometheus::Family<prometheus::Counter>& source_files_reread_total;     // {pipeline}
   // Outbox relay.
   prometheus::Family<prometheus::Gauge>& outbox_pending;                  // {destination}
   prometheus::Family<prometheus::Counter>& outbox_deliveries_total;       // {destination, result}

@@ -128,6 +128,8 @@ void add_partition(PartitionedSummary& summary, const std::string& stream, const
   total.counts += partition.counts;
   total.stopped_early = total.stopped_early || partition.stopped_early;
   total.pending_tail_bytes += partition.pending_tail_bytes;
+  total.rewritten_files.insert(total.rewritten_files.end(), partition.rewritten_files.begin(),
+                               partition.rewritten_files.end());
   summary.partitions.emplace_back(stream, partition);
 }
 
@@ -161,6 +163,11 @@ std::string summary_json(const PartitionedSummary& partitioned) {
     if (!summary.dry_run) json["runs"] = std::move(runs);
   }
   json["pending_tail_bytes"] = summary.pending_tail_bytes;
+  boost::json::array rewritten;
+  for (const pipeline::ChangedFile& changed : summary.rewritten_files) {
+    rewritten.push_back(boost::json::object{{"file", changed.file}, {"change", changed.change}});
+  }
+  json["rewritten_files"] = std::move(rewritten);
   return boost::json::serialize(json);
 }
 
@@ -194,6 +201,9 @@ void print_summary(const PartitionedSummary& partitioned) {
   if (summary.stopped_early) {
     std::cout << "stopped by a signal before the source's end"
               << (summary.dry_run ? "" : "; the next run goes on from the checkpoint") << std::endl;
+  }
+  for (const pipeline::ChangedFile& changed : summary.rewritten_files) {
+    std::cout << "read again from its start: " << changed.file << " (" << changed.change << ")" << std::endl;
   }
   if (summary.pending_tail_bytes > 0) {
     std::cout << "pending: " << count_of(summary.pending_tail_bytes, "byte", "bytes")

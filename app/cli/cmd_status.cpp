@@ -62,6 +62,10 @@ void print_run(std::ostream& out, const boost::json::object& run) {
   }
   out << "\n";
   if (const auto& error = run.at("error"); !error.is_null()) out << "               error: " << text(error) << "\n";
+  if (const auto* rewritten = run.if_contains("rewritten_files"); rewritten && rewritten->is_int64() &&
+                                                                  rewritten->as_int64() > 0) {
+    out << "               " << text(*rewritten) << " file(s) found changed since they were read, read again\n";
+  }
 }
 
 void print_status(std::ostream& out, const boost::json::object& status) {
@@ -81,6 +85,9 @@ void print_status(std::ostream& out, const boost::json::object& status) {
     const auto& checkpoint = value.as_object();
     out << "  checkpoint   " << text(checkpoint.at("position")) << " (source " << text(checkpoint.at("source"))
         << "), moved " << duration(checkpoint.at("age_ms")) << " ago\n";
+  }
+  if (const auto* files = status.if_contains("files_read"); files && files->is_int64() && files->as_int64() > 0) {
+    out << "  files read   " << text(*files) << " (the registry the next run compares them with)\n";
   }
   out << "  quarantine   " << text(status.at("open_quarantine")) << " open\n";
   const auto& destinations = status.at("destinations").as_array();

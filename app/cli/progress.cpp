@@ -212,6 +212,10 @@ class ProgressSource final : public pipeline::Source {
   }
   std::string_view format() const override { return inner_->format(); }
   std::uint64_t pending_tail_bytes() const override { return inner_->pending_tail_bytes(); }
+  void restore_marks(std::vector<pipeline::FileMark> stored) override { inner_->restore_marks(std::move(stored)); }
+  std::vector<pipeline::FileMark> take_marks() override { return inner_->take_marks(); }
+  std::vector<std::string> seen_files() const override { return inner_->seen_files(); }
+  std::vector<pipeline::ChangedFile> changed_files() const override { return inner_->changed_files(); }
 
  private:
   std::unique_ptr<pipeline::Source> inner_;

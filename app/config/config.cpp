@@ -639,7 +639,7 @@ class Parser {
       }
     }
     SourceConfig source;
-    const auto keys = fields(map, {"kind", "path", "format", "settle"});
+    const auto keys = fields(map, {"kind", "path", "format", "settle", "on_change"});
     if (const auto* kind = find(keys, "kind")) {
       source.kind = enum_value(*kind, kSourceKinds, "file, postgres, http or nats");
     }
@@ -660,6 +660,11 @@ class Parser {
       const auto value = settle->value.IsScalar() ? parse_duration(settle->value.Scalar()) : std::nullopt;
       if (!value) fail_value(*settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
       source.settle = *value;
+    }
+    if (const auto* on_change = find(keys, "on_change")) {
+      const auto parsed = connectors::file::parse_change_policy(string_value(*on_change));
+      if (!parsed) fail_value(*on_change, "reread or fail");
+      source.on_change = *parsed;
     }
     return source;
   }

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "connectors/file/change_policy.hpp"
 #include "connectors/file/format.hpp"
 #include "connectors/postgres/options.hpp"
 #include "connectors/http_api/http_source.hpp"
@@ -59,6 +60,8 @@ struct SourceConfig {
   // A file's last line without a newline is read only once the file's size and mtime have
   // not changed for this long (0: at once); until then it may be half written.
   Duration settle = std::chrono::seconds(2);
+  // What a run does with a file whose content up to where an earlier run read it changed.
+  connectors::file::ChangePolicy on_change = connectors::file::ChangePolicy::kReread;
   // kind postgres: a table or view of another database, read by keyset (docs/sources.md).
   connectors::postgres::Options postgres;
   // kind: http, a paged JSON API (docs/sources.md "http"); the auth value is read from its

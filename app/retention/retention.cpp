@@ -123,6 +123,12 @@ std::vector<KindResult> run_retention(pqxx::connection& connection, const Option
         pipeline::views::cleanup_inbox(connection, windows.inbox, options.redelivery, counted("inbox"), options.chunk);
   }
   results.push_back(std::move(inbox));
+
+  // The registry of files read, by the runs' window: a file gone that long is not coming back.
+  results.push_back(KindResult{
+      "source_files", pipeline::db::delete_in_chunks(connection, sql::kRetentionSourceFilesChunk, windows.runs,
+                                                     options.chunk, counted("source_files")),
+      {}});
   return results;
 }
 

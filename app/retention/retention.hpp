@@ -27,7 +27,8 @@ namespace tidemark::app::retention {
 inline constexpr std::int64_t kDefaultChunk = 5000;
 
 // The kinds in the order the job deletes them: the ledger before the runs it references.
-inline constexpr std::string_view kKinds[] = {"outbox", "batch_ledger", "runs", "quarantine", "requests", "inbox"};
+inline constexpr std::string_view kKinds[] = {"outbox",   "batch_ledger", "runs",        "quarantine",
+                                               "requests", "inbox",        "source_files"};
 
 struct KindResult {
   std::string kind;           // one of kKinds

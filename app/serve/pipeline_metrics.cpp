@@ -35,6 +35,7 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::C
       }
     }
     metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
+    if (pipeline.source.kind == pipeline::SourceKind::kFile) metrics_.source_files_reread_total.Add({{"pipeline", name}});
   }
   try {
     pool.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
@@ -79,6 +80,11 @@ void PipelineMetrics::run_ended(const std::string& name, pipeline::Trigger trigg
   metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}})
       .Increment();
   if (status == "failed") metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();
+}
+
+void PipelineMetrics::files_reread(const std::string& name, std::size_t count) {
+  if (count == 0) return;
+  metrics_.source_files_reread_total.Add({{"pipeline", name}}).Increment(static_cast<double>(count));
 }
 
 void PipelineMetrics::partitions_owned(const std::string& name, std::size_t owned) {

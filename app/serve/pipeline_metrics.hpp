@@ -28,6 +28,8 @@ class PipelineMetrics {
   void run_batch(const std::string& name, const pipeline::BatchReport& report);
   // A run ended: "succeeded", "stopped" or "failed" (a failed run's batch failed too).
   void run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status);
+  // A run found `count` files changed and read them again (RunSummary::rewritten_files).
+  void files_reread(const std::string& name, std::size_t count);
   // A nats pipeline's consumer: how many partitions it owns now; a partition's run refused.
   void partitions_owned(const std::string& name, std::size_t owned);
   void partition_refused(const std::string& name, int partition);

@@ -204,6 +204,7 @@ RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   spdlog::info("pipeline {}: starting {} run {}{}", name, to_string(run.trigger), run.run_id, run.replay ? " (replay)" : "");
   try {
     const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+    metrics_.files_reread(name, summary.rewritten_files.size());
     metrics_.run_ended(name, run.trigger, summary.stopped_early ? "stopped" : "succeeded");
     return Attempt::kFinished;
   } catch (const pipeline::PipelineBusy& busy) {

@@ -21,7 +21,7 @@ const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factor
        [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
          return connectors::file::open_file_source(
              source.path, source.format, source.settle,
-             std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
+             std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)), source.on_change);
        }},
       // Rows decode through the quarantine's decoder: a release decodes a row's raw JSON
       // object exactly as the run did.

@@ -26,6 +26,25 @@ struct Position {
 // A position as stored and shown.
 inline const std::string& stored_position(const Position& position) { return position.text; }
 
+// What a source that reads files has read of one of them (docs/sources.md "Files that
+// change"): stored in the transaction of the batch that read it, handed back to the source
+// before it seeks at the next run, so that it can tell a file that only grew (read on from
+// `bytes`) from one whose content up to there changed (read again from its start).
+struct FileMark {
+  std::string file;          // its name in the source's folder, escaped into valid text
+  std::uint64_t bytes = 0;   // every record before this offset was returned
+  std::uint64_t device = 0;  // of the file that was read
+  std::uint64_t inode = 0;
+  std::string fingerprint;   // hex SHA-256 of its first KiB and its KiB before `bytes`; '' when unknown
+  friend bool operator==(const FileMark&, const FileMark&) = default;
+};
+
+// A file a run reads again from its start because what an earlier run read of it changed.
+struct ChangedFile {
+  std::string file;    // as in FileMark
+  std::string change;  // what changed, for the log and the run's summary
+};
+
 // Thrown when the source itself cannot be read (missing file, I/O error): the run fails.
 // A record that cannot be decoded is not an error, it is an invalid DecodedRecord.
 struct SourceError : std::runtime_error {
@@ -62,6 +81,18 @@ class Source {
   // Bytes at the end of the source left unread because they may still be being written (a
   // last line without its newline, not yet settled); the next run reads them.
   virtual std::uint64_t pending_tail_bytes() const { return 0; }
+
+  // Sources that read files keep a registry of what they read of each (FileMark); the others
+  // keep nothing. `stored` is what the batches of earlier runs recorded, given before seek();
+  // a replay does not give it (it reads every file from its start).
+  virtual void restore_marks(std::vector<FileMark> stored) { (void)stored; }
+  // The marks that changed since the last call, for the batch of the records read since
+  // then: its transaction stores them. Called on the reading thread, after read().
+  virtual std::vector<FileMark> take_marks() { return {}; }
+  // The names of the files the source found in this run, for the registry's retention.
+  virtual std::vector<std::string> seen_files() const { return {}; }
+  // The files this run reads again from their start, known after seek().
+  virtual std::vector<ChangedFile> changed_files() const { return {}; }
 };
 
 }  // namespace tidemark::pipeline

@@ -29,6 +29,7 @@ struct PreparedBatch {
   std::vector<Checked> validated;
   BatchPlan plan;
   Position end;
+  std::vector<FileMark> marks;  // what it read of each file (Source::take_marks)
   StagedBatch staged;  // null when the commit stages it
 };
 
@@ -133,6 +134,18 @@ std::string describe(const OutcomeCounts& counts) {
 
 }  // namespace
 
+std::vector<FileMark> stored_marks(pqxx::connection& connection, const std::string& pipeline,
+                                   const std::string& source) {
+  pqxx::nontransaction txn(connection);
+  std::vector<FileMark> marks;
+  for (const auto& row : txn.exec_params(std::string(sql::kFilesStoredMarks), pipeline, source)) {
+    marks.push_back({row["file"].as<std::string>(), row["bytes"].as<std::uint64_t>(),
+                     row["device"].as<std::uint64_t>(), row["inode"].as<std::uint64_t>(),
+                     row["fingerprint"].as<std::string>()});
+  }
+  return marks;
+}
+
 std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,
                                           const std::string& source) {
   pqxx::nontransaction txn(connection);
@@ -178,9 +191,25 @@ RunSummary run_pipeline(const RunRequest& request) {
       summary.run_id = run_id;
       resume = stored_checkpoint(connection, request.pipeline, source_name);
     }
-    if (resume && !request.replay) {
-      source->seek(*resume);
-      spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source_name, stored_position(*resume));
+    // A file source reads on from its registry of files read, which a replay ignores.
+    std::vector<FileMark> marks = request.replay ? std::vector<FileMark>{}
+                                                 : stored_marks(connection, request.pipeline, source_name);
+    if (!request.replay && (resume || !marks.empty())) {
+      source->restore_marks(std::move(marks));
+      source->seek(resume.value_or(Position{}));
+      spdlog::info("pipeline {}: resuming {} at {}", request.pipeline, source_name,
+                   resume ? stored_position(*resume) : "its registry of files read");
+      summary.rewritten_files = source->changed_files();
+      for (const ChangedFile& changed : summary.rewritten_files) {
+        spdlog::warn("pipeline {}: file '{}' of {} changed since an earlier run read it ({}); it is read again from "
+                     "its start, where only what is new takes effect",
+                     request.pipeline, changed.file, source_name, changed.change);
+      }
+      if (!summary.rewritten_files.empty() && !request.dry_run) {
+        pqxx::work txn(connection);
+        txn.exec_params(std::string(sql::kFilesRunRewritten), run_id, summary.rewritten_files.size());
+        txn.commit();
+      }
     } else {
       spdlog::info("pipeline {}: reading {} from the start{}", request.pipeline, source_name,
                    request.replay ? " (replay)" : "");
@@ -217,6 +246,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       }
       batch.plan = plan_batch(batch.validated);
       batch.end = source->position();
+      batch.marks = source->take_marks();
       // Staged now, the batch's COPY overlaps the commit of the batch before (docs/architecture.md).
       batch.staged = committer->stage_ahead({batch.decoded, batch.validated, batch.plan, ++prepared_batches});
       return batch;
@@ -240,6 +270,7 @@ RunSummary run_pipeline(const RunRequest& request) {
                        start_position, next.end};
       if (request.max_rejected) batch.admit = [&](const OutcomeCounts& counts) { check_rejections(counts); };
       batch.staged = &next.staged;
+      batch.marks = std::move(next.marks);
       const BatchResult result = committer->commit(batch, origin, run_id);
       failpoint("after_commit");
       ++summary.batches;
@@ -260,6 +291,9 @@ RunSummary run_pipeline(const RunRequest& request) {
     // Cut short by a graceful stop: the source had more (INTERFACE: status `stopped`).
     summary.stopped_early = !source_done;
     if (source_done) summary.pending_tail_bytes = source->pending_tail_bytes();
+    // Drained, every batch read has committed: what the source read after the last one (files
+    // emptied, or read again to no record) is stored now, with the files it found.
+    if (source_done && !request.dry_run) committer->record_files(source->take_marks(), source->seen_files(), run_id);
     if (summary.pending_tail_bytes > 0) {
       spdlog::warn("pipeline {}: stopped before a last line without a newline ({} bytes after {}): it may still be "
                    "being written, so the next run reads it once the file has settled",

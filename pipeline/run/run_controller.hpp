@@ -77,6 +77,9 @@ struct RunSummary {
   bool stopped_early = false;
   // Bytes of a last line left for the next run: it had no newline and had not settled.
   std::uint64_t pending_tail_bytes = 0;
+  // Files whose content up to where an earlier run read them changed: read again from their
+  // start (docs/sources.md "Files that change").
+  std::vector<ChangedFile> rewritten_files;
 };
 
 // The run's rejected records crossed request.max_rejected; the batch that crossed it was
@@ -86,6 +89,11 @@ struct RejectionLimitExceeded : std::runtime_error {
 };
 
 RunSummary run_pipeline(const RunRequest& request);
+
+// What the batches of earlier runs read of each file of (pipeline, source): the registry of
+// files read (Source::restore_marks); empty for sources that read no files.
+std::vector<FileMark> stored_marks(pqxx::connection& connection, const std::string& pipeline,
+                                   const std::string& source);
 
 // The checkpoint stored for (pipeline, source); nullopt before the first commit.
 std::optional<Position> stored_checkpoint(pqxx::connection& connection, const std::string& pipeline,

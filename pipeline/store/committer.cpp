@@ -19,6 +19,16 @@ using db::append_copy_text;
 
 namespace {
 
+// '{1,2,3}' for a $n::bigint[] parameter (libpqxx 6.4 has no array parameters).
+std::string number_array_literal(const std::vector<FileMark>& marks, std::uint64_t FileMark::*member) {
+  std::string literal = "{";
+  for (const FileMark& mark : marks) {
+    if (literal.size() > 1) literal += ',';
+    literal += std::to_string(mark.*member);
+  }
+  return literal + "}";
+}
+
 void append_nullable(std::string& line, const std::optional<std::string>& value) {
   if (value) {
     append_copy_text(line, *value);
@@ -209,6 +219,41 @@ void Committer::fence_run(pqxx::transaction_base& txn, std::int64_t run_id) cons
                  "It commits no more batches; those it committed stand");
 }
 
+void Committer::fence(pqxx::transaction_base& txn, std::int64_t run_id) const {
+  if (leases_) {
+    leases_->fence(txn, lease_);
+  } else {
+    fence_run(txn, run_id);
+  }
+}
+
+void Committer::record_marks(pqxx::transaction_base& txn, const std::vector<FileMark>& marks,
+                             std::int64_t run_id) const {
+  if (marks.empty()) return;
+  std::vector<std::string> files;
+  std::vector<std::string> fingerprints;
+  for (const FileMark& mark : marks) {
+    files.push_back(mark.file);
+    fingerprints.push_back(mark.fingerprint);
+  }
+  txn.exec_params(std::string(sql::kFilesRecordMarks), pipeline_, source_, db::text_array_literal(files),
+                  number_array_literal(marks, &FileMark::bytes), number_array_literal(marks, &FileMark::device),
+                  number_array_literal(marks, &FileMark::inode), db::text_array_literal(fingerprints), run_id);
+}
+
+void Committer::record_files(const std::vector<FileMark>& marks, const std::vector<std::string>& seen,
+                             std::int64_t run_id) {
+  if (marks.empty() && seen.empty()) return;
+  db::with_retries(retry_, "the files read by run " + std::to_string(run_id) + " of pipeline " + pipeline_, [&] {
+    if (sessions_[0] && !sessions_[0]->is_open()) sessions_[0].reset();
+    pqxx::work txn(session(0));
+    fence(txn, run_id);
+    record_marks(txn, marks, run_id);
+    if (!seen.empty()) txn.exec_params(std::string(sql::kFilesSeen), pipeline_, source_, db::text_array_literal(seen));
+    txn.commit();
+  });
+}
+
 // Every version (not only candidates: a stored conflict is found for each), each value in its
 // canonical form, which is also its column type's text form.
 void Committer::stage(pqxx::transaction_base& txn, const BatchInput& batch) const {
@@ -252,11 +297,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql). Another
   // run's batch commits only while its run is running (sql/commit/fence_run.sql). A batch
   // staged ahead holds no row lock yet: its stage is its session's own temporary table.
-  if (leases_) {
-    leases_->fence(txn, lease_);
-  } else if (!dry_run_) {
-    fence_run(txn, run_id);
-  }
+  if (leases_ || !dry_run_) fence(txn, run_id);
 
   // 1. Stage the batch, unless it was staged ahead.
   if (!staged_ahead) stage(txn, batch);
@@ -368,13 +409,14 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     txn.exec(std::string(sql::kCommitQuarantine));
   }
 
-  // 4. Ledger, then the checkpoint, last.
+  // 4. Ledger, the files read, then the checkpoint, last.
   const OutcomeCounts& c = result.counts;
   txn.exec_params(std::string(sql::kCommitRecordBatch), pipeline_, run_id, batch.batch_no, source_,
                   batch.start_position, batch.end ? batch.end->text : batch.start_position,
                   c.input(), c[Outcome::kInserted], c[Outcome::kUpdated], c[Outcome::kUnchanged],
                   c[Outcome::kStale], c[Outcome::kSuperseded], c[Outcome::kDuplicate], c[Outcome::kInvalid],
                   c[Outcome::kConflict]);
+  record_marks(txn, batch.marks, run_id);
   if (batch.end) {
     if (!precedes_) throw std::logic_error("Committer: a batch with an end position needs the source's order");
     // Never backwards, by the source's own order: the stored row is locked, so nothing can

@@ -60,6 +60,9 @@ struct BatchInput {
   // The batch as Committer::stage_ahead staged it, or null: the commit's first attempt
   // continues its transaction (and takes it), a retry stages the batch again.
   StagedBatch* staged = nullptr;
+  // What the batch read of each file it read from (Source::take_marks): the registry of files
+  // read moves in the batch's transaction, with the checkpoint.
+  std::vector<FileMark> marks;
 };
 
 struct BatchResult {
@@ -126,6 +129,11 @@ class Committer {
   // lasting failure there.
   StagedBatch stage_ahead(const BatchInput& batch);
 
+  // At the end of a run: the marks no batch carried (files emptied, or read again to no
+  // record) and the files the run found (`seen`, for the registry's retention), in one
+  // transaction of their own, fenced as a batch is. Retries transient failures.
+  void record_files(const std::vector<FileMark>& marks, const std::vector<std::string>& seen, std::int64_t run_id);
+
   // A dry run (tidemark run --dry-run): from here on every batch runs the stage and the
   // apply statement of a real commit, so its outcomes are the statement's own verdicts, in
   // one transaction on the locked connection that is never committed. Each batch therefore
@@ -143,6 +151,9 @@ class Committer {
   std::size_t session_of(int batch_no) const;
   // Throws RunEnded unless run_id is still running, and holds its row until the batch ends.
   void fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const;
+  // The partition's lease fence, or the run's (fence_run).
+  void fence(pqxx::transaction_base& txn, std::int64_t run_id) const;
+  void record_marks(pqxx::transaction_base& txn, const std::vector<FileMark>& marks, std::int64_t run_id) const;
   // COPYs the batch's versions into the session's stage (step 1 of a commit).
   void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,

@@ -1,5 +1,6 @@
 -- `retention run --dry-run`: how many rows each kind would delete now, as the chunks decide
--- (windows in milliseconds: $1 outbox, $2 runs, $3 quarantine, $4 requests, $5 inbox).
+-- (windows in milliseconds: $1 outbox, $2 runs (also the registry of files read), $3 quarantine,
+-- $4 requests, $5 inbox).
 -- Read-only; the runs count includes those whose ledger rows would go first.
 WITH expired_runs AS (
   SELECT r.id FROM runs r
@@ -14,4 +15,5 @@ SELECT (SELECT count(*) FROM outbox o
        (SELECT count(*) FROM expired_runs),
        (SELECT count(*) FROM quarantine WHERE released_at < now() - $3::bigint * interval '1 millisecond'),
        (SELECT count(*) FROM run_requests WHERE received_at < now() - $4::bigint * interval '1 millisecond'),
-       (SELECT count(*) FROM inbox WHERE processed_at < now() - $5::bigint * interval '1 millisecond')
+       (SELECT count(*) FROM inbox WHERE processed_at < now() - $5::bigint * interval '1 millisecond'),
+       (SELECT count(*) FROM tidemark_source_files WHERE seen_at < now() - $2::bigint * interval '1 millisecond')

@@ -3,6 +3,7 @@ SELECT json_build_object(
   'run_id', r.id, 'pipeline', r.pipeline, 'trigger', r.trigger, 'mode', r.mode, 'status', r.status,
   'request_id', r.request_id, 'reason', r.reason, 'error', r.error,
   'requested_at', r.requested_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
+  'rewritten_files', r.rewritten_files,
   'batches', count(l.id),
   'input', COALESCE(sum(l.input), 0)::bigint,
   'inserted', COALESCE(sum(l.inserted), 0)::bigint,

@@ -8,6 +8,7 @@ SELECT json_build_object(
   'run_id', r.id, 'pipeline', r.pipeline, 'trigger', r.trigger, 'mode', r.mode, 'status', r.status,
   'request_id', r.request_id, 'reason', r.reason, 'error', r.error,
   'requested_at', r.requested_at, 'started_at', r.started_at, 'finished_at', r.finished_at,
+  'rewritten_files', r.rewritten_files,
   'duration_ms', (extract(epoch FROM COALESCE(r.finished_at, now()) - r.started_at) * 1000)::bigint,
   'batches', l.batches, 'input', l.input,
   'inserted', l.inserted, 'updated', l.updated, 'unchanged', l.unchanged, 'stale', l.stale,

@@ -332,5 +332,19 @@ TEST(RetentionTest, DryRunCountsWhatWouldGoAndDeletesNothing) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_run_daily"), "0");
 }
 
+TEST(RetentionTest, TheRegistryOfFilesReadLosesOnlyFilesNoRunHasFoundForTheRunsWindow) {
+  TestDatabase db;
+  exec(db, "INSERT INTO tidemark_source_files (pipeline, source, file, bytes, device, inode, fingerprint, run_id, "
+           "updated_at, seen_at) VALUES "
+           "('p', '/in', 'gone.csv', 10, 1, 1, 'f', 1, now() - interval '200 days', now() - interval '91 days'), "
+           "('p', '/in', 'old.csv', 10, 1, 2, 'f', 1, now() - interval '200 days', now() - interval '1 day')");
+  Options dry = options_with_chunk(kDefaultChunk);
+  dry.dry_run = true;
+  EXPECT_EQ(by_kind(run_retention(*db.connect(), dry)).at("source_files").deleted, 1);
+  EXPECT_EQ(by_kind(run_retention(*db.connect(), options_with_chunk(kDefaultChunk))).at("source_files").deleted, 1);
+  // A file read long ago that runs still find stays registered, so it is not read again.
+  EXPECT_EQ(db.scalar("SELECT string_agg(file, ',') FROM tidemark_source_files"), "old.csv");
+}
+
 }  // namespace
 }  // namespace tidemark::app::retention

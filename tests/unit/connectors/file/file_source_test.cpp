@@ -1,6 +1,7 @@
 // FileSource: folder listing and order, batches across files, exact resume from a checkpoint.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <chrono>
@@ -291,6 +292,88 @@ TEST(FileSource, EmptyFolderHasNoRecords) {
   std::vector<DecodedRecord> batch;
   EXPECT_EQ(source->read(batch, 10), 0u);
   EXPECT_EQ(source->position().text, FilePosition{}.to_position().text);
+}
+
+TEST(FileSource, AFifoIsRefusedAtOnceAsASourceAndPassedOverInAFolder) {
+  TempDir dir;
+  // Opening a FIFO without a writer would block the run, and its signals, in open().
+  ASSERT_EQ(::mkfifo((dir.path() / "pipe.csv").c_str(), 0600), 0);
+  try {
+    FileSource source(dir.path() / "pipe.csv", Format::kCsv);
+    FAIL() << "no exception";
+  } catch (const pipeline::SourceError& error) {
+    EXPECT_NE(std::string(error.what()).find("not a regular file"), std::string::npos) << error.what();
+  }
+  dir.write("a.csv", csv({"a1"}));
+  FileSource folder(dir.path(), Format::kCsv);
+  EXPECT_EQ(ids_of(read_all(folder)), std::vector<std::string>{"a1"});
+  EXPECT_EQ(folder.seen_files(), std::vector<std::string>{"a.csv"});
+}
+
+// --- the registry of files read (issue 42) ------------------------------------------------
+
+TEST(FileSource, MarksSayWhatTheRecordsReturnedReadOfEachFile) {
+  TempDir dir;
+  const fs::path a = dir.write("a.csv", csv({"a1", "a2"}));
+  dir.write("b.csv", csv({"b1"}));
+  FileSource source(dir.path(), Format::kCsv);
+  std::vector<DecodedRecord> batch;
+  ASSERT_EQ(source.read(batch, 1), 1u);
+  std::vector<pipeline::FileMark> marks = source.take_marks();
+  ASSERT_EQ(marks.size(), 1u);
+  EXPECT_EQ(marks[0].file, "a.csv");
+  EXPECT_EQ(marks[0].bytes, batch[0].position.end_offset);
+  struct stat status {};
+  ASSERT_EQ(::stat(a.c_str(), &status), 0);
+  EXPECT_EQ(marks[0].device, static_cast<std::uint64_t>(status.st_dev));
+  EXPECT_EQ(marks[0].inode, static_cast<std::uint64_t>(status.st_ino));
+  EXPECT_EQ(marks[0].fingerprint, ReadOnlyFile(a).fingerprint(marks[0].bytes));
+  EXPECT_TRUE(source.take_marks().empty());  // nothing read since
+  batch.clear();
+  ASSERT_EQ(source.read(batch, 10), 2u);
+  marks = source.take_marks();
+  ASSERT_EQ(marks.size(), 2u);
+  EXPECT_EQ(marks[0].file, "a.csv");
+  EXPECT_EQ(marks[0].bytes, csv({"a1", "a2"}).size());
+  EXPECT_EQ(marks[1].file, "b.csv");
+  EXPECT_EQ(marks[1].bytes, csv({"b1"}).size());
+}
+
+TEST(FileSource, WithItsRegistryASourceReadsOnAGrownFileSkipsAnUnchangedOneAndRereadsAChangedOne) {
+  TempDir dir;
+  dir.write("a.csv", csv({"a1"}));
+  dir.write("b.csv", csv({"b1"}));
+  dir.write("c.csv", csv({"c1"}));
+  std::vector<pipeline::FileMark> registry;
+  {
+    FileSource first(dir.path(), Format::kCsv);
+    read_all(first);
+    registry = first.take_marks();
+  }
+  dir.write("a.csv", csv({"a1", "a2"}));  // grew
+  dir.write("c.csv", csv({"x1"}));        // rewritten in place, as long as before
+  FileSource next(dir.path(), Format::kCsv);
+  next.restore_marks(registry);
+  next.seek(FilePosition{"c.csv", csv({"c1"}).size()});
+  ASSERT_EQ(next.changed_files().size(), 1u);
+  EXPECT_EQ(next.changed_files()[0].file, "c.csv");
+  EXPECT_NE(next.changed_files()[0].change.find("rewritten"), std::string::npos);
+  EXPECT_EQ(ids_of(read_all(next)), (std::vector<std::string>{"a2", "x1"}));
+}
+
+TEST(FileSource, FingerprintCoversTheFirstAndTheLastKibibyteBeforeTheOffsetAndTheOffset) {
+  TempDir dir;
+  std::string text(4096, 'x');
+  const fs::path file = dir.write("f.csv", text);
+  const std::string whole = ReadOnlyFile(file).fingerprint(4096);
+  EXPECT_EQ(whole.size(), 64u);
+  EXPECT_NE(ReadOnlyFile(file).fingerprint(4095), whole);  // the length counts
+  text[2048] = 'y';                                         // between the two ends: not seen
+  dir.write("f.csv", text);
+  EXPECT_EQ(ReadOnlyFile(file).fingerprint(4096), whole);
+  text[4000] = 'y';  // in the KiB before the offset
+  dir.write("f.csv", text);
+  EXPECT_NE(ReadOnlyFile(file).fingerprint(4096), whole);
 }
 
 // --- positions and decode contexts, opaque to the pipeline (issue 13) --------------------
