@@ -245,7 +245,7 @@ TEST(CliRun, JsonSummaryIsTheLastStdoutLineAndReconciles) {
   for (const auto& field : summary) keys.insert(std::string(field.key()));
   EXPECT_EQ(keys, (std::set<std::string>{"pipeline", "run_id", "batches", "input", "inserted", "updated", "unchanged",
                                          "stale", "superseded", "duplicate", "invalid", "conflict", "checkpoint",
-                                         "pending_tail_bytes"}));
+                                         "pending_tail_bytes", "rewritten_files"}));
   std::int64_t sum = 0;
   for (const char* outcome :
        {"inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid", "conflict"}) {

@@ -84,7 +84,8 @@ TEST_F(StatusCliTest, JsonShowsTheLastRunWithLedgerCountsCheckpointOpenQuarantin
   std::set<std::string> keys;
   for (const auto& field : p) keys.insert(std::string(field.key()));
   EXPECT_EQ(keys, (std::set<std::string>{"pipeline", "configured", "last_run", "checkpoints", "open_quarantine",
-                                         "destinations"}));
+                                         "files_read", "destinations"}));
+  EXPECT_EQ(p.at("files_read").to_number<std::int64_t>(), 1);  // its source file, in the registry
   EXPECT_EQ(p.at("pipeline").as_string(), "p");
   EXPECT_EQ(p.at("configured").as_bool(), true);
 
