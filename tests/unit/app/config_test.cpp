@@ -149,6 +149,21 @@ TEST(ParseConfig, SettleAndMaxRejectedAreRead) {
   EXPECT_EQ(b.max_rejected->text, "2.5%");
 }
 
+TEST(ParseConfig, OnChangeDefaultsToRereadAndIsReadOrRefusedNamingLineAndKey) {
+  using connectors::file::ChangePolicy;
+  EXPECT_EQ(parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions").source.on_change,
+            ChangePolicy::kReread);
+  const auto config = parse_config(
+      "pipelines:\n"
+      "  a: {source: {path: a.csv, on_change: fail}}\n"
+      "  b: {source: {path: b.csv, on_change: reread}}\n",
+      "config.yaml");
+  EXPECT_EQ(config.pipelines.at("a").source.on_change, ChangePolicy::kFail);
+  EXPECT_EQ(config.pipelines.at("b").source.on_change, ChangePolicy::kReread);
+  EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {path: a.csv, on_change: ignore}\n"),
+              StartsWith("config.yaml:3: pipelines.p.source.on_change: expected reread or fail"));
+}
+
 TEST(ParseConfigErrors, BadSettleOrMaxRejectedNamesLineAndKey) {
   EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {path: a.csv, settle: soon}\n"),
               StartsWith("config.yaml:3: pipelines.p.source.settle: expected a duration"));
