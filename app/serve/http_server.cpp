@@ -135,19 +135,15 @@ struct HttpServerState {
   }
 
   // Makes room among the reserve connections or the others: closes the one that has waited
-  // longest for a request's head, else the one whose body has waited longest for its next
-  // bytes (the slowest: a flood of trickling bodies sheds itself). False when every one has
-  // a request in hand.
+  // longest for its next bytes, idle or with a head or a body still arriving (a flood of
+  // trickling bodies sheds itself, and a connection just accepted is the last to go). False
+  // when every one has a whole request in hand.
   bool make_room(bool reserve) {
     std::pair<beast::tcp_stream* const, Connection>* victim = nullptr;
-    const auto rank = [](const Connection& connection) { return connection.phase == Phase::kWaiting ? 0 : 1; };
     for (auto& entry : connections) {
       const Connection& connection = entry.second;
       if (connection.closing || connection.reserve != reserve || connection.phase == Phase::kInHand) continue;
-      if (victim == nullptr || rank(connection) < rank(victim->second) ||
-          (rank(connection) == rank(victim->second) && connection.since < victim->second.since)) {
-        victim = &entry;
-      }
+      if (victim == nullptr || connection.since < victim->second.since) victim = &entry;
     }
     if (victim == nullptr) return false;
     --count_of(victim->second);

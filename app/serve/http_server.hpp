@@ -23,10 +23,10 @@ struct HttpServerState;  // defined in http_server.cpp
 
 struct HttpServerLimits {
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per read or write of a connection
-  // Open connections at once (http.max_connections); beyond it the one idle longest is
-  // closed, else the one whose body has waited longest for its next bytes. When every one has
-  // a whole request in hand, a few connections more answer the probes only (anything else
-  // 503); beyond those, a new one is answered 503 and closed.
+  // Open connections at once (http.max_connections); beyond it the one that has waited
+  // longest for its next bytes (idle, or a head or body still arriving) is closed. When
+  // every one has a whole request in hand, a few connections more answer the probes only
+  // (anything else 503); beyond those, a new one is answered 503 and closed.
   std::size_t max_connections = 1024;
 };
 
