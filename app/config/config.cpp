@@ -369,7 +369,7 @@ class Parser {
 
   HttpConfig parse_http(const Entry& map) {
     HttpConfig http;
-    const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated"});
+    const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated", "allowed_hosts"});
     if (const auto* listen = find(keys, "listen")) {
       attempt([&] {
         const auto text = string_value(*listen);
@@ -385,6 +385,23 @@ class Parser {
     }
     if (const auto* entry = find(keys, "allow_unauthenticated")) {
       attempt([&] { http.allow_unauthenticated = boolean_value(*entry); });
+    }
+    if (const auto* list = find(keys, "allowed_hosts")) {
+      attempt([&] {
+        if (!list->value.IsSequence()) fail_value(*list, "a list of host names, e.g. [tidemark.internal]");
+        for (std::size_t i = 0; i < list->value.size(); ++i) {
+          const Entry item{list->key, list->value[i], list->path + "[" + std::to_string(i) + "]"};
+          const std::string name = string_value(item);
+          // A name or an IPv4 address (letters, digits, '.', '-'), or an IPv6 address in brackets: no port.
+          const bool bracketed = name.size() > 2 && name.front() == '[' && name.back() == ']' &&
+                                 name.find_first_not_of("0123456789abcdefABCDEF:.", 1) == name.size() - 1;
+          if (!bracketed && (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                    "0123456789.-") != std::string::npos)) {
+            fail_value(item, "a host name without a port (tidemark.internal, 10.0.0.5, [fd00::5])");
+          }
+          http.allowed_hosts.push_back(name);
+        }
+      });
     }
     return http;
   }

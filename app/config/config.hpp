@@ -128,6 +128,9 @@ struct HttpConfig {
   std::string listen = "127.0.0.1:8080";
   std::size_t max_connections = 1024;   // open connections at once; beyond it the oldest idle one closes
   bool allow_unauthenticated = false;   // serve without TIDEMARK_API_TOKEN on a non-loopback address
+  // Without TIDEMARK_API_TOKEN, the host names a /v1 request's Host may give besides the
+  // listen address and localhost (what defeats DNS rebinding; docs/api.md).
+  std::vector<std::string> allowed_hosts;
 };
 
 // How long each kind of history is kept (one section for every retention window).

@@ -42,15 +42,20 @@ Api::Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::Connectio
          PipelineMetrics& pipeline_metrics, ApiOptions options)
     : options_(std::move(options)),
       context_{config, runs, pool, metrics, pipeline_metrics, options_},
-      router_(route_table(context_), options_.api_token) {
+      router_(route_table(context_), options_.api_token, options_.host_names) {
   add_webhook_series(metrics);
 }
 
 void Api::on_timeout(const HttpRequest& request) {
   if (request.method == "POST" && route_of(request.target).kind == RouteKind::kTrigger) {
     count_webhook(context_.metrics, "timeout");
-    // No answer goes back (the connection is closed), so the log is where the reason shows.
-    spdlog::warn("run trigger rejected: timeout: the client stalled after its header, the connection is closed");
+    // No answer goes back (the connection is closed), so the log is where the reason shows;
+    // a flood of them is one line an interval, with the count (the metric counts each).
+    if (const auto held = stalled_triggers_.admit()) {
+      spdlog::warn("run trigger rejected: timeout: the client stalled after its header or sent its body too slowly, "
+                   "the connection is closed{}",
+                   held_back(*held));
+    }
   }
 }
 

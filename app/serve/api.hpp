@@ -8,10 +8,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pipeline/store/pg/connection_pool.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/serve/http_message.hpp"
+#include "app/serve/log_throttle.hpp"
 #include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/router.hpp"
 #include "app/serve/run_queue.hpp"
@@ -33,6 +35,9 @@ struct ApiOptions {
   std::optional<std::string> webhook_key;
   // TIDEMARK_API_TOKEN: when set, the /v1 read and release endpoints need "Bearer <token>".
   std::optional<std::string> api_token;
+  // Without a token, the hosts a /v1 request's Host may name (front_door.hpp host_name's
+  // form): the listen address, localhost and http.allowed_hosts. Set by the Service.
+  std::vector<std::string> host_names;
   // Why serve is not ready apart from the database (the relay down, say); "" when it is.
   std::function<std::string()> not_ready;
 };
@@ -46,11 +51,13 @@ class Api {
   Api& operator=(const Api&) = delete;
 
   HttpResponse handle(const HttpRequest& request) const { return router_.dispatch(request); }
-  // A client stopped sending a request's body before the timeout (counted for run triggers).
+  // A client stopped sending a request's body before the timeout or sent it too slowly
+  // (counted and logged for run triggers). On the io_context's thread.
   void on_timeout(const HttpRequest& request);
 
  private:
   ApiOptions options_;
+  LogThrottle stalled_triggers_{std::chrono::seconds(10)};
   ApiContext context_;
   Router router_;
 };

@@ -7,9 +7,41 @@
 
 #include <boost/url/parse.hpp>
 
+#include "pipeline/core/utf8.hpp"
+
 namespace tidemark::app::serve {
 
 namespace bhttp = boost::beast::http;
+
+namespace {
+
+std::string lower_case(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  return lower;
+}
+
+// The decoded segments and query of a parsed target are text PostgreSQL stores as it is.
+bool storable_target(const boost::urls::url_view& url) {
+  for (const auto& segment : url.segments()) {
+    if (!pipeline::is_storable_text(segment)) return false;
+  }
+  for (const auto& param : url.params()) {
+    if (!pipeline::is_storable_text(param.key) || !pipeline::is_storable_text(param.value)) return false;
+  }
+  return true;
+}
+
+// "application/json; charset=utf-8" -> "application/json".
+std::string media_type(std::string_view content_type) {
+  content_type = content_type.substr(0, content_type.find(';'));
+  const auto first = content_type.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return "";
+  content_type = content_type.substr(first, content_type.find_last_not_of(" \t") - first + 1);
+  return lower_case(content_type);
+}
+
+}  // namespace
 
 const std::string& HttpRequest::header(const std::string& lower_case_name) const {
   static const std::string kEmpty;
@@ -23,9 +55,7 @@ HttpRequest request_head(const RequestParser& parser) {
   request.method = std::string(message.method_string());
   request.target = std::string(message.target());
   for (const auto& field : message) {
-    std::string name(field.name_string());
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-    request.headers[name] = std::string(field.value());
+    request.headers[lower_case(field.name_string())] = std::string(field.value());
   }
   return request;
 }
@@ -51,6 +81,12 @@ Route route_of(std::string_view target) {
   const auto url = boost::urls::parse_origin_form(target);
   if (!url) {
     route.kind = RouteKind::kBadTarget;
+    route.malformed = "malformed request target";
+    return route;
+  }
+  if (!storable_target(*url)) {
+    route.kind = RouteKind::kBadTarget;
+    route.malformed = "the request target is not valid UTF-8 once percent-decoded";
     return route;
   }
   route.path = std::string(url->path());
@@ -103,6 +139,37 @@ Route route_of(std::string_view target) {
     }
   }
   return route;
+}
+
+std::string host_name(std::string_view authority) {
+  const auto end = authority.starts_with('[') ? authority.find(']') + 1 : authority.find(':');
+  return lower_case(authority.substr(0, end));
+}
+
+std::optional<Refusal> refuse_cross_site(const HttpRequest& request, const Route& route,
+                                         const std::vector<std::string>& host_names) {
+  if (!route.needs_token()) return std::nullopt;
+  const std::string& host = request.header("host");
+  if (std::find(host_names.begin(), host_names.end(), host_name(host)) == host_names.end()) {
+    return Refusal{403, "Host \"" + host + "\" is not a name of this server (the listen address, localhost or http.allowed_hosts)"};
+  }
+  if (route.method != "POST") return std::nullopt;
+  const std::string fetch_site = lower_case(request.header("sec-fetch-site"));
+  if (fetch_site == "cross-site" || fetch_site == "same-site") {
+    return Refusal{403, "a request from another site (Sec-Fetch-Site: " + fetch_site + ") is refused without a token"};
+  }
+  if (const auto found = request.headers.find("origin"); found != request.headers.end()) {
+    const std::string& origin = found->second;
+    const auto scheme_end = origin.find("://");
+    const std::string authority = scheme_end == std::string::npos ? "" : lower_case(origin.substr(scheme_end + 3));
+    if (authority.empty() || authority != lower_case(host)) {
+      return Refusal{403, "a request from another origin (Origin: " + origin + ") is refused without a token"};
+    }
+  }
+  if (media_type(request.header("content-type")) != "application/json") {
+    return Refusal{415, "a POST needs Content-Type: application/json"};
+  }
+  return std::nullopt;
 }
 
 bool valid_webhook_id(std::string_view id) {

@@ -51,6 +51,7 @@ struct Route {
   RouteKind kind = RouteKind::kNotFound;
   std::string method;                // the one method the route takes
   std::string path;                  // the target's path, for messages
+  std::string malformed;             // kBadTarget: why
   std::vector<std::string> segments;  // decoded path segments
 
   // /healthz, /readyz, /metrics: answered on a lane of their own, never behind other requests.
@@ -59,7 +60,30 @@ struct Route {
   bool needs_token() const { return kind >= RouteKind::kRun; }
 };
 
+// A target whose decoded path segments or query keys and values are not valid UTF-8 (or hold
+// NUL) is kBadTarget: no handler ever passes such text on to PostgreSQL.
 Route route_of(std::string_view target);
+
+// The host of a Host header or of an authority, as Host writes it and in lower case, without
+// the port: "LocalHost:8080" -> "localhost", "[::1]:8080" -> "[::1]".
+std::string host_name(std::string_view authority);
+
+// Serve without TIDEMARK_API_TOKEN answers whoever reaches it, a web page of another site in
+// an operator's browser included. For the /v1 routes (Route::needs_token) this refuses:
+//  - a Host whose host is not one of `host_names` (host_name's form: the listen address,
+//    localhost, http.allowed_hosts): a name of another site's that resolves to serve's address
+//    (DNS rebinding) reads nothing (403);
+//  - a POST from another origin: an Origin whose authority is not the Host, or Sec-Fetch-Site
+//    cross-site or same-site (403);
+//  - a POST without Content-Type: application/json, which no HTML form can send, nor another
+//    origin's script without a CORS preflight that serve never grants (415).
+// With a token none of this applies: a browser never adds it on its own.
+struct Refusal {
+  int status = 0;
+  std::string reason;
+};
+std::optional<Refusal> refuse_cross_site(const HttpRequest& request, const Route& route,
+                                         const std::vector<std::string>& host_names);
 
 // The webhook-ids serve records: 1 to 256 bytes of printable ASCII (what a Standard
 // Webhooks sender generates; anything else is an attack on the index or the logs).

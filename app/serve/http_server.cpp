@@ -20,6 +20,7 @@
 
 #include "app/serve/api.hpp"
 #include "app/serve/front_door.hpp"
+#include "app/serve/log_throttle.hpp"
 
 namespace tidemark::app::serve {
 
@@ -32,6 +33,19 @@ namespace {
 
 constexpr std::uint32_t kMaxHeaderBytes = 16 * 1024;
 constexpr std::size_t kMaxDrainBytes = 1024 * 1024;
+// A body must arrive at kMinBodyBytesPerSecond after a grace (declared length / rate +
+// grace, capped by the timeout): a client that cannot deliver it is dropped as stalled, so
+// that a trickling body holds its connection seconds, not the whole timeout. 64 KiB, the
+// largest body, gets the whole default timeout.
+constexpr std::chrono::milliseconds kBodyGrace{2000};
+constexpr std::size_t kMinBodyBytesPerSecond = 8 * 1024;
+// Connections beyond http.max_connections, for the probes only, taken when every one within
+// it has a request in hand: each reads one request head within kReserveHeadTimeout and
+// answers /healthz, /readyz or /metrics, anything else 503, then closes.
+constexpr std::size_t kProbeReserve = 8;
+constexpr std::chrono::milliseconds kReserveHeadTimeout{1000};
+
+const std::string kBusyBody = "{\"error\":\"too many connections (http.max_connections)\"}\n";
 
 bhttp::response<bhttp::string_body> to_beast(const HttpResponse& response, unsigned version, bool keep_alive) {
   bhttp::response<bhttp::string_body> message{static_cast<bhttp::status>(response.status), version};
@@ -44,31 +58,10 @@ bhttp::response<bhttp::string_body> to_beast(const HttpResponse& response, unsig
   return message;
 }
 
-// At most one log line per interval for a condition that can recur thousands of times a
-// second (an exhausted descriptor table); the lines held back are counted in the next one.
-class LogThrottle {
- public:
-  explicit LogThrottle(std::chrono::steady_clock::duration interval) : interval_(interval) {}
-
-  // The number of lines held back since the last one when this one may be logged, else nullopt.
-  std::optional<std::size_t> admit() {
-    const auto now = std::chrono::steady_clock::now();
-    if (now < next_) {
-      ++held_back_;
-      return std::nullopt;
-    }
-    next_ = now + interval_;
-    return std::exchange(held_back_, 0);
-  }
-
- private:
-  std::chrono::steady_clock::duration interval_;
-  std::chrono::steady_clock::time_point next_{};
-  std::size_t held_back_ = 0;
-};
-
-std::string held_back(std::size_t count) {
-  return count == 0 ? "" : " (" + std::to_string(count) + " more since the last report)";
+// How long a body of `declared` bytes may take to arrive.
+std::chrono::milliseconds body_deadline(std::uint64_t declared, std::chrono::milliseconds timeout) {
+  const auto at_minimum_rate = std::chrono::milliseconds(declared * 1000 / kMinBodyBytesPerSecond);
+  return std::min(timeout, kBodyGrace + at_minimum_rate);
 }
 
 }  // namespace
@@ -83,10 +76,24 @@ struct HttpServerState {
         handlers(std::move(http_handlers)),
         limits(server_limits) {}
 
-  // A connection, and since when it waits for a request (nullopt while one is in hand).
+  // What a connection is doing. Only a request read whole is in hand: one whose body is
+  // still arriving can be shed to make room, like a connection waiting for its next request.
+  enum class Phase {
+    kWaiting,  // for a request's head (idle, or a head still arriving)
+    kBody,     // reading a request's body
+    kInHand,   // a whole request is handled, or its answer written
+  };
   struct Connection {
-    std::optional<std::chrono::steady_clock::time_point> idle_since;
+    Phase phase = Phase::kWaiting;
+    // kWaiting: since when it waits; kBody: when its body last brought bytes.
+    std::chrono::steady_clock::time_point since;
+    bool reserve = false;  // beyond http.max_connections: for a probe only (kProbeReserve)
     bool closing = false;  // closed to make room; its session has not ended yet
+
+    void enter(Phase next) {
+      phase = next;
+      since = std::chrono::steady_clock::now();
+    }
   };
 
   tcp::acceptor acceptor;
@@ -99,7 +106,8 @@ struct HttpServerState {
   bool stopping = false;
   bool abandoned = false;  // drain() gave up on the requests still in hand
   std::map<beast::tcp_stream*, Connection> connections;
-  std::size_t closing = 0;  // connections with Connection::closing set
+  std::size_t open = 0;      // connections within http.max_connections, not closing
+  std::size_t reserved = 0;  // reserve connections, not closing
   LogThrottle accept_errors{std::chrono::seconds(10)};
   LogThrottle refusals{std::chrono::seconds(10)};
 
@@ -112,27 +120,41 @@ struct HttpServerState {
     }
   }
 
-  std::size_t live_connections() const { return connections.size() - closing; }
+  Connection& opened(beast::tcp_stream* stream, bool reserve) {
+    Connection& connection = connections[stream];
+    connection.reserve = reserve;
+    connection.enter(Phase::kWaiting);
+    ++count_of(connection);
+    return connection;
+  }
 
-  // Closes the connection that has waited longest for its next request; false when every
-  // connection has a request in hand.
-  bool close_oldest_idle() {
-    Connection* oldest = nullptr;
-    beast::tcp_stream* oldest_stream = nullptr;
-    for (auto& [stream, connection] : connections) {
-      if (connection.closing || !connection.idle_since) continue;
-      if (oldest == nullptr || *connection.idle_since < *oldest->idle_since) {
-        oldest = &connection;
-        oldest_stream = stream;
-      }
+  void ended(beast::tcp_stream* stream) {
+    const auto found = connections.find(stream);
+    if (!found->second.closing) --count_of(found->second);
+    connections.erase(found);
+  }
+
+  // Makes room among the reserve connections or the others: closes the one that has waited
+  // longest for its next bytes, idle or with a head or a body still arriving (a flood of
+  // trickling bodies sheds itself, and a connection just accepted is the last to go). False
+  // when every one has a whole request in hand.
+  bool make_room(bool reserve) {
+    std::pair<beast::tcp_stream* const, Connection>* victim = nullptr;
+    for (auto& entry : connections) {
+      const Connection& connection = entry.second;
+      if (connection.closing || connection.reserve != reserve || connection.phase == Phase::kInHand) continue;
+      if (victim == nullptr || connection.since < victim->second.since) victim = &entry;
     }
-    if (oldest == nullptr) return false;
-    oldest->closing = true;
-    ++closing;
+    if (victim == nullptr) return false;
+    --count_of(victim->second);
+    victim->second.closing = true;
     beast::error_code ignored;
-    oldest_stream->socket().close(ignored);
+    victim->first->socket().close(ignored);
     return true;
   }
+
+ private:
+  std::size_t& count_of(const Connection& connection) { return connection.reserve ? reserved : open; }
 };
 
 namespace {
@@ -159,9 +181,25 @@ asio::awaitable<HttpResponse> answer(std::shared_ptr<HttpServerState> state, con
   }
 }
 
-asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socket socket) {
+// Reads the rest of a request whose head has been read, within body_deadline of its declared
+// length (a chunked body counts as the largest allowed). Each read that brings bytes marks
+// progress: the connection is then the last to be shed.
+asio::awaitable<void> read_body(HttpServerState& state, beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                RequestParser& parser, HttpServerState::Connection& connection,
+                                beast::error_code& error) {
+  connection.enter(HttpServerState::Phase::kBody);
+  const std::uint64_t declared = std::min<std::uint64_t>(parser.content_length().value_or(kMaxBodyBytes), kMaxBodyBytes);
+  stream.expires_after(body_deadline(declared, state.limits.timeout));
+  while (!error && !parser.is_done()) {
+    const std::size_t parsed =
+        co_await bhttp::async_read_some(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+    if (parsed > 0) connection.since = std::chrono::steady_clock::now();
+  }
+}
+
+asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socket socket, bool reserve) {
   beast::tcp_stream stream(std::move(socket));
-  HttpServerState::Connection& connection = state->connections[&stream];
+  HttpServerState::Connection& connection = state->opened(&stream, reserve);
   beast::flat_buffer buffer;
   beast::error_code error;
   bool keep_alive = true;
@@ -169,29 +207,32 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
     RequestParser parser;
     parser.header_limit(kMaxHeaderBytes);
     parser.body_limit(kMaxBodyBytes);
-    connection.idle_since = std::chrono::steady_clock::now();
-    stream.expires_after(state->limits.timeout);
+    connection.enter(HttpServerState::Phase::kWaiting);
+    stream.expires_after(reserve ? std::min(state->limits.timeout, kReserveHeadTimeout) : state->limits.timeout);
     co_await bhttp::async_read_header(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
-    connection.idle_since.reset();
     std::optional<std::string> refused;
     if (!error) refused = refuse_head(parser);
-    if (!error && !refused && !parser.is_done()) {
-      stream.expires_after(state->limits.timeout);
-      co_await bhttp::async_read(stream, buffer, parser, asio::redirect_error(asio::use_awaitable, error));
+    // A reserve connection answers the probes only, without reading any body.
+    const bool busy = !error && !refused && reserve && !route_of(parser.get().target()).probe();
+    if (!error && !refused && !busy && !parser.is_done()) {
+      co_await read_body(*state, stream, buffer, parser, connection, error);
     }
+    const bool shed = connection.closing;
+    connection.enter(HttpServerState::Phase::kInHand);
     HttpRequest request = request_head(parser);
     request.received = std::chrono::steady_clock::now();
     unsigned version = parser.get().version();
     bool drain = false;
-    if (refused) {
-      drain = true;  // the body's framing is not trusted: answered unread, then the connection closes
+    if (refused || busy) {
+      drain = true;  // the body's framing is not trusted, or not read: answered unread, then the connection closes
       keep_alive = false;
     } else if (error == bhttp::error::body_limit) {
       drain = true;
       // Answered without reading the body (the stream cannot be resynchronised): 413.
       request.body_too_large = true;
       keep_alive = false;
-    } else if (error == beast::error::timeout) {
+    } else if (error == beast::error::timeout || (error && shed)) {
+      // Stalled, too slow for its body's minimum rate, or shed for room.
       if (parser.is_header_done()) state->handlers.on_timeout(request);
       break;
     } else if (error && error.category() == bhttp::make_error_code(bhttp::error::bad_target).category() &&
@@ -199,10 +240,10 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
       request = HttpRequest{};
       keep_alive = false;
     } else if (error) {
-      break;  // closed by the client, reset, or closed by stop() or to make room
+      break;  // closed by the client, reset, or closed by stop()
     } else {
       request.body = std::move(parser.get().body());
-      keep_alive = parser.get().keep_alive();
+      keep_alive = !reserve && parser.get().keep_alive();  // a reserve connection answers one request
     }
     HttpResponse response;
     if (request.method.empty()) {
@@ -210,6 +251,8 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
       version = 11;
     } else if (refused) {
       response = HttpResponse{400, "application/json", boost::json::serialize(boost::json::object{{"error", *refused}}) + "\n", {}};
+    } else if (busy) {
+      response = HttpResponse{503, "application/json", kBusyBody, {{"Retry-After", "1"}}};
     } else {
       response = co_await answer(state, request);
     }
@@ -231,19 +274,16 @@ asio::awaitable<void> session(std::shared_ptr<HttpServerState> state, tcp::socke
     }
   }
   stream.socket().shutdown(tcp::socket::shutdown_send, error);
-  if (connection.closing) --state->closing;
-  state->connections.erase(&stream);
+  state->ended(&stream);
   if (state->stopping && state->connections.empty()) state->drained.cancel();
 }
 
-// At the connection cap with every connection busy: a short 503 instead of a silent close.
+// Beyond the cap and its reserve with every connection busy: a short 503 instead of a
+// silent close.
 void refuse(HttpServerState& state, tcp::socket socket) {
-  static const std::string kBusy = [] {
-    const std::string body = "{\"error\":\"too many connections (http.max_connections)\"}\n";
-    return "HTTP/1.1 503 Service Unavailable\r\nServer: tidemark\r\nContent-Type: application/json\r\n"
-           "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
-           std::to_string(body.size()) + "\r\n\r\n" + body;
-  }();
+  static const std::string kBusy = "HTTP/1.1 503 Service Unavailable\r\nServer: tidemark\r\nContent-Type: application/json\r\n"
+                                   "Connection: close\r\nRetry-After: 1\r\nContent-Length: " +
+                                   std::to_string(kBusyBody.size()) + "\r\n\r\n" + kBusyBody;
   beast::error_code ignored;
   socket.non_blocking(true, ignored);
   socket.write_some(asio::buffer(kBusy), ignored);  // a fresh socket's buffer holds it; else it is lost
@@ -278,10 +318,10 @@ asio::awaitable<void> accept_loop(std::shared_ptr<HttpServerState> state) {
       const bool exhausted = out_of_descriptors(error);
       if (const auto held = state->accept_errors.admit()) {
         spdlog::warn("accepting a connection: {}{}{}", error.message(),
-                     exhausted ? "; pausing accepts and closing the oldest idle connection" : "", held_back(*held));
+                     exhausted ? "; pausing accepts and closing an idle or stalled connection" : "", held_back(*held));
       }
       if (exhausted) {
-        state->close_oldest_idle();
+        state->make_room(/*reserve=*/false);
         timer.expires_after(pause);
         pause = std::min(pause * 2, kLongestPause);
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
@@ -290,11 +330,16 @@ asio::awaitable<void> accept_loop(std::shared_ptr<HttpServerState> state) {
       continue;
     }
     pause = kFirstPause;
-    if (state->live_connections() >= state->limits.max_connections && !state->close_oldest_idle()) {
-      refuse(*state, std::move(socket));
-      continue;
+    bool reserve = false;
+    if (state->open >= state->limits.max_connections && !state->make_room(/*reserve=*/false)) {
+      // Every connection has a whole request in hand: a probe still gets in.
+      if (state->reserved >= kProbeReserve && !state->make_room(/*reserve=*/true)) {
+        refuse(*state, std::move(socket));
+        continue;
+      }
+      reserve = true;
     }
-    asio::co_spawn(state->acceptor.get_executor(), session(state, std::move(socket)), asio::detached);
+    asio::co_spawn(state->acceptor.get_executor(), session(state, std::move(socket), reserve), asio::detached);
   }
 }
 
@@ -317,6 +362,14 @@ tcp::endpoint resolve(asio::io_context& io, const std::string& listen) {
 bool is_loopback_listen(const std::string& listen) {
   asio::io_context io;
   return resolve(io, listen).address().is_loopback();
+}
+
+std::vector<std::string> listen_host_names(const std::string& listen) {
+  asio::io_context io;
+  const asio::ip::address address = resolve(io, listen).address();
+  const std::string written = host_name(listen.substr(0, listen.rfind(':')));
+  const std::string resolved = host_name(address.is_v6() ? "[" + address.to_string() + "]" : address.to_string());
+  return written == resolved ? std::vector<std::string>{written} : std::vector<std::string>{written, resolved};
 }
 
 HttpServer::HttpServer(asio::io_context& io, asio::thread_pool& workers, const std::string& listen,
@@ -350,7 +403,7 @@ void HttpServer::stop() {
   beast::error_code ignored;
   state_->acceptor.close(ignored);
   for (const auto& [stream, connection] : state_->connections) {
-    if (connection.idle_since) stream->socket().close(ignored);
+    if (connection.phase == HttpServerState::Phase::kWaiting) stream->socket().close(ignored);
   }
 }
 

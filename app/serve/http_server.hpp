@@ -1,7 +1,7 @@
 #pragma once
 // The serve HTTP server: Boost.Beast over C++20 coroutines on the service's io_context.
-// Each connection is one coroutine: read a request (with a timeout per operation and a
-// body limit), hand it to the blocking handler on the worker pool (probes on a thread of
+// Each connection is one coroutine: read a request (with a timeout per operation, a body
+// limit and a minimum body rate), hand it to the blocking handler on the worker pool (probes on a thread of
 // their own), write the answer. Handlers that wait poll on timers, holding no thread.
 // Included by service.cpp only; Beast itself stays in http_server.cpp.
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -22,19 +23,27 @@ struct HttpServerState;  // defined in http_server.cpp
 
 struct HttpServerLimits {
   std::chrono::milliseconds timeout{std::chrono::seconds(10)};  // per read or write of a connection
-  // Open connections at once; beyond it the one idle longest is closed, or, when every one
-  // has a request in hand, the new one is answered 503 and closed (http.max_connections).
+  // Open connections at once (http.max_connections); beyond it the one that has waited
+  // longest for its next bytes (idle, or a head or body still arriving) is closed. When
+  // every one has a whole request in hand, a few connections more answer the probes only
+  // (anything else 503); beyond those, a new one is answered 503 and closed.
   std::size_t max_connections = 1024;
 };
 
 struct HttpHandlers {
   std::function<HttpResponse(const HttpRequest&)> handle;  // called on a worker thread
-  std::function<void(const HttpRequest&)> on_timeout;      // the client stalled after its header
+  // The client stalled after its header, sent its body below the minimum rate, or its body
+  // read was shed to make room.
+  std::function<void(const HttpRequest&)> on_timeout;
 };
 
 // Whether `listen` (HOST:PORT) binds a loopback address only, resolved as HttpServer binds
 // it. Throws std::runtime_error when it cannot be resolved.
 bool is_loopback_listen(const std::string& listen);
+
+// The hosts a client of `listen` names in Host (front_door.hpp host_name's form): the host as
+// written and the address it resolves to. Throws std::runtime_error when it cannot be resolved.
+std::vector<std::string> listen_host_names(const std::string& listen);
 
 class HttpServer {
  public:

@@ -32,8 +32,9 @@ HttpResponse body_too_large() {
 
 }  // namespace
 
-Router::Router(std::vector<RouteHandler> table, std::optional<std::string> api_token)
-    : api_token_(std::move(api_token)) {
+Router::Router(std::vector<RouteHandler> table, std::optional<std::string> api_token,
+               std::vector<std::string> host_names)
+    : api_token_(std::move(api_token)), host_names_(std::move(host_names)) {
   table_.resize(kLastHandled + 1);
   for (auto& entry : table) {
     const int kind = static_cast<int>(entry.kind);
@@ -56,11 +57,16 @@ bool Router::authorized(const HttpRequest& request) const {
 
 HttpResponse Router::dispatch(const HttpRequest& request) const {
   const Route route = route_of(request.target);
-  if (route.kind == RouteKind::kBadTarget) return error_response(400, "malformed request target");
+  if (route.kind == RouteKind::kBadTarget) return error_response(400, route.malformed);
   const RouteHandler* entry = route.kind == RouteKind::kNotFound ? nullptr : &table_[static_cast<int>(route.kind)];
   if (request.body_too_large && (entry == nullptr || !entry->answers_oversized_body)) return body_too_large();
   if (entry == nullptr) return error_response(404, "no such route: " + route.path);
   if (request.method != route.method) return method_not_allowed(route.method);
+  if (!api_token_) {
+    if (const auto refusal = refuse_cross_site(request, route, host_names_)) {
+      return error_response(refusal->status, refusal->reason);
+    }
+  }
   if (route.needs_token() && !authorized(request)) {
     HttpResponse response = error_response(401, "missing or wrong bearer token (TIDEMARK_API_TOKEN)");
     response.headers.emplace_back("WWW-Authenticate", "Bearer");

@@ -78,6 +78,9 @@ struct Service::Impl {
 
   ApiOptions api_options() {
     ApiOptions api_options = options.api;
+    api_options.host_names = listen_host_names(options.listen);
+    api_options.host_names.push_back("localhost");
+    for (const auto& name : options.config.http.allowed_hosts) api_options.host_names.push_back(host_name(name));
     api_options.not_ready = [this] { return relay_problem(); };
     return api_options;
   }

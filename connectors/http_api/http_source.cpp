@@ -27,15 +27,6 @@ using Clock = std::chrono::steady_clock;
 // An answer's body in an error message: enough to see what the API said.
 constexpr std::size_t kErrorBodyExcerpt = 200;
 
-bool is_valid_utf8(std::string_view text) {
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t length = pipeline::storable_utf8_length(text.substr(at));
-    if (length == 0) return false;
-    at += length;
-  }
-  return true;
-}
-
 class HttpSource final : public pipeline::Source {
  public:
   HttpSource(HttpSourceOptions options, std::shared_ptr<const pipeline::RecordLayout> layout)
@@ -167,7 +158,7 @@ class HttpSource final : public pipeline::Source {
         page->next = resolve(url, *target, shown);
       }
     }
-    if (page->next && !is_valid_utf8(*page->next)) {
+    if (page->next && !pipeline::is_storable_text(*page->next)) {
       throw pipeline::SourceError("GET " + shown + ": the next page's cursor is not valid UTF-8");
     }
     page_ = std::move(page);

@@ -62,6 +62,15 @@ std::size_t storable_utf8_length(std::string_view bytes) {
   return sequence.code_point == 0 ? 0 : sequence.length;
 }
 
+bool is_storable_text(std::string_view bytes) {
+  while (!bytes.empty()) {
+    const std::size_t length = storable_utf8_length(bytes);
+    if (length == 0) return false;
+    bytes.remove_prefix(length);
+  }
+  return true;
+}
+
 std::string storable_text(std::string_view bytes, bool& changed) {
   std::string text;
   text.reserve(bytes.size());

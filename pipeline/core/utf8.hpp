@@ -30,6 +30,9 @@ Utf8Sequence decode_utf8(std::string_view bytes);
 // 0: PostgreSQL refuses NUL in text as it refuses invalid UTF-8.
 std::size_t storable_utf8_length(std::string_view bytes);
 
+// Whether a text column stores `bytes` as they are: valid UTF-8 without NUL.
+bool is_storable_text(std::string_view bytes);
+
 // Text PostgreSQL accepts for any input: invalid UTF-8 and NUL become U+FFFD. Sets `changed`
 // when anything was replaced.
 std::string storable_text(std::string_view bytes, bool& changed);

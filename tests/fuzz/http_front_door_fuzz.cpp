@@ -1,21 +1,26 @@
 // libFuzzer target: serve's HTTP front door (issue 11). The input is the bytes a client
 // sends; they go through what the server runs before a handler: the Beast request parser
 // with serve's header and body limits, refuse_head (framing and repeated credentials),
-// request_head, route_of, the webhook-id rule and Standard Webhooks verification.
+// request_head, route_of, the rules for requests without a token (refuse_cross_site), the
+// webhook-id rule and Standard Webhooks verification.
 // Besides "no crash, no leak, no undefined behaviour", it checks:
 //  - a refused head is never routed (its body must not be read);
 //  - every route has a method, and only /v1 routes need the token;
+//  - a routed target's decoded segments are valid UTF-8 without NUL;
+//  - without a token, only /v1 routes are refused, with 403 or 415;
 //  - the request's own fields, signed with the key, verify; with the body changed, not.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <boost/asio/buffer.hpp>
 
 #include "app/serve/front_door.hpp"
 #include "connectors/http/signature.hpp"
+#include "pipeline/core/utf8.hpp"
 
 namespace {
 
@@ -27,6 +32,7 @@ constexpr std::uint32_t kHeaderLimit = 16 * 1024;  // as the server sets it
 constexpr std::uint64_t kBodyLimit = 64 * 1024;
 constexpr std::int64_t kNow = 1'700'000'000;
 constexpr std::string_view kKey = "tidemark-fuzz-key";
+const std::vector<std::string> kHostNames = {"127.0.0.1", "localhost"};
 
 void require(bool condition) {
   if (!condition) std::abort();
@@ -79,6 +85,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   require(!route.needs_token() || (!route.segments.empty() && route.segments[0] == "v1"));
   require(!route.probe() || route.segments.size() == 1);
   if (route.kind == RouteKind::kTrigger) require(route.segments.size() == 4 && route.method == "POST");
+  if (route.kind != RouteKind::kBadTarget) {
+    for (const auto& segment : route.segments) require(tidemark::pipeline::is_storable_text(segment));
+  }
+  if (const auto refusal = refuse_cross_site(request, route, kHostNames)) {
+    require(route.needs_token() && (refusal->status == 403 || refusal->status == 415));
+  }
   check_signature(request);
   return 0;
 }

@@ -24,6 +24,8 @@ function token() {
 async function api(method, path) {
   const headers = { Accept: 'application/json' };
   if (token()) headers.Authorization = 'Bearer ' + token();
+  // Without a token serve takes a POST only as JSON (no form of another site can send it).
+  if (method === 'POST') headers['Content-Type'] = 'application/json';
   const response = await fetch(path, { method, headers, credentials: 'omit', cache: 'no-store' });
   let body = null;
   try {

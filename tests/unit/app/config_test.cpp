@@ -247,6 +247,21 @@ TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
             "config.yaml:1: http.max_connections: expected an integer from 1 to 1000000, got \"0\"");
 }
 
+TEST(ParseConfig, HttpAllowedHostsAreNamesWithoutAPort) {
+  EXPECT_TRUE(parse_config(kPipelineHead, "config.yaml").http.allowed_hosts.empty());
+  const auto config = parse_config(
+      std::string(kPipelineHead) + "http: {allowed_hosts: [tidemark.internal, 10.0.0.5, \"[fd00::5]\"]}\n", "config.yaml");
+  EXPECT_EQ(config.http.allowed_hosts, (std::vector<std::string>{"tidemark.internal", "10.0.0.5", "[fd00::5]"}));
+  for (const char* wrong : {"tidemark.internal:8080", "http://tidemark.internal", "\"\"", "fd00::5"}) {
+    EXPECT_THAT(config_error(std::string("http: {allowed_hosts: [") + wrong + "]}\n"),
+                HasSubstr("http.allowed_hosts[0]: expected a host name without a port"))
+        << wrong;
+  }
+  EXPECT_EQ(config_error("http: {allowed_hosts: tidemark.internal}\n"),
+            "config.yaml:1: http.allowed_hosts: expected a list of host names, e.g. [tidemark.internal], "
+            "got \"tidemark.internal\"");
+}
+
 TEST(ParseConfigErrors, UnknownNestedKeyNamesLineAndPath) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batchsize: 10\n"),
             "config.yaml:4: unknown key 'batchsize' in pipelines.transactions "
@@ -510,7 +525,8 @@ TEST(ParseConfigErrors, ADestinationsWindowIsChecked) {
 
 TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
   EXPECT_EQ(config_error("http: [127.0.0.1:8080]\n"),
-            "config.yaml:1: http: expected a map with keys listen, max_connections, allow_unauthenticated, got a list");
+            "config.yaml:1: http: expected a map with keys listen, max_connections, allow_unauthenticated, allowed_hosts, "
+            "got a list");
   EXPECT_EQ(config_error("database: {url: x}\n"), "config.yaml:1: database: expected a string, got a map");
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: {name: x}\n"),
             "config.yaml:4: pipelines.transactions.destinations: expected a list of destinations, got a map");

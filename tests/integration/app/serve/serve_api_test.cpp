@@ -726,7 +726,7 @@ TEST_F(ServeApiTest, BeyondMaxConnectionsTheOldestIdleConnectionIsClosed) {
   for (int fd : idle) ::close(fd);
 }
 
-TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswered503) {
+TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswered503ButTheProbesAre200) {
   extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
   start(10, 1000, std::nullopt, "", 30s, "[{name: account_balance, kind: view}]");
   // Four connections, each with a request in hand: a wait for a sequence that never comes.
@@ -735,16 +735,21 @@ TEST_F(ServeApiTest, BeyondMaxConnectionsWithEveryOneBusyANewConnectionIsAnswere
     busy.push_back(testing::connect_loopback(port_));
     ASSERT_GE(busy.back(), 0);
     const std::string request =
-        "GET /v1/views/account_balance/accounts/acct-1?min_sequence=9&timeout_ms=3000 HTTP/1.1\r\nHost: x\r\n\r\n";
+        "GET /v1/views/account_balance/accounts/acct-1?min_sequence=9&timeout_ms=3000 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
     ASSERT_EQ(::send(busy.back(), request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
   }
   // Until all four are in hand, a fifth connection is still served (and closes).
   HttpAnswer fifth;
   const auto deadline = std::chrono::steady_clock::now() + 2s;
-  while (fifth.status != 503 && std::chrono::steady_clock::now() < deadline) fifth = http_request(port_, "GET", "/healthz");
+  while (fifth.status != 503 && std::chrono::steady_clock::now() < deadline) {
+    fifth = http_request(port_, "GET", "/v1/pipelines");
+  }
   EXPECT_EQ(fifth.status, 503) << fifth.body;
   EXPECT_EQ(fifth.headers["retry-after"], "1");
   EXPECT_NE(fifth.body.find("http.max_connections"), std::string::npos) << fifth.body;
+  // The probes have connections of their own beyond the cap: a liveness probe never fails
+  // because the API is busy.
+  for (const char* probe : {"/healthz", "/readyz", "/metrics"}) EXPECT_EQ(http_request(port_, "GET", probe).status, 200) << probe;
   // The busy ones are answered in full, then there is room again.
   for (int fd : busy) {
     char answer[512];
@@ -790,6 +795,119 @@ TEST_F(ServeApiTest, ProbesDoNotWaitForSlowReadYourWritesRequests) {
   }
   for (auto& wait : waits) wait.join();
   EXPECT_EQ(answered_409, 8);
+}
+
+// Connects to serve and sends the head of a run trigger declaring a 100-byte body, and one
+// byte of it: a client that holds a connection with a body it never finishes.
+int slow_body(unsigned short port) {
+  const int fd = testing::connect_loopback(port);
+  if (fd < 0) return fd;
+  const std::string head = std::string("POST /v1/pipelines/") + kPipeline +
+                           "/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                           "Content-Length: 100\r\n\r\n{";
+  if (::send(fd, head.data(), head.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(head.size())) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+TEST_F(ServeApiTest, WithEverySlotHeldBySlowBodiesHealthzAnswers200WithinASecondEveryTime) {
+  extra_yaml_ = "http: {listen: 127.0.0.1:0, max_connections: 4}\n";
+  start(10, 1000, std::nullopt, "", 30s);  // a slot held by a slow body is not freed by the timeout meanwhile
+  WarnLog log;
+  std::vector<int> attackers;
+  // Each round the attacker fills every slot again, as a flood refills the ones it loses.
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 4; ++i) {
+      attackers.push_back(slow_body(port_));
+      ASSERT_GE(attackers.back(), 0);
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const HttpAnswer probe = http_request(port_, "GET", "/healthz", {}, "", 1s);
+    EXPECT_EQ(probe.status, 200) << "round " << round << ": " << probe.body;
+    EXPECT_LT(std::chrono::steady_clock::now() - started, 1s) << "round " << round;
+  }
+  EXPECT_EQ(http_request(port_, "GET", "/readyz", {}, "", 5s).status, 200);
+  EXPECT_EQ(http_request(port_, "GET", "/metrics", {}, "", 5s).status, 200);
+  // The slowest bodies were shed to make room, each counted as a stalled trigger; the
+  // warnings about them are one line, however many there were.
+  EXPECT_GE(metric("tidemark_webhook_requests_total{result=\"timeout\"}"), 6 * 4 - 4);
+  EXPECT_LE(log.lines_with("run trigger rejected: timeout").size(), 1u) << log.all();
+  for (int fd : attackers) ::close(fd);
+  EXPECT_EQ(runs(), "0");
+}
+
+TEST_F(ServeApiTest, ABodySentBelowTheMinimumRateIsCutOffLongBeforeTheTimeoutAndLoggedOnce) {
+  start(10, 1000, std::nullopt, "", 30s);
+  WarnLog log;
+  std::vector<int> slow;
+  for (int i = 0; i < 5; ++i) {
+    slow.push_back(slow_body(port_));
+    ASSERT_GE(slow.back(), 0);
+  }
+  // 100 bytes are due within the 2 s grace (+ 100 B / 8 KiB/s), not the 30 s timeout.
+  const auto started = std::chrono::steady_clock::now();
+  for (int fd : slow) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(started + 8s - std::chrono::steady_clock::now());
+    EXPECT_TRUE(closed_by_peer(fd, std::max(left, 1ms))) << "a trickling body holds its connection";
+    ::close(fd);
+  }
+  const auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_LT(took, 8s);
+  std::cout << "5 slow bodies cut off after " << std::chrono::duration<double>(took).count() << " s" << std::endl;
+  EXPECT_EQ(metric("tidemark_webhook_requests_total{result=\"timeout\"}"), 5);
+  EXPECT_EQ(log.lines_with("run trigger rejected: timeout").size(), 1u) << log.all();
+  EXPECT_EQ(runs(), "0");
+}
+
+TEST_F(ServeApiTest, WithoutATokenAnotherOriginCannotReleaseOrRetryAndAnotherHostCannotRead) {
+  extra_yaml_ = "http: {listen: 127.0.0.1:0, allowed_hosts: [tidemark.internal]}\n";
+  start(10);
+  wait_for_run(parse_object(trigger("msg-csrf").body)["run_id"].as_int64());
+  const std::string id = db_.scalar("SELECT id FROM quarantine WHERE reason = 'conflict' AND raw LIKE '%999.99%'");
+  const std::string release = "/v1/quarantine/" + id + "/release";
+  const std::string host = "127.0.0.1:" + std::to_string(port_);
+  // A form of another site posting to serve in the operator's browser, and a script.
+  const std::map<std::string, std::string> form{
+      {"Host", host}, {"Origin", "http://evil"}, {"Content-Type", "application/x-www-form-urlencoded"}};
+  EXPECT_EQ(http_request(port_, "POST", release, form).status, 403);
+  EXPECT_EQ(http_request(port_, "POST", release, {{"Host", host}, {"Origin", "http://evil"}}).status, 403);
+  EXPECT_EQ(http_request(port_, "POST", release, {{"Host", host}, {"Sec-Fetch-Site", "cross-site"}}).status, 403);
+  EXPECT_EQ(http_request(port_, "POST", release, {{"Host", host}, {"Content-Type", "text/plain"}}).status, 415);
+  const HttpAnswer retry = http_request(port_, "POST", "/v1/outbox/1/retry", form);
+  EXPECT_EQ(retry.status, 403) << retry.body;
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM quarantine WHERE id = " + id + " AND released_at IS NULL"), "1");
+  // DNS rebinding: another name for 127.0.0.1 reads nothing.
+  const HttpAnswer rebound = http_request(port_, "GET", "/v1/pipelines", {{"Host", "evil.example:" + std::to_string(port_)}});
+  EXPECT_EQ(rebound.status, 403) << rebound.body;
+  EXPECT_EQ(rebound.body.find(kPipeline), std::string::npos) << rebound.body;
+  // Serve's own names and origin (the console's page) are served.
+  for (const std::string& name : {host, "localhost:" + std::to_string(port_), std::string("tidemark.internal")}) {
+    EXPECT_EQ(http_request(port_, "GET", "/v1/pipelines", {{"Host", name}}).status, 200) << name;
+  }
+  const HttpAnswer released = http_request(
+      port_, "POST", release, {{"Host", host}, {"Origin", "http://" + host}, {"Sec-Fetch-Site", "same-origin"}});
+  EXPECT_EQ(released.status, 200) << released.body;
+  EXPECT_EQ(db_.scalar("SELECT count(*) FROM quarantine WHERE id = " + id + " AND released_at IS NULL"), "0");
+  // The signed trigger is its own proof: no Origin or Content-Type rule applies to it.
+  const std::string body = R"({"mode":"resume"})";
+  auto signed_form = signed_headers("msg-csrf-2", body);
+  signed_form["Content-Type"] = "text/plain";
+  signed_form["Origin"] = "http://sender.example";
+  EXPECT_EQ(http_request(port_, "POST", std::string("/v1/pipelines/") + kPipeline + "/runs", signed_form, body).status,
+            202);
+}
+
+TEST_F(ServeApiTest, APathOrQueryThatIsNotUtf8Is400AndNeverReachesPostgres) {
+  start(10);
+  WarnLog log;
+  for (const char* target : {"/v1/runs?pipeline=%c3", "/v1/quarantine?pipeline=%ff", "/v1/outbox?destination=%c3",
+                             "/v1/pipelines/%ff", "/v1/runs?pipeline=a%00b", "/v1/views/account_balance/accounts/%ff"}) {
+    const HttpAnswer answer = http_request(port_, "GET", target);
+    EXPECT_EQ(answer.status, 400) << target << ": " << answer.body;
+  }
+  EXPECT_EQ(log.lines_with("invalid byte sequence").size(), 0u) << log.all();
 }
 
 TEST_F(ServeApiTest, QuarantineListsCutRawRecordsTo4KiBAndPagesByBytesTheEntryHasTheWholeRecord) {

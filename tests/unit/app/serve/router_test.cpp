@@ -34,10 +34,16 @@ std::vector<RouteHandler> table_of_echoes() {
   return table;
 }
 
+// What a Host may name without a token (the Service gives the listen address and localhost).
+const std::vector<std::string> kHostNames = {"127.0.0.1", "localhost"};
+
+// A request as curl sends it to 127.0.0.1:8080.
 HttpRequest request(const std::string& method, const std::string& target) {
   HttpRequest request;
   request.method = method;
   request.target = target;
+  request.headers["host"] = "127.0.0.1:8080";
+  if (method == "POST") request.headers["content-type"] = "application/json";
   return request;
 }
 
@@ -51,18 +57,18 @@ void expect_answer(const Router& router, const HttpRequest& request, int status,
 TEST(RouterTest, ATableWithoutAHandlerForEveryRouteIsRefused) {
   auto missing = table_of_echoes();
   missing.pop_back();
-  EXPECT_THROW(Router(missing, std::nullopt), std::logic_error);
+  EXPECT_THROW(Router(missing, std::nullopt, kHostNames), std::logic_error);
   auto twice = table_of_echoes();
   twice.push_back({RouteKind::kRun, echo});
-  EXPECT_THROW(Router(twice, std::nullopt), std::logic_error);
+  EXPECT_THROW(Router(twice, std::nullopt, kHostNames), std::logic_error);
   auto not_a_route = table_of_echoes();
   not_a_route.push_back({RouteKind::kNotFound, echo});
-  EXPECT_THROW(Router(not_a_route, std::nullopt), std::logic_error);
-  EXPECT_NO_THROW(Router(table_of_echoes(), std::nullopt));
+  EXPECT_THROW(Router(not_a_route, std::nullopt, kHostNames), std::logic_error);
+  EXPECT_NO_THROW(Router(table_of_echoes(), std::nullopt, kHostNames));
 }
 
 TEST(RouterTest, RoutesReachTheirHandlerWithDecodedSegments) {
-  const Router router(table_of_echoes(), std::nullopt);
+  const Router router(table_of_echoes(), std::nullopt, kHostNames);
   const HttpResponse run = router.dispatch(request("GET", "/v1/runs/7"));
   EXPECT_EQ(run.status, 200);
   EXPECT_EQ(run.body, "v1|runs|7");
@@ -74,7 +80,7 @@ TEST(RouterTest, RoutesReachTheirHandlerWithDecodedSegments) {
 }
 
 TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
-  const Router router(table_of_echoes(), std::string("secret"));
+  const Router router(table_of_echoes(), std::string("secret"), kHostNames);
   expect_answer(router, request("GET", "http://example.com/x"), 400, "{\"error\":\"malformed request target\"}\n");
   expect_answer(router, request("GET", "/v2/nothing?x=1"), 404, "{\"error\":\"no such route: /v2/nothing\"}\n");
   expect_answer(router, request("DELETE", "/v1/runs/7"), 405, "{\"error\":\"method not allowed; use GET\"}\n");
@@ -92,7 +98,7 @@ TEST(RouterTest, SharedAnswersAreTheRoutersAndByteExact) {
 }
 
 TEST(RouterTest, AnOversizedBodyIs413UnlessTheRouteAnswersItItself) {
-  const Router router(table_of_echoes(), std::nullopt);
+  const Router router(table_of_echoes(), std::nullopt, kHostNames);
   for (const auto& [method, target] : {std::pair{"POST", "/v1/quarantine/3/release"}, {"GET", "/nowhere"}}) {
     HttpRequest large = request(method, target);
     large.body_too_large = true;
@@ -109,9 +115,70 @@ TEST(RouterTest, AHandlersExceptionIs503ForTheDatabaseAnd500Otherwise) {
       [](const HttpRequest&, const Route&) -> HttpResponse { throw pipeline::db::RetriesExhausted("down"); };
   table[static_cast<int>(RouteKind::kPipelines) - static_cast<int>(RouteKind::kHealth)].handle =
       [](const HttpRequest&, const Route&) -> HttpResponse { throw std::runtime_error("bug"); };
-  const Router router(table, std::nullopt);
+  const Router router(table, std::nullopt, kHostNames);
   expect_answer(router, request("GET", "/v1/runs/1"), 503, "{\"error\":\"database unavailable; try again later\"}\n");
   expect_answer(router, request("GET", "/v1/pipelines"), 500, "{\"error\":\"internal error; see the server log\"}\n");
+}
+
+TEST(RouterTest, APathOrQueryThatIsNotUtf8OnceDecodedIs400) {
+  const Router router(table_of_echoes(), std::nullopt, kHostNames);
+  const std::string not_utf8 = "{\"error\":\"the request target is not valid UTF-8 once percent-decoded\"}\n";
+  for (const char* target : {"/v1/runs/%ff", "/v1/pipelines/%c3", "/v1/runs?pipeline=%c3", "/v1/quarantine?%ff=1",
+                             "/v1/runs?pipeline=a%00b", "/v1/views/account_balance/accounts/%ed%a0%80"}) {
+    expect_answer(router, request("GET", target), 400, not_utf8);
+  }
+  EXPECT_EQ(router.dispatch(request("GET", "/v1/pipelines/caf%c3%a9")).body, "v1|pipelines|caf\xc3\xa9");
+}
+
+TEST(RouterTest, WithoutATokenAnotherSitesRequestIsRefusedAndServesOwnIsNot) {
+  const Router router(table_of_echoes(), std::nullopt, kHostNames);
+  const auto with = [](HttpRequest request, const std::string& name, const std::string& value) {
+    if (value.empty()) {
+      request.headers.erase(name);
+    } else {
+      request.headers[name] = value;
+    }
+    return request;
+  };
+  const HttpRequest release = request("POST", "/v1/quarantine/3/release");
+  // DNS rebinding: a name of the attacker's that resolves to 127.0.0.1.
+  EXPECT_EQ(router.dispatch(with(request("GET", "/v1/pipelines"), "host", "evil.example:8080")).status, 403);
+  EXPECT_EQ(router.dispatch(with(request("GET", "/v1/pipelines"), "host", "")).status, 403);
+  EXPECT_EQ(router.dispatch(with(release, "host", "evil.example")).status, 403);
+  // A form or script of another origin.
+  EXPECT_EQ(router.dispatch(with(release, "origin", "http://evil")).status, 403);
+  EXPECT_EQ(router.dispatch(with(release, "origin", "null")).status, 403);
+  EXPECT_EQ(router.dispatch(with(release, "origin", "http://127.0.0.1:9999")).status, 403) << "another port";
+  EXPECT_EQ(router.dispatch(with(release, "sec-fetch-site", "cross-site")).status, 403);
+  EXPECT_EQ(router.dispatch(with(release, "sec-fetch-site", "same-site")).status, 403);
+  EXPECT_EQ(router.dispatch(with(request("POST", "/v1/outbox/4/retry"), "content-type", "text/plain")).status, 415);
+  EXPECT_EQ(router.dispatch(with(release, "content-type", "application/x-www-form-urlencoded")).status, 415);
+  EXPECT_EQ(router.dispatch(with(release, "content-type", "")).status, 415);
+  // Serve's own page (the console), curl, and names serve answers to.
+  HttpRequest own = with(with(release, "origin", "http://127.0.0.1:8080"), "sec-fetch-site", "same-origin");
+  EXPECT_EQ(router.dispatch(own).status, 200);
+  EXPECT_EQ(router.dispatch(with(release, "content-type", "Application/JSON; charset=utf-8")).status, 200);
+  EXPECT_EQ(router.dispatch(with(request("GET", "/v1/pipelines"), "host", "LOCALHOST:8080")).status, 200);
+  EXPECT_EQ(router.dispatch(with(request("GET", "/v1/pipelines"), "host", "localhost")).status, 200);
+  // Not /v1: the probes and the console's files hold nothing to take; a trigger is signed.
+  EXPECT_EQ(router.dispatch(with(request("GET", "/healthz"), "host", "evil.example")).status, 200);
+  EXPECT_EQ(router.dispatch(with(request("GET", "/ui/"), "host", "evil.example")).status, 200);
+  EXPECT_EQ(router.dispatch(with(with(request("POST", "/v1/pipelines/p/runs"), "origin", "http://evil"), "content-type",
+                                 "text/plain"))
+                .status,
+            200);
+  // With a token, the token decides.
+  const Router with_token(table_of_echoes(), std::string("secret"), kHostNames);
+  EXPECT_EQ(with_token.dispatch(with(with(release, "authorization", "Bearer secret"), "host", "tidemark.example")).status,
+            200);
+}
+
+TEST(RouterTest, HostNameIsTheHostOfAnAuthorityInLowerCaseWithoutItsPort) {
+  EXPECT_EQ(host_name("LocalHost:8080"), "localhost");
+  EXPECT_EQ(host_name("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(host_name("[::1]:8080"), "[::1]");
+  EXPECT_EQ(host_name("[::1"), "");
+  EXPECT_EQ(host_name(""), "");
 }
 
 }  // namespace
