@@ -105,7 +105,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   });
 
   auto* show = quarantine->add_subcommand("show", "Show one quarantined record, with its raw text as received, and the row its entity's table\n"
-      "stores for its key (pass the pipeline's --config for a declared entity)");
+      "stores for its key (read by the declaration recorded with the table; no --config needed)");
   options->database.add_to(*show);
   show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
   show->callback([&, options] {

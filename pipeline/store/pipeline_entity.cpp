@@ -33,10 +33,10 @@ void keep_pipeline_entity(pqxx::connection& connection, const std::string& pipel
 std::optional<std::string> change_pipeline_entity(pqxx::connection& connection, const std::string& pipeline,
                                                   const std::string& entity) {
   pqxx::work txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kEntityChangePipelineEntity), pipeline, entity);
+  auto before = recorded_pipeline_entity(txn, pipeline);
+  txn.exec_params(std::string(sql::kEntityChangePipelineEntity), pipeline, entity);
   txn.commit();
-  if (rows[0][0].is_null()) return std::nullopt;
-  return rows[0][0].c_str();
+  return before;
 }
 
 std::optional<EntityDeclaration> recorded_entity(pqxx::transaction_base& txn, const std::string& name) {

@@ -30,7 +30,7 @@ void keep_pipeline_entity(pqxx::connection& connection, const std::string& pipel
                           bool record);
 
 // The pipeline loads `entity` from now on, whatever it loaded before (returned; nullopt when
-// none was recorded).
+// none was recorded). The caller holds the pipeline's lock.
 std::optional<std::string> change_pipeline_entity(pqxx::connection& connection, const std::string& pipeline,
                                                   const std::string& entity);
 

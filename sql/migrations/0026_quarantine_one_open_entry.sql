@@ -5,7 +5,9 @@
 -- replay of the record's source found no open entry of that source and added one: two open
 -- entries of one record at one position. A new entry now keeps the source of the entry it
 -- replaces; entries made the old way take theirs back from the entry their chain started at
--- (the oldest entry of the record read from its source).
+-- (the oldest entry of the record read from its source). The old index goes first: with
+-- their sources back, two open entries of one record collide in it until one is closed.
+DROP INDEX quarantine_once;
 UPDATE quarantine q
    SET source = o.source
   FROM (SELECT DISTINCT ON (pipeline, position, md5(raw)) pipeline, position, md5(raw) AS raw_md5, source
@@ -27,7 +29,6 @@ UPDATE quarantine q
          WHERE released_at IS NULL) d
  WHERE q.id = d.id AND d.id <> d.newest;
 
-DROP INDEX quarantine_once;
 CREATE UNIQUE INDEX quarantine_once ON quarantine (pipeline, source, position, md5(raw))
  WHERE released_at IS NULL;
 
