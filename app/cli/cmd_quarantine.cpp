@@ -11,6 +11,7 @@
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/store/entity_schema.hpp"
+#include "pipeline/store/pipeline_entity.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app {
@@ -31,11 +32,14 @@ std::string current_user() {
   return "uid " + std::to_string(geteuid());
 }
 
-// Entity `name` as `config` declares it; without a config, only the built-in one is known.
-// nullptr when neither knows it.
-const pipeline::EntityDeclaration* find_entity(const std::optional<pipeline::Config>& config, const std::string& name) {
-  if (config) return config->find_entity(name);
-  return name == pipeline::kBuiltInEntityName ? &pipeline::built_in_transaction_entity() : nullptr;
+// Entity `name` as its table was last brought up to date (tidemark_entities), else as `config`
+// declares it (its table not created yet). nullptr when neither knows it.
+const pipeline::EntityDeclaration* find_entity(pqxx::transaction_base& txn, const std::optional<pipeline::Config>& config,
+                                               const std::string& name,
+                                               std::optional<pipeline::EntityDeclaration>& recorded) {
+  recorded = pipeline::db::recorded_entity(txn, name);
+  if (recorded) return &*recorded;
+  return config ? config->find_entity(name) : nullptr;
 }
 
 // The entity table's current row for the entry's key, below the entry: what a conflict
@@ -48,9 +52,10 @@ void print_stored_row(pqxx::transaction_base& txn, const std::optional<pipeline:
     return;
   }
   const std::string key = entry["transaction_id"].c_str();
-  const pipeline::EntityDeclaration* entity = find_entity(config, entity_name);
+  std::optional<pipeline::EntityDeclaration> recorded;
+  const pipeline::EntityDeclaration* entity = find_entity(txn, config, entity_name, recorded);
   if (entity == nullptr) {
-    std::cout << "stored row: - (entity " << entity_name << " is not declared in "
+    std::cout << "stored row: - (entity " << entity_name << " has no table recorded and is not declared in "
               << (config ? "the config" : "the built-ins; pass the pipeline's --config") << ")\n";
     return;
   }
@@ -100,7 +105,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   });
 
   auto* show = quarantine->add_subcommand("show", "Show one quarantined record, with its raw text as received, and the row its entity's table\n"
-      "stores for its key (pass the pipeline's --config for a declared entity)");
+      "stores for its key (read by the declaration recorded with the table; no --config needed)");
   options->database.add_to(*show);
   show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
   show->callback([&, options] {

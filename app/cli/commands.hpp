@@ -70,6 +70,7 @@ void ensure_entity_tables(const pipeline::Config& config, const std::string& url
 void register_db_commands(CLI::App& root, int& exit_code);          // db start|stop|status|url, migrate
 void register_run_command(CLI::App& root, int& exit_code);          // run
 void register_quarantine_commands(CLI::App& root, int& exit_code);  // quarantine list|show|release
+void register_pipeline_commands(CLI::App& root, int& exit_code);    // pipeline set-entity
 void register_relay_commands(CLI::App& root, int& exit_code);       // relay, outbox list|retry
 void register_serve_command(CLI::App& root, int& exit_code);        // serve
 void register_views_command(CLI::App& root, int& exit_code);        // views list|rebuild|drop|cleanup

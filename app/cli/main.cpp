@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   // Every command, in one list.
   tidemark::app::register_run_command(app, exit_code);
   tidemark::app::register_quarantine_commands(app, exit_code);
+  tidemark::app::register_pipeline_commands(app, exit_code);
   tidemark::app::register_serve_command(app, exit_code);
   tidemark::app::register_relay_commands(app, exit_code);
   tidemark::app::register_views_command(app, exit_code);

@@ -13,6 +13,7 @@
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/store/entity_schema.hpp"
+#include "pipeline/store/pipeline_entity.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -96,11 +97,14 @@ HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, cons
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
     if (rows.empty()) return;
     entry = boost::json::parse(rows[0][0].c_str()).as_object();
-    // Beside the record, what its entity's table stores for its key: null when the record
-    // has no valid key or its entity is not in the config (any more).
+    // Beside the record, what its entity's table stores for its key, read by the declaration
+    // its table was last brought up to date to (else the config's): null when the record has
+    // no valid key or its entity is known to neither.
     boost::json::value stored = nullptr;
     const auto& key = entry->at("transaction_id");
-    const pipeline::EntityDeclaration* entity = context.config.find_entity(entry->at("entity").as_string());
+    const std::string entity_name(entry->at("entity").as_string());
+    const auto recorded = pipeline::db::recorded_entity(txn, entity_name);
+    const pipeline::EntityDeclaration* entity = recorded ? &*recorded : context.config.find_entity(entity_name);
     if (key.is_string() && entity != nullptr) {
       const auto row = pipeline::stored_row(txn, *entity, std::string(key.as_string()));
       stored = boost::json::object{{"table", row.table},
@@ -117,16 +121,13 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
   const auto entry_id = positive_integer(id);
   if (!entry_id) return error_response(404, "no quarantine entry " + id);
   std::optional<std::string> pipeline;
-  bool released = false;
   context.pool.with_connection("reading a quarantine entry", [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineEntry), *entry_id);
     if (rows.empty()) return;
     pipeline = rows[0][0].c_str();
-    released = rows[0][1].as<bool>();
   });
   if (!pipeline) return error_response(404, "no quarantine entry " + id);
-  if (released) return error_response(409, "quarantine entry " + id + " was released already");
   const std::vector<std::string> destinations = context.config.destination_names(*pipeline);
   // Validated again by the current declaration of its pipeline's entity (the built-in one for
   // a pipeline the config no longer has), as `quarantine release` does.
@@ -138,11 +139,17 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
     result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(),
                                            {}, entity);
   } catch (const std::invalid_argument& error) {
-    // Released by someone else meanwhile, or quarantined as another entity than its pipeline
-    // loads now (ReleaseEntityMismatch: the config must change, not the request).
+    // Released already (the message names the run that did), or quarantined as another
+    // entity than its pipeline loads now (ReleaseEntityMismatch: the config must change, not
+    // the request).
     return error_response(409, error.what());
   } catch (const pipeline::db::EntitySchemaError& error) {
-    // The entity's table cannot hold its declaration: the config must change, not the request.
+    // The entity's table cannot hold its declaration, or the pipeline loads another entity
+    // (PipelineEntityMismatch): the config must change, not the request.
+    return error_response(409, error.what());
+  } catch (const pipeline::PipelineBusy& error) {
+    // Another release of the entry, or a run of its pipeline, holds the pipeline (ReleaseBusy
+    // names the run): the entry is not released now, nothing is wrong with the server.
     return error_response(409, error.what());
   }
   const std::string outcome(pipeline::to_string(result.outcome));

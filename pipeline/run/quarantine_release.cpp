@@ -1,17 +1,74 @@
 #include "pipeline/run/quarantine_release.hpp"
 
+#include <chrono>
 #include <set>
 #include <stdexcept>
 
 #include "pipeline/core/plan.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/store/entity_sql.hpp"
+#include "pipeline/store/pipeline_entity.hpp"
 #include "pipeline/run/run_controller.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
+
+namespace {
+
+// How long a refused release waits for the pipeline's holder to be done when the holder has
+// recorded no run yet (between taking the lock and starting its run: milliseconds).
+constexpr std::chrono::seconds kUnnamedHolderWait{10};
+
+// The entry as release needs it (sql/run/quarantined_for_release.sql); std::invalid_argument
+// when it does not exist or was released already, naming the run that released it.
+pqxx::row open_entry(pqxx::connection& connection, std::int64_t id) {
+  pqxx::nontransaction txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRunQuarantinedForRelease), id);
+  if (rows.empty()) throw std::invalid_argument("quarantine entry " + std::to_string(id) + " does not exist");
+  const pqxx::row entry = rows[0];
+  if (!entry[4].is_null()) {
+    const std::string run = entry[8].is_null() ? "" : std::string(" in run ") + entry[8].c_str();
+    throw std::invalid_argument("quarantine entry " + std::to_string(id) + " was released at " + entry[4].c_str() +
+                                run + " (it became " + entry[5].c_str() + ")");
+  }
+  return entry;
+}
+
+// Takes the pipeline's locks on the committer's first session. Another release of the entry
+// that came first, or a run of the pipeline, holds them: the release is refused naming that
+// run. A holder that has recorded no run (between taking the locks and starting its run, or
+// a release refused under them) is waited for; then the entry is read again, and the locks
+// tried again, a few times.
+pqxx::connection& hold_pipeline(Committer& committer, const std::string& database_url, const std::string& pipeline,
+                                std::int64_t id) {
+  constexpr int kAttempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return committer.connection();
+    } catch (const PipelineBusy& busy) {
+      auto connection = db::connect(database_url);
+      {
+        pqxx::nontransaction txn(*connection);
+        const auto holder = txn.exec_params(std::string(sql::kRunPipelineRunningRun), pipeline);
+        if (!holder.empty()) {
+          const std::int64_t run_id = holder[0][0].as<std::int64_t>();
+          throw ReleaseBusy("quarantine entry " + std::to_string(id) + " is not released: run " +
+                                std::to_string(run_id) + " (" + holder[0][1].c_str() + ") holds pipeline " +
+                                pipeline + "; once it has finished, release the entry again if it is still open",
+                            run_id);
+        }
+      }
+      if (attempt == kAttempts || !wait_for_pipeline_lock(*connection, pipeline, kUnnamedHolderWait)) {
+        throw ReleaseBusy("quarantine entry " + std::to_string(id) + " is not released: " + busy.what(), 0);
+      }
+      open_entry(*connection, id);  // released by the holder: refused, naming its run
+    }
+  }
+}
+
+}  // namespace
 
 ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
                                   const std::vector<std::string>& destinations, const std::string& released_by,
@@ -22,25 +79,20 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
   std::string format;
   std::string decode_context;
   std::string position;
+  std::string source;
   {
     auto connection = db::connect(database_url);
-    pqxx::nontransaction txn(*connection);
-    const auto rows = txn.exec_params(
-        std::string(sql::kRunQuarantinedForRelease),
-        id);
-    if (rows.empty()) throw std::invalid_argument("quarantine entry " + std::to_string(id) + " does not exist");
-    if (!rows[0][4].is_null()) {
-      throw std::invalid_argument("quarantine entry " + std::to_string(id) + " was released at " +
-                                  rows[0][4].c_str() + " (it became " + rows[0][5].c_str() + ")");
-    }
-    pipeline = rows[0][0].c_str();
-    const pqxx::binarystring bytes(rows[0][1]);
+    const pqxx::row entry = open_entry(*connection, id);
+    pipeline = entry[0].c_str();
+    const pqxx::binarystring bytes(entry[1]);
     raw = bytes.str();
-    format = rows[0][2].c_str();
+    format = entry[2].c_str();
     // Stored escaped (it need not be valid text): decode with the source's own bytes.
-    decode_context = unescape_bytes(rows[0][3].c_str());
-    position = rows[0][6].c_str();
-    if (const std::string quarantined_as = rows[0][7].c_str(); quarantined_as != entity.name) {
+    decode_context = unescape_bytes(entry[3].c_str());
+    position = entry[6].c_str();
+    source = entry[9].c_str();
+    db::keep_pipeline_entity(*connection, pipeline, entity, false);
+    if (const std::string quarantined_as = entry[7].c_str(); quarantined_as != entity.name) {
       throw ReleaseEntityMismatch("quarantine entry " + std::to_string(id) + " holds a record of entity '" +
                                   quarantined_as + "', but pipeline " + pipeline + " loads entity '" + entity.name +
                                   "' now: it is not released, as validating it as '" + entity.name +
@@ -57,15 +109,20 @@ ReleaseResult release_quarantined(const std::string& database_url, std::int64_t 
   const BatchPlan plan = plan_batch(validated);
 
   Committer committer(database_url, pipeline, "quarantine", destinations, retry, nullptr, entity);
-  ensure_table(committer.connection(), entity);
+  pqxx::connection& connection = hold_pipeline(committer, database_url, pipeline, id);
+  // Every release of the pipeline's entries holds its lock from here to its end: one that
+  // released this entry first has committed by now.
+  open_entry(connection, id);
+  ensure_table(connection, entity);
   RunRequest request;
   request.pipeline = pipeline;
   request.reason = "quarantine release " + std::to_string(id);
-  const std::int64_t run_id = start_run(committer.connection(), request);
+  const std::int64_t run_id = start_run(connection, request);
   try {
-    // The ledger row and a new quarantine entry keep the entry's position; their source is
-    // "quarantine" (the record is not read from its source again).
-    BatchInput batch{decoded, validated, plan, 1, position, std::nullopt, id, released_by, position};
+    // The ledger row and a new quarantine entry keep the entry's position; the ledger row's
+    // source is "quarantine" (the record is not read from its source again), the new entry's
+    // the entry's own, so that the record keeps one open entry when its source is replayed.
+    BatchInput batch{decoded, validated, plan, 1, position, std::nullopt, id, released_by, position, source};
     const BatchResult result = committer.commit(batch, QuarantineOrigin{format}, run_id);
     finish_run(committer.open_connection(), database_url, run_id, "succeeded", "");
     Outcome outcome = Outcome::kInvalid;

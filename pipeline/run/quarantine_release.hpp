@@ -13,6 +13,7 @@
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/record_decoder.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pipeline_lock.hpp"
 
 namespace tidemark::pipeline {
 
@@ -28,8 +29,21 @@ struct ReleaseEntityMismatch : std::invalid_argument {
   using std::invalid_argument::invalid_argument;
 };
 
-// Throws std::invalid_argument when the entry does not exist or was released already, and
-// ReleaseEntityMismatch when `entity` is not the entity the entry was quarantined as.
+// Another run holds the entry's pipeline, most often another release of the same entry that
+// came first (409 in the API, exit 1 in the CLI): the entry is not released now. `run_id` is
+// that run, 0 when it could not be told (the message then names the session that holds it).
+struct ReleaseBusy : PipelineBusy {
+  ReleaseBusy(const std::string& message, std::int64_t holder) : PipelineBusy(message), run_id(holder) {}
+  std::int64_t run_id;
+};
+
+// A release takes the pipeline's lock and reads the entry again under it, so of concurrent
+// releases of one entry one wins and the others are refused: ReleaseBusy while it runs, and
+// std::invalid_argument naming its run once it has released the entry.
+// Throws std::invalid_argument when the entry does not exist or was released already,
+// db::PipelineEntityMismatch when the pipeline loads another entity than `entity` (recorded
+// at its first run), ReleaseEntityMismatch when `entity` is not the entity the entry was
+// quarantined as, and ReleaseBusy when another run holds the pipeline.
 // `destinations` are those of the entry's pipeline (from the config; none without one).
 // `decoder` decodes the entry's raw text by its stored format and decode_context, into the
 // fields of `entity`, the entity of the entry's pipeline (from the config), whose table is

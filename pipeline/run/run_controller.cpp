@@ -12,6 +12,7 @@
 #include "pipeline/store/committer.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/entity_sql.hpp"
+#include "pipeline/store/pipeline_entity.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
@@ -173,6 +174,8 @@ RunSummary run_pipeline(const RunRequest& request) {
     if (request.partition) committer->own_partition(*request.partition->leases, request.partition->lease);
     if (!request.dry_run) committer->stage_batches_ahead();
     pqxx::connection& connection = committer->connection();
+    // Before anything is written: its first run records the pipeline's entity (not a dry run).
+    db::keep_pipeline_entity(connection, request.pipeline, request.entity, !request.dry_run);
     const std::string& source_name = source->identity();
     std::optional<Position> resume;
     summary.dry_run = request.dry_run;

@@ -327,10 +327,16 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
   }
 
   // Released first: rejected again, the record is quarantined at the entry's own position,
-  // which the unique index quarantine_once allows once among the open entries only.
+  // which the unique index quarantine_once allows once among the open entries only. A release
+  // reads the entry under the pipeline's lock before it gets here; an entry released
+  // meanwhile all the same rolls the batch back rather than count the record twice.
   if (batch.releases_quarantine_id) {
-    txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id, batch.released_by,
-                    std::string(to_string(result.outcomes.at(0))));
+    const auto released = txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id,
+                                          batch.released_by, std::string(to_string(result.outcomes.at(0))), run_id);
+    if (released.empty()) {
+      throw std::invalid_argument("quarantine entry " + std::to_string(*batch.releases_quarantine_id) +
+                                  " was released by another run meanwhile");
+    }
   }
 
   // 3. Quarantine every invalid and conflicting record, as received.
@@ -353,7 +359,7 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
       line.clear();
       append_copy_text(line, pipeline_);
       line += '\t';
-      append_copy_text(line, source_);
+      append_copy_text(line, batch.quarantine_source ? *batch.quarantine_source : source_);
       line += '\t';
       line += to_string(outcome);
       line += '\t';

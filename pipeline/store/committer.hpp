@@ -51,9 +51,11 @@ struct BatchInput {
   // batch's own transaction.
   std::optional<std::int64_t> releases_quarantine_id;
   std::string released_by;
-  // The position its quarantine entry had, stored text as it is: a released record keeps it
-  // when it is quarantined again (its decoded position names no place in the source).
+  // The position and source its quarantine entry had, stored text as it is: a released record
+  // keeps them when it is quarantined again (its decoded position names no place in the
+  // source), so that it has one open entry however often it is released and replayed.
   std::optional<std::string> quarantine_position;
+  std::optional<std::string> quarantine_source;
   // Called with the batch's outcomes before it commits; an exception thrown from it rolls
   // the batch back and ends the commit (a run's rejection threshold).
   std::function<void(const OutcomeCounts&)> admit;

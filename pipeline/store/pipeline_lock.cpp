@@ -1,5 +1,7 @@
 #include "pipeline/store/pipeline_lock.hpp"
 
+#include <string_view>
+
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -11,6 +13,9 @@ namespace {
 std::string lock_key(const std::string& pipeline, PipelineLock lock) {
   return (lock == PipelineLock::kSecond ? "tidemark pipeline, second session " : "tidemark pipeline ") + pipeline;
 }
+
+// SQLSTATE 55P03: lock_timeout passed while waiting for a lock.
+constexpr std::string_view kLockNotAvailable = "55P03";
 
 }  // namespace
 
@@ -36,6 +41,20 @@ void release_pipeline_lock(pqxx::connection& connection, const std::string& pipe
   } catch (const std::exception&) {
     // Only the next run's wait is at stake: the session ends soon and takes the lock along.
   }
+}
+
+bool wait_for_pipeline_lock(pqxx::connection& connection, const std::string& pipeline,
+                            std::chrono::milliseconds timeout) {
+  pqxx::work txn(connection);
+  txn.exec_params(std::string(sql::kRunSetLockTimeout), std::to_string(timeout.count()) + "ms");
+  try {
+    txn.exec_params(std::string(sql::kRunWaitForPipelineLock), lock_key(pipeline, PipelineLock::kFirst));
+  } catch (const pqxx::sql_error& error) {
+    if (error.sqlstate() == kLockNotAvailable) return false;
+    throw;
+  }
+  txn.commit();  // lets go of the lock
+  return true;
 }
 
 }  // namespace tidemark::pipeline

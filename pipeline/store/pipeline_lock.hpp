@@ -8,6 +8,7 @@
 // stage_batches_ahead), or on the first session when it has only one. A batch commits on a
 // session that holds one of them, so no other run can commit beside it, whichever of a run's
 // two sessions is lost: it cannot hold both.
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -30,5 +31,10 @@ void take_pipeline_lock(pqxx::connection& connection, const std::string& pipelin
 // run must not find the lock still held. Never throws (the lock goes with the session anyway).
 void release_pipeline_lock(pqxx::connection& connection, const std::string& pipeline,
                            PipelineLock lock = PipelineLock::kFirst) noexcept;
+// Waits up to `timeout` until no session holds the pipeline's first lock, and lets go of it at
+// once: for a caller refused by a holder it cannot name yet, which waits for it to be done.
+// False when the wait timed out.
+bool wait_for_pipeline_lock(pqxx::connection& connection, const std::string& pipeline,
+                            std::chrono::milliseconds timeout);
 
 }  // namespace tidemark::pipeline

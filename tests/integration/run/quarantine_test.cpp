@@ -126,12 +126,14 @@ TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIde
 
 // Issue 12 item 6: a released record keeps its original position, in its new entry and in
 // the release's ledger row, whose source is "quarantine"; released and rejected again, the
-// entry is not dropped as a duplicate of the released one.
+// entry is not dropped as a duplicate of the released one. Its new entry keeps the entry's
+// source too (issue 42 item 3), so that a replay finds it.
 TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryTime) {
   EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,1,10.00,\n" + "tx-2,1,NaN,\n").counts),
             "inserted 1, invalid 1");
   const std::int64_t first = latest_entry();
   const std::string position = entry(first, "position").at(0).at(0);
+  const std::string source = entry(first, "source").at(0).at(0);
   EXPECT_EQ(position, "in.csv:3 (byte " + std::to_string(kHeader.size() + 14) + ")");
   for (std::int64_t id = first; id < first + 2; ++id) {
     SCOPED_TRACE("release of entry " + std::to_string(id));
@@ -139,7 +141,7 @@ TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryT
     EXPECT_EQ(result.outcome, Outcome::kInvalid);
     ASSERT_EQ(latest_entry(), id + 1);
     EXPECT_EQ(entry(id + 1, "source, position, reason, released_at"),
-              (Rows{{"quarantine", position, "invalid", "<null>"}}));
+              (Rows{{source, position, "invalid", "<null>"}}));
     EXPECT_EQ(query_rows(db_, "SELECT source, start_position, end_position, invalid FROM batch_ledger"
                               " WHERE run_id = " + std::to_string(result.run_id)),
               (Rows{{"quarantine", position, position, "1"}}));

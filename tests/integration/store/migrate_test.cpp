@@ -111,5 +111,47 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
   EXPECT_EQ(rows("SELECT decode_context FROM quarantine WHERE format = 'avro'"), (Rows{{""}}));
 }
 
+// Issue 42 item 3: a database that holds what the old quarantine index let through, two open
+// entries of one record (a release's new entry had the source 'quarantine', a replay then
+// added one of the record's own source), upgrades to one open entry per record; and issue 43
+// item 4: a release done before 0026 names its run from then on.
+TEST(Migrate, QuarantineEntriesOfOneRecordKeepOneOpenEntryAfter0026) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::nontransaction txn(*connection);
+    txn.exec("CREATE SCHEMA at0025");
+    txn.exec("SET search_path TO at0025");
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+  }
+  for (const auto& migration : sql::kMigrations) {
+    if (std::string_view(migration.version) >= "0026") break;
+    pqxx::work txn(*connection);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
+    txn.commit();
+  }
+  {
+    pqxx::work txn(*connection);
+    txn.exec(R"(INSERT INTO runs (id, pipeline, trigger, mode, status, reason)
+                VALUES (7, 'p', 'cli', 'resume', 'succeeded', 'quarantine release 1'))");
+    // 1 read from /in and released; 2 its release's entry; 3 a replay's; 4 another record.
+    txn.exec(R"(INSERT INTO quarantine (id, pipeline, source, reason, detail, raw, format, position, released_at,
+                                        released_by, release_outcome) VALUES
+                  (1, 'p', '/in', 'invalid', 'amount', 'tx,1,NaN', 'csv', 'a.csv:2', now(), 'u', 'invalid'),
+                  (2, 'p', 'quarantine', 'invalid', 'amount', 'tx,1,NaN', 'csv', 'a.csv:2', NULL, NULL, NULL),
+                  (3, 'p', '/in', 'invalid', 'amount', 'tx,1,NaN', 'csv', 'a.csv:2', NULL, NULL, NULL),
+                  (4, 'p', '/in', 'invalid', 'amount', 'ty,1,NaN', 'csv', 'a.csv:3', NULL, NULL, NULL))");
+    txn.commit();
+  }
+  db::migrate(*connection);
+  EXPECT_EQ(query_rows(db, "SELECT id, source, released_at IS NULL, released_by, release_outcome, release_run_id "
+                           "FROM at0025.quarantine ORDER BY id"),
+            (Rows{{"1", "/in", "f", "u", "invalid", "7"},
+                  {"2", "/in", "f", "migration 0026 (entry 3 is this record's open entry)", "duplicate", "<null>"},
+                  {"3", "/in", "t", "<null>", "<null>", "<null>"},
+                  {"4", "/in", "t", "<null>", "<null>", "<null>"}}));
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
