@@ -719,6 +719,30 @@ TEST(Relay, ATricklingTwoHundredBodyEndsTheAttemptAtTheRequestTimeout) {
   EXPECT_EQ(applied_keys(receiver), keys);
 }
 
+// Issue 43 item 2: an attempt that outlasts the lease (the receiver holds the request for
+// 2.5 leases, within request_timeout) was sent again on a new connection when the lease ran
+// out, while the first was still in flight. The relay renews the leases of its attempts in
+// flight, so the event goes once and is delivered by that attempt.
+TEST(Relay, AnAttemptThatOutlastsTheLeaseIsNotSentAgainWhileInFlight) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(2500ms);
+  receiver.fail_next(Failure::kSlow);
+  const auto keys = insert_events(db, 2, 1);
+  auto options = fast_options();
+  options.config.request_timeout = 10s;
+  options.lease = 1s;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+
+  EXPECT_EQ(receiver.max_concurrent_per_id(), 1);
+  EXPECT_EQ(receiver.requests().size(), 2u) << "each event is sent once";
+  EXPECT_EQ(db.scalar("SELECT string_agg(status || ' ' || attempts, ',' ORDER BY sequence) FROM outbox"),
+            "delivered 1,delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
 // The cluster is stopped (as a crash would) while a delivery is in flight; its 2xx arrives
 // during the outage. run() waits the outage out instead of ending, and records that answer
 // when the database is back: the event is not sent again.
