@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <thread>
 #include <variant>
 
@@ -11,6 +12,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -34,6 +36,10 @@ using pipeline::relay::OutboxEvent;
 namespace {
 
 constexpr std::size_t kErrorBodyExcerpt = 200;
+// The most of an answer's body that is read: past it the rest is not read but dropped with
+// the connection. An answer is its status; a destination that streams without end must not
+// hold the delivery, nor spin a core reading (issue 43).
+constexpr std::uint64_t kMaxAnswerBody = 64 * 1024;
 
 struct Target {
   std::string host;
@@ -61,9 +67,9 @@ Target parse_target(const std::string& raw_url) {
   return target;
 }
 
-// A response body of any size is read (so the connection stays usable) but only its first
-// kErrorBodyExcerpt bytes are kept: a 2xx is delivered whatever it carries, and an error's
-// body is only an excerpt for last_error.
+// A response body up to kMaxAnswerBody is read (so the connection stays usable) but only
+// its first kErrorBodyExcerpt bytes are kept: a 2xx is delivered whatever it carries, and an
+// error's body is only an excerpt for last_error.
 struct ExcerptBody {
   struct value_type {
     std::string excerpt;
@@ -122,6 +128,50 @@ struct Exchange {
   // to arrive whole only costs the connection.
   std::optional<bhttp::response<ExcerptBody>> response;
   bool reusable = false;
+};
+
+// The deadline of one exchange's phase, on a timer of its own: when it passes, the phase's
+// operation is stopped (the resolve cancelled, the socket closed). Beast's stream timer is
+// not used: every read that completes re-arms it, and against a peer that always has bytes
+// ready the read won the race with the timer's handler each time, so an endless 2xx body
+// was read for as long as it came (issue 43).
+class Deadline {
+ public:
+  explicit Deadline(asio::io_context& io) : timer_(io), state_(std::make_shared<State>()) {}
+  ~Deadline() { disarm(); }
+  Deadline(const Deadline&) = delete;
+  Deadline& operator=(const Deadline&) = delete;
+
+  // Calls `stop` once `limit` has passed, unless disarmed or armed again before.
+  void arm(std::chrono::milliseconds limit, std::function<void()> stop) {
+    disarm();
+    state_->stop = std::move(stop);
+    timer_.expires_after(limit);
+    // The handler may already be queued when the deadline is disarmed: the generation tells.
+    timer_.async_wait([state = state_, generation = state_->generation](const beast::error_code& error) {
+      if (error || generation != state->generation || !state->stop) return;
+      state->expired = true;
+      state->stop();
+    });
+  }
+  void disarm() {
+    ++state_->generation;
+    state_->stop = nullptr;
+    timer_.cancel();
+  }
+  // `error` of an operation of the armed phase, as what it is when the deadline stopped it.
+  beast::error_code why(beast::error_code error) const {
+    return error && state_->expired ? beast::error_code(beast::error::timeout) : error;
+  }
+
+ private:
+  struct State {
+    std::uint64_t generation = 0;
+    std::function<void()> stop;
+    bool expired = false;
+  };
+  asio::steady_timer timer_;
+  std::shared_ptr<State> state_;
 };
 
 bool closed_by_peer(const beast::error_code& error) {
@@ -229,68 +279,77 @@ class WebhookSink::Client {
                                         bhttp::request<bhttp::string_body>& request) {
     Exchange exchange;
     exchange.nothing_received = true;
+    tcp::resolver resolver(io_);
+    Deadline deadline(io_);  // after what it stops: disarmed before they go
     if (!connection) {
       connection = std::make_unique<Connection>(io_, tls_ ? &*tls_ : nullptr);
-      tcp::resolver resolver(io_);
+      // Resolving, connecting and the TLS handshake are connecting: connect_timeout bounds them.
+      deadline.arm(options_.connect_timeout, [&] {
+        resolver.cancel();
+        connection->tcp().close();
+      });
       const auto endpoints = co_await resolver.async_resolve(target_.host, target_.port,
                                                              asio::redirect_error(asio::use_awaitable, exchange.error));
-      if (exchange.error) {
+      if ((exchange.error = deadline.why(exchange.error))) {
         exchange.stage = "resolve";
         co_return exchange;
       }
-      connection->tcp().expires_after(options_.connect_timeout);
       co_await connection->tcp().async_connect(endpoints, asio::redirect_error(asio::use_awaitable, exchange.error));
-      if (exchange.error) {
+      if ((exchange.error = deadline.why(exchange.error))) {
         exchange.stage = "connect";
         co_return exchange;
       }
       connection->tcp().socket().set_option(tcp::no_delay(true), exchange.error);
       if (auto* tls = std::get_if<TlsStream>(&connection->stream)) {
-        // The handshake is part of connecting, so connect_timeout bounds it too.
-        connection->tcp().expires_after(options_.connect_timeout);
         exchange.error = prepare_client_handshake(tls->native_handle(), target_.host);
         if (!exchange.error) {
           co_await tls->async_handshake(asio::ssl::stream_base::client,
                                         asio::redirect_error(asio::use_awaitable, exchange.error));
         }
         if (exchange.error) {
-          exchange.error = handshake_error(tls->native_handle(), exchange.error);
+          exchange.error = deadline.why(handshake_error(tls->native_handle(), exchange.error));
           exchange.stage = "TLS handshake";
           co_return exchange;
         }
       }
     }
-    connection->tcp().expires_after(options_.request_timeout);
+    // request_timeout bounds the whole exchange: the request, the answer's head and its body.
+    deadline.arm(options_.request_timeout, [&] { connection->tcp().close(); });
     co_await std::visit(
         [&](auto& stream) {
           return bhttp::async_write(stream, request, asio::redirect_error(asio::use_awaitable, exchange.error));
         },
         connection->stream);
-    if (exchange.error) {
+    if ((exchange.error = deadline.why(exchange.error))) {
       exchange.stage = "send";
       co_return exchange;
     }
     bhttp::response_parser<ExcerptBody> parser;
-    parser.body_limit(boost::none);  // only an excerpt is kept; request_timeout bounds the time
+    parser.body_limit(boost::none);  // a head that declares a long body is still the answer
     co_await std::visit(
         [&](auto& stream) {
           return bhttp::async_read_header(stream, connection->buffer, parser,
                                           asio::redirect_error(asio::use_awaitable, exchange.error));
         },
         connection->stream);
-    if (exchange.error) {
+    if ((exchange.error = deadline.why(exchange.error))) {
       exchange.stage = "receive";
       exchange.nothing_received = !parser.got_some();
       co_return exchange;
     }
     exchange.nothing_received = false;
-    beast::error_code body_error;
-    co_await std::visit(
-        [&](auto& stream) {
-          return bhttp::async_read(stream, connection->buffer, parser,
-                                   asio::redirect_error(asio::use_awaitable, body_error));
-        },
-        connection->stream);
+    // A body past kMaxAnswerBody (declared, chunked or up to the close), or not whole by the
+    // deadline, only costs the connection.
+    beast::error_code body_error = bhttp::error::body_limit;
+    if (const auto length = parser.content_length(); !length || *length <= kMaxAnswerBody) {
+      parser.body_limit(kMaxAnswerBody);
+      co_await std::visit(
+          [&](auto& stream) {
+            return bhttp::async_read(stream, connection->buffer, parser,
+                                     asio::redirect_error(asio::use_awaitable, body_error));
+          },
+          connection->stream);
+    }
     exchange.reusable = !body_error && parser.get().keep_alive();
     exchange.response = parser.release();
     co_return exchange;
@@ -299,7 +358,8 @@ class WebhookSink::Client {
   DeliveryResult finish(std::unique_ptr<Connection> connection, Exchange& exchange) {
     if (exchange.error) {
       if (exchange.error == beast::error::timeout) {
-        const bool connecting = exchange.stage == "connect" || exchange.stage == "TLS handshake";
+        const bool connecting =
+            exchange.stage == "resolve" || exchange.stage == "connect" || exchange.stage == "TLS handshake";
         const auto limit = connecting ? options_.connect_timeout : options_.request_timeout;
         return DeliveryResult::retry("timed out (" + std::to_string(limit.count()) + " ms) during " +
                                      std::string(exchange.stage) + " to " + options_.url);

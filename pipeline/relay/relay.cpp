@@ -52,6 +52,20 @@ std::string_view result_label(DeliveryResult::Status status) {
 void prepare(pqxx::connection& connection) {
   connection.prepare("relay_claim", std::string(sql::kRelayClaim));
   connection.prepare("relay_mark_failed", std::string(sql::kRelayMarkFailed));
+  connection.prepare("relay_renew", std::string(sql::kRelayRenew));
+}
+
+// Renews the leases of the attempts in flight `ids` (their attempt numbers in `attempts`) to
+// `lease` from now; the ids renewed into `renewed`. Commits. On a database thread.
+void renew(pqxx::connection& connection, Duration lease, const std::vector<std::int64_t>& ids,
+           const std::vector<std::int64_t>& attempts, std::vector<std::int64_t>& renewed) {
+  renewed.clear();  // an attempt retried starts again
+  if (ids.empty()) return;
+  pqxx::nontransaction txn(connection);
+  for (const auto& row : txn.exec_prepared("relay_renew", db::bigint_array_literal(ids),
+                                           db::bigint_array_literal(attempts), static_cast<long long>(lease.count()))) {
+    renewed.push_back(row[0].as<std::int64_t>());
+  }
 }
 
 }  // namespace
@@ -144,6 +158,11 @@ struct Relay::Async {
     std::map<std::string, std::size_t> capacities;  // what it may claim of each destination asked
     std::size_t capacity = 0;                       // and in all
     std::vector<OutboxEvent> claimed;
+    // The attempts in flight whose leases it renews (by event id, with their attempt
+    // numbers), and those it renewed.
+    std::vector<std::int64_t> renew_ids;
+    std::vector<std::int64_t> renew_attempts;
+    std::vector<std::int64_t> renewed;
     std::chrono::steady_clock::time_point started;  // before the claim: its leases began later
     std::uint64_t view = 0;  // the loop's `clock` at the start: what its snapshot includes
     bool count = false;
@@ -206,6 +225,20 @@ struct Relay::Async {
     std::uint64_t covered = 0;          // the loop's `clock` ticks a claim of it covered (loop)
   };
   std::map<std::string, Lane, std::less<>> lanes;  // by destination: one per sink
+  // On the strand: the attempts this loop sent whose answers it has not taken, by event id.
+  // An attempt may outlast its lease (a destination that answers at the end of
+  // request_timeout, a sink slower than its timeouts): its lease is renewed every third of a
+  // lease while it runs, so that no relay claims the event and sends it again beside it.
+  struct InFlight {
+    int attempt = 0;
+    std::chrono::steady_clock::time_point leased;  // when its lease last began, or earlier
+    bool renewing = false;                         // a statement running renews it
+  };
+  std::map<std::int64_t, InFlight> in_flight;
+  // The attempts due for renewal into `task`, and when the next one not being renewed is due
+  // (time_point::max() when none).
+  void take_renewals(Duration lease, Task& task);
+  std::chrono::steady_clock::time_point next_renewal(Duration lease) const;
   std::string last_served;                         // on the strand: the lane send_queued served last
 
   // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
@@ -230,6 +263,7 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
       sinks_(std::move(sinks)) {
   for (Async::Task& task : async_->tasks) {
     task.record_and_claim = [this, &task](pqxx::connection& connection) {
+      renew(connection, options_.lease, task.renew_ids, task.renew_attempts, task.renewed);
       record_and_claim(connection, task.answers, task.delays, task.capacities, task.capacity, task.claimed);
     };
     task.count_pending = [this, &task](pqxx::connection& connection) { count_pending(connection, task.pending); };
@@ -372,6 +406,7 @@ void Relay::Async::send_queued(Relay& relay) {
         lane.queued.pop_front();
       }
       if (lane.queued.empty() || lane.sending >= lane.window) continue;
+      in_flight[lane.queued.front().event.id] = {lane.queued.front().event.attempt, lane.queued.front().claimed};
       relay.send(std::move(lane.queued.front().event));
       lane.queued.pop_front();
       ++lane.sending;
@@ -380,6 +415,26 @@ void Relay::Async::send_queued(Relay& relay) {
       sent = true;
     }
   }
+}
+
+void Relay::Async::take_renewals(Duration lease, Task& task) {
+  task.renew_ids.clear();
+  task.renew_attempts.clear();
+  const auto now = std::chrono::steady_clock::now();
+  for (auto& [id, attempt] : in_flight) {
+    if (attempt.renewing || attempt.leased + lease / 3 > now) continue;
+    attempt.renewing = true;
+    task.renew_ids.push_back(id);
+    task.renew_attempts.push_back(attempt.attempt);
+  }
+}
+
+std::chrono::steady_clock::time_point Relay::Async::next_renewal(Duration lease) const {
+  auto next = std::chrono::steady_clock::time_point::max();
+  for (const auto& [id, attempt] : in_flight) {
+    if (!attempt.renewing) next = std::min(next, attempt.leased + lease / 3);
+  }
+  return next;
 }
 
 std::size_t Relay::Async::sending() const {
@@ -505,6 +560,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     lane.answers_in_period = 0;
     lane.covered = 0;
   }
+  async.in_flight.clear();  // a failed loop's: their leases run out
   async.listen_next = {};
   async.listen_delay = self.options_.listen_retry;
   for (;;) {
@@ -515,6 +571,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
         Lane& lane = async.lanes.at(answer.destination);
         --lane.sending;
         ++lane.answers_in_period;
+        async.in_flight.erase(answer.id);
         answered.push_back(std::move(answer));
       }
       self.answers_.clear();
@@ -528,6 +585,22 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       if (task.finished) {
         task.finished = false;
         task.running = false;
+        for (const std::int64_t id : task.renew_ids) {
+          const auto it = async.in_flight.find(id);
+          if (it == async.in_flight.end()) continue;  // answered meanwhile
+          it->second.renewing = false;
+          if (task.failure) continue;  // renewed again by the next statement
+          if (std::find(task.renewed.begin(), task.renewed.end(), id) != task.renewed.end()) {
+            it->second.leased = task.started;
+          } else {
+            // Fenced out: an operator re-drove the event, or the lease ran out before the
+            // renewal and another claim took it. Nothing can call back what was sent.
+            spdlog::warn("outbox event {}: the lease of attempt {} in flight was lost before it was renewed; "
+                         "the event may be sent again beside it",
+                         id, it->second.attempt);
+            async.in_flight.erase(it);
+          }
+        }
         if (task.failure) {
           // Unrecorded, these answers' leases run out and the events go again (at least once).
           if (!failure) failure = task.failure;
@@ -602,7 +675,8 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       }
       const bool claim = !task.capacities.empty();
       const bool count = self.metrics_ != nullptr && now >= next_refresh;
-      if (answered.empty() && !claim && !count) break;
+      async.take_renewals(self.options_.lease, task);
+      if (answered.empty() && !claim && !count && task.renew_ids.empty()) break;
       task.answers = std::move(answered);
       answered.clear();
       self.settle(task.answers, task.delays);
@@ -638,6 +712,14 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
       }
     }
     Duration how_long = self.options_.poll_interval;
+    const auto renewal = async.next_renewal(self.options_.lease);
+    if (renewal != std::chrono::steady_clock::time_point::max() && !failure &&
+        std::any_of(async.tasks.begin(), async.tasks.end(), [](const Task& task) { return !task.running; })) {
+      // Awake when a lease in flight is due for renewal (while both slots are busy, the end
+      // of a statement wakes the loop).
+      const auto until_renewal = std::chrono::duration_cast<Duration>(renewal - std::chrono::steady_clock::now());
+      how_long = std::clamp(until_renewal, Duration::zero(), how_long);
+    }
     if (!self.once_ && !async.listener && !async.listen_connecting) {
       // Awake when the LISTEN connection is due to be made again.
       const auto until_listen = std::chrono::duration_cast<Duration>(async.listen_next - std::chrono::steady_clock::now());

@@ -51,8 +51,9 @@ struct RelayOptions {
   // of their deliveries are in flight at once, so that a slow one cannot hold every place.
   // The others may use the whole window.
   std::map<std::string, std::size_t> windows;
-  // How long a claimed event stays invisible to every relay. It must outlast one attempt
-  // (connect, request, marking): a relay killed mid-attempt is covered when it expires.
+  // How long a claimed event stays invisible to every relay. The relay renews the leases of
+  // its attempts in flight every third of a lease, so an attempt may outlast it; a relay
+  // killed mid-attempt stops renewing, and its events are due again when their leases expire.
   Duration lease = std::chrono::seconds(30);
   Duration poll_interval = std::chrono::milliseconds(500);  // when idle, how often to look again
   // run() also LISTENs on the channel a commit that wrote outbox rows NOTIFYs, so such a

@@ -45,6 +45,8 @@ struct TestReceiver::State {
                                            {Failure::kBadRequest, "rejected"},
                                            {Failure::kGone, "endpoint gone"}};
   std::chrono::milliseconds slow_delay{2000};
+  std::chrono::milliseconds endless_chunk_interval{0};
+  std::optional<std::chrono::steady_clock::time_point> endless_body_ended;
 
   std::vector<ReceivedRequest> requests;
   std::vector<std::string> server_names;
@@ -177,16 +179,51 @@ class TestReceiver::Server {
       beast::error_code error;
       bhttp::read(stream, buffer, request, error);
       if (error) return;
-      const auto answer = handle(request);
+      bool endless = false;
+      const auto answer = handle(request, endless);
       if (!answer) {
         socket.shutdown(tcp::socket::shutdown_both, error);
         socket.close(error);
+        return;
+      }
+      if (endless) {
+        stream_endless_body(stream, *answer);
+        finish(header(request, "webhook-id"));
         return;
       }
       bhttp::write(stream, *answer, error);
       finish(header(request, "webhook-id"));
       if (error || !request.keep_alive()) return;
     }
+  }
+
+  // The head of `answer` with a chunked body, then chunks until the client stops reading
+  // them, the receiver stops or slow_delay has passed (a bound, so that a test ends).
+  template <class Stream>
+  void stream_endless_body(Stream& stream, bhttp::response<bhttp::string_body> answer) {
+    std::chrono::milliseconds interval;
+    std::chrono::steady_clock::time_point bound;
+    {
+      std::lock_guard lock(state_->mutex);
+      interval = state_->endless_chunk_interval;
+      bound = std::chrono::steady_clock::now() + state_->slow_delay;
+    }
+    bhttp::response<bhttp::empty_body> head{answer.result(), answer.version()};
+    head.chunked(true);
+    bhttp::response_serializer<bhttp::empty_body> serializer(head);
+    beast::error_code error;
+    bhttp::write_header(stream, serializer, error);
+    // Paced chunks are small, so that a paced body stays below any cap the client reads up to.
+    const std::string chunk(interval.count() > 0 ? 64 : 16 * 1024, 'x');
+    while (!error && std::chrono::steady_clock::now() < bound) {
+      asio::write(stream, bhttp::make_chunk(asio::buffer(chunk)), error);
+      std::unique_lock lock(state_->mutex);
+      if (state_->stopping) break;
+      if (interval.count() > 0) state_->changed.wait_for(lock, interval, [this] { return state_->stopping; });
+    }
+    std::lock_guard lock(state_->mutex);
+    state_->endless_body_ended = std::chrono::steady_clock::now();
+    state_->changed.notify_all();
   }
 
   void finish(const std::string& id) {
@@ -230,7 +267,9 @@ class TestReceiver::Server {
     return decoded;
   }
 
-  std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request) {
+  // `endless`: the answer's body is to be streamed without end (kEndlessBody).
+  std::optional<bhttp::response<bhttp::string_body>> handle(const bhttp::request<bhttp::string_body>& request,
+                                                            bool& endless) {
     ReceivedRequest received;
     received.method = std::string(request.method_string());
     received.target = std::string(request.target());
@@ -280,6 +319,7 @@ class TestReceiver::Server {
           state_->changed.notify_all();
           return std::nullopt;
         case Failure::kSlow:
+        case Failure::kEndlessBody:
         case Failure::kNone:
           // Dedup by webhook-id: a repeat is acknowledged but not applied again.
           if (state_->applied_ids.insert(received.webhook_id).second) {
@@ -291,6 +331,7 @@ class TestReceiver::Server {
       }
     }
     const bool slow = received.failure == Failure::kSlow;
+    endless = received.failure == Failure::kEndlessBody;
     const auto delay = state_->slow_delay;
     const std::string id = received.webhook_id;
     state_->requests.push_back(std::move(received));
@@ -379,6 +420,16 @@ void TestReceiver::set_body(Failure kind, std::string body) {
 void TestReceiver::set_slow_delay(std::chrono::milliseconds delay) {
   std::lock_guard lock(state_->mutex);
   state_->slow_delay = delay;
+}
+
+void TestReceiver::set_endless_chunk_interval(std::chrono::milliseconds interval) {
+  std::lock_guard lock(state_->mutex);
+  state_->endless_chunk_interval = interval;
+}
+
+std::optional<std::chrono::steady_clock::time_point> TestReceiver::endless_body_ended() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->endless_body_ended;
 }
 
 void TestReceiver::hold() {

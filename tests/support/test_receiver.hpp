@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ enum class Failure {
   kDrop,             // closes the connection without answering
   kBadRequest,       // 400
   kGone,             // 410: the endpoint is gone
+  // Applies the event, answers 200 with a chunked body and streams chunks without end: for
+  // slow_delay at most, or until the client hangs up (see set_endless_chunk_interval).
+  kEndlessBody,
 };
 
 struct ReceivedRequest {
@@ -71,6 +75,10 @@ class TestReceiver {
   // Python's http.server does; a header byte above 0x7F then no longer matches its signature.
   void read_headers_as_latin1(bool on = true);
   void set_slow_delay(std::chrono::milliseconds delay);
+  // The pause between two chunks of a kEndlessBody answer (zero: as fast as the client reads).
+  void set_endless_chunk_interval(std::chrono::milliseconds interval);
+  // When the last kEndlessBody stream ended: the client hung up (or slow_delay ran out) then.
+  std::optional<std::chrono::steady_clock::time_point> endless_body_ended() const;
   // While held, every request is recorded (and applied) and then waits, unanswered, until
   // release(): how many a client keeps in flight at once is then what the receiver holds.
   void hold();

@@ -662,6 +662,87 @@ TEST(Relay, TwoHundredWithAMegabyteBodyIsDelivered) {
   EXPECT_EQ(applied_keys(receiver), keys);
 }
 
+// Issue 43 item 2: a destination that answers 200 and then streams a chunked body without
+// end held the attempt far past request_timeout (Beast's timer lost its race with a read
+// that always had data). request_timeout covers the whole exchange, the body is read up to
+// a small cap and dropped with the connection, and the 2xx is the answer: delivered. The
+// stream stops only when the client hangs up (or after 20 s, far past any bound asserted).
+TEST(Relay, AnEndlessTwoHundredBodyEndsTheAttemptWithinTheRequestTimeout) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(20s);
+  receiver.fail_next(Failure::kEndlessBody);
+  const auto keys = insert_events(db, 2, 1);  // the key's second event waits for the first
+  auto options = fast_options(/*max_attempts=*/1);
+  options.config.request_timeout = 2s;
+  options.lease = 30s;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  const auto started = std::chrono::steady_clock::now();
+  relay.drain();
+  const auto took = std::chrono::steady_clock::now() - started;
+  std::cout << "drain took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms\n";
+
+  // Loose: the bound is request_timeout plus the claims and marks around it.
+  EXPECT_LT(took, options.config.request_timeout + 3s)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  ASSERT_TRUE(receiver.endless_body_ended().has_value()) << "the client never hung up";
+  EXPECT_LT(*receiver.endless_body_ended() - started, options.config.request_timeout + 3s);
+  EXPECT_EQ(db.scalar("SELECT string_agg(status || ' ' || attempts, ',' ORDER BY sequence) FROM outbox"),
+            "delivered 1,delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+  EXPECT_EQ(receiver.requests().size(), 2u);
+}
+
+// The same, with a body that trickles in (a chunk every 50 ms, never reaching the cap): the
+// deadline, not the cap, ends the exchange, and the 2xx is still the answer.
+TEST(Relay, ATricklingTwoHundredBodyEndsTheAttemptAtTheRequestTimeout) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(20s);
+  receiver.set_endless_chunk_interval(50ms);
+  receiver.fail_next(Failure::kEndlessBody);
+  const auto keys = insert_events(db, 1, 1);
+  auto options = fast_options(/*max_attempts=*/1);
+  options.config.request_timeout = 1s;
+  options.lease = 30s;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  const auto started = std::chrono::steady_clock::now();
+  relay.drain();
+  const auto took = std::chrono::steady_clock::now() - started;
+
+  EXPECT_GE(took, options.config.request_timeout - 100ms) << "the body was read until the deadline";
+  EXPECT_LT(took, options.config.request_timeout + 3s)
+      << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
+// Issue 43 item 2: an attempt that outlasts the lease (the receiver holds the request for
+// 2.5 leases, within request_timeout) was sent again on a new connection when the lease ran
+// out, while the first was still in flight. The relay renews the leases of its attempts in
+// flight, so the event goes once and is delivered by that attempt.
+TEST(Relay, AnAttemptThatOutlastsTheLeaseIsNotSentAgainWhileInFlight) {
+  TestDatabase db;
+  TestReceiver receiver(kSecret);
+  receiver.set_slow_delay(2500ms);
+  receiver.fail_next(Failure::kSlow);
+  const auto keys = insert_events(db, 2, 1);
+  auto options = fast_options();
+  options.config.request_timeout = 10s;
+  options.lease = 1s;
+  Relay relay(db.url(), sinks_for(receiver, options), options);
+
+  relay.drain();
+
+  EXPECT_EQ(receiver.max_concurrent_per_id(), 1);
+  EXPECT_EQ(receiver.requests().size(), 2u) << "each event is sent once";
+  EXPECT_EQ(db.scalar("SELECT string_agg(status || ' ' || attempts, ',' ORDER BY sequence) FROM outbox"),
+            "delivered 1,delivered 1");
+  EXPECT_EQ(applied_keys(receiver), keys);
+}
+
 // The cluster is stopped (as a crash would) while a delivery is in flight; its 2xx arrives
 // during the outage. run() waits the outage out instead of ending, and records that answer
 // when the database is back: the event is not sent again.

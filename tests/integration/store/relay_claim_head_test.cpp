@@ -272,6 +272,58 @@ TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_attempts = 1"), "31");
 }
 
+// Migration 0028 (issue 43): the relay renews the lease of an attempt in flight only while
+// that attempt still holds it: not once its failure is recorded (the retry's due time
+// stands), not once another claim counted a later attempt on the head. A row without a key
+// keeps its lease on the row and is renewed there.
+TEST(RelayClaimHead, ARenewalExtendsOnlyTheLeasesItsAttemptsStillHold) {
+  TestDatabase db;
+  fill_backlog(db, 3, 3);
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    txn.exec("INSERT INTO outbox (destination, idempotency_key, payload) VALUES ('ledger', 'ledger:legacy', '{}')");
+    txn.commit();
+  }
+  auto claimed = claim(*connection, 10);
+  ASSERT_EQ(claimed.size(), 4u);
+  std::sort(claimed.begin(), claimed.end(), [](const Claimed& a, const Claimed& b) { return a.id < b.id; });
+  const Claimed held = claimed[0];      // acct-0: still in flight
+  const Claimed failed = claimed[1];    // acct-1: its failure is recorded (a retry due at once)
+  const Claimed overtaken = claimed[2]; // acct-2: its lease ran out and another claim took it
+  const Claimed legacy = claimed[3];    // no key: the lease is on the row
+  mark_failed(*connection, failed, "pending");
+  db.scalar("UPDATE tidemark_destination_sequence SET head_attempts = 2 WHERE partition_key = 'acct-2' RETURNING 1");
+  // Every lease ends within a second, so that a renewal shows.
+  db.scalar("UPDATE tidemark_destination_sequence SET head_due_at = least(head_due_at, now() + interval '1 second') "
+            "RETURNING 1");
+  db.scalar("UPDATE outbox SET next_attempt_at = now() + interval '1 second' WHERE partition_key IS NULL RETURNING 1");
+
+  const auto renew = [&](const std::vector<Claimed>& events) {
+    const auto [ids, attempts] = delivered_arrays(events);
+    pqxx::nontransaction txn(*connection);
+    std::vector<std::int64_t> renewed;
+    for (const auto& row : txn.exec_params(std::string(sql::kRelayRenew), ids, attempts, kLeaseMs)) {
+      renewed.push_back(row[0].as<std::int64_t>());
+    }
+    std::sort(renewed.begin(), renewed.end());
+    return renewed;
+  };
+  EXPECT_EQ(renew({held, failed, overtaken, legacy}), (std::vector<std::int64_t>{held.id, legacy.id}));
+  EXPECT_EQ(renew({{legacy.id, legacy.attempt + 1}}), std::vector<std::int64_t>{}) << "another attempt's lease";
+
+  const auto due_in_seconds = [&](const std::string& key) {
+    return std::stod(db.scalar("SELECT extract(epoch FROM head_due_at - now()) FROM tidemark_destination_sequence "
+                               "WHERE partition_key = '" + key + "'"));
+  };
+  EXPECT_GT(due_in_seconds("acct-0"), 50);
+  EXPECT_LT(due_in_seconds("acct-1"), 2) << "the recorded retry's due time stands";
+  EXPECT_LT(due_in_seconds("acct-2"), 2) << "the other claim's lease is not this attempt's to renew";
+  EXPECT_GT(std::stod(db.scalar("SELECT extract(epoch FROM next_attempt_at - now()) FROM outbox "
+                                "WHERE partition_key IS NULL")),
+            50);
+}
+
 // Migration 0024: a call that records a delivered head and claims its successor writes the
 // head once (moved and leased), not twice (moved, then leased): each head write is a non-HOT
 // row version with an entry in each of the table's indexes. 20 keys of 5 events, fewer than a
