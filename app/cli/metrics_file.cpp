@@ -1,6 +1,7 @@
 #include "app/cli/metrics_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -83,8 +84,12 @@ std::optional<double> previous_last_success(const std::filesystem::path& path, c
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view text) {
-  const std::filesystem::path temporary = path.string() + "." + std::to_string(::getpid()) + ".tmp";
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  // A fresh name (random part) created exclusively: O_EXCL never opens what is already there,
+  // a symlink planted at the name included, so neither the link's target is overwritten nor
+  // the link renamed over `path` (a fixed name, as PATH.<pid>.tmp was, can be planted ahead).
+  std::string name = path.string() + "." + std::to_string(::getpid()) + ".XXXXXX.tmp";
+  int fd = ::mkostemps(name.data(), 4, O_CLOEXEC);
+  const std::filesystem::path temporary = name;
   if (fd < 0) throw std::runtime_error(io_error(path, "cannot create " + temporary.string()));
   const auto fail = [&](const std::string& what) {
     const std::string message = io_error(path, what);  // before close and unlink change errno
@@ -92,6 +97,8 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
     ::unlink(temporary.c_str());
     throw std::runtime_error(message);
   };
+  // mkostemps makes it 0600; the collector (another user, as a rule) must read it, whatever the umask.
+  if (::fchmod(fd, 0644) != 0) fail("cannot make " + temporary.string() + " readable");
   for (std::size_t written = 0; written < text.size();) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
     if (n < 0 && errno == EINTR) continue;

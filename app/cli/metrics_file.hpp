@@ -33,9 +33,10 @@ std::string metrics_text(const RunMetrics& metrics);
 std::optional<double> previous_last_success(const std::filesystem::path& path, const std::string& pipeline);
 
 // Replaces `path` with `text` atomically: written to a temporary file beside it (same folder,
-// so same file system; named PATH.<pid>.tmp, which the textfile collector ignores as it reads
-// only *.prom), flushed to disk, renamed over `path`, and the folder synced. A reader sees the
-// old file or the new one, never a part. Throws std::runtime_error naming the path.
+// so same file system; named PATH.<pid>.<random>.tmp, which the textfile collector ignores as
+// it reads only *.prom; created exclusively, so a file or symlink planted there is never
+// written through; mode 0644), flushed to disk, renamed over `path`, and the folder synced. A
+// reader sees the old file or the new one, never a part. Throws std::runtime_error naming the path.
 void write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
 }  // namespace tidemark::app

@@ -9,6 +9,7 @@
 
 #include "app/serve/api.hpp"
 #include "app/serve/handlers.hpp"
+#include "app/status/status.hpp"
 #include "app/wiring/run_request.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/run/quarantine_release.hpp"
@@ -71,6 +72,7 @@ HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, co
       }
       entry["raw"] = raw;
       entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();
+      status::redact_urls_shown(entry);
       if (listed++ > 0) entries += ',';
       entries += boost::json::serialize(entry);
       last_id = row[0].as<std::int64_t>();
@@ -97,6 +99,7 @@ HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, cons
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
     if (rows.empty()) return;
     entry = boost::json::parse(rows[0][0].c_str()).as_object();
+    status::redact_urls_shown(*entry);
     // Beside the record, what its entity's table stores for its key, read by the declaration
     // its table was last brought up to date to (else the config's): null when the record has
     // no valid key or its entity is known to neither.

@@ -138,7 +138,11 @@ HttpResponse trigger_run(ApiContext& context, const HttpRequest& request, const 
 }
 
 HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& route) {
-  return stored_document(context, route.segments[2], sql::kServeRunStatus, "reading a run", "no run");
+  HttpResponse response = stored_document(context, route.segments[2], sql::kServeRunStatus, "reading a run", "no run");
+  if (response.status != 200) return response;
+  boost::json::object run = boost::json::parse(response.body).as_object();
+  status::redact_urls_shown(run);
+  return json_response(200, run);
 }
 
 namespace {
@@ -160,6 +164,7 @@ boost::json::object source_document(const pipeline::SourceConfig& source) {
     }
     case pipeline::SourceKind::kHttp:
       document["url"] = source.http.url;
+      status::redact_urls_shown(document);  // its credentials and api_key stay in the config
       break;
     case pipeline::SourceKind::kNats:
       document["stream"] = source.nats.stream;
@@ -196,6 +201,7 @@ HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route
               : boost::json::value(nullptr);
       const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kServePipelineStatus), name)[0].c_str());
       for (const auto& [key, value] : stored.as_object()) entry[key] = value;
+      for (auto& checkpoint : entry["checkpoints"].as_array()) status::redact_urls_shown(checkpoint.as_object());
       list.push_back(std::move(entry));
     }
   });

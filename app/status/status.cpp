@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "pipeline/core/sink.hpp"
 #include "pipeline/views/admin.hpp"
 #include "sql/statements.hpp"
 
@@ -18,7 +19,9 @@ boost::json::array runs_in(pqxx::transaction_base& txn, const RunFilter& filter)
   boost::json::array runs;
   for (const auto& row : txn.exec_params(std::string(sql::kStatusRuns), filter.pipeline, filter.status, filter.before,
                                          filter.limit)) {
-    runs.push_back(boost::json::parse(row[0].c_str()));
+    boost::json::object run = boost::json::parse(row[0].c_str()).as_object();
+    redact_urls_shown(run);
+    runs.push_back(std::move(run));
   }
   return runs;
 }
@@ -29,6 +32,14 @@ struct EventCounts {
 };
 
 }  // namespace
+
+void redact_urls_shown(boost::json::object& document) {
+  for (const char* member : {"url", "position", "checkpoint", "error"}) {
+    if (auto* value = document.if_contains(member); value != nullptr && value->is_string()) {
+      *value = pipeline::relay::redact_urls(value->as_string());
+    }
+  }
+}
 
 bool is_run_status(std::string_view status) {
   return std::find(std::begin(kRunStatuses), std::end(kRunStatuses), status) != std::end(kRunStatuses);
@@ -68,6 +79,7 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
     status["last_run"] = last.empty() ? boost::json::value(nullptr) : last.front();
     const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kStatusPipeline), name)[0].c_str());
     for (const auto& [key, value] : stored.as_object()) status[key] = value;
+    for (auto& checkpoint : status["checkpoints"].as_array()) redact_urls_shown(checkpoint.as_object());
     for (const auto& row : txn.exec_params(std::string(sql::kStatusDestinationEvents), name)) {
       events[row[0].as<std::string>()] = EventCounts{row[1].as<std::int64_t>(), row[2].as<std::int64_t>()};
     }

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "pipeline/core/utf8.hpp"
+
 namespace tidemark::connectors::file {
 
 CsvScan scan_csv_record(std::string_view data, bool at_eof, std::vector<std::string>* fields) {
@@ -136,6 +138,11 @@ pipeline::DecodedRecord CsvDecoder::decode(std::string_view raw, pipeline::Sourc
   record.position = std::move(position);
   if (header_error_) {
     record.decode_error = "csv: unusable header row: " + *header_error_;
+    return record;
+  }
+  // The file's own BOM is skipped before its header (RecordStream); one here was pasted in.
+  if (raw.starts_with(pipeline::kUtf8Bom)) {
+    record.decode_error = "csv: " + std::string(pipeline::kMisplacedBom);
     return record;
   }
   std::vector<std::string> values;

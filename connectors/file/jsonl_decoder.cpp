@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "pipeline/core/json_value.hpp"
+#include "pipeline/core/utf8.hpp"
 
 namespace tidemark::connectors::file {
 
@@ -255,7 +256,10 @@ pipeline::DecodedRecord decode_jsonl_line(std::string_view line, pipeline::Sourc
   // Syntax first: a line that is not JSON is malformed, whatever its first bytes looked like.
   // `parsed` is where the parser stopped, the faulty byte's offset.
   std::optional<std::string> error;
-  if (ec == boost::json::error::too_deep) {
+  if (ec && parsed == 0 && line.starts_with(pipeline::kUtf8Bom)) {
+    // The file's own BOM is skipped before its first line (RecordStream); one here was pasted in.
+    error = "jsonl: " + std::string(pipeline::kMisplacedBom);
+  } else if (ec == boost::json::error::too_deep) {
     error = "jsonl: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
   } else if (ec) {
     error = malformed(parsed, parsed < line.size() ? ec.message() + " at " + byte_at(line, parsed) : ec.message());

@@ -133,6 +133,7 @@ std::optional<std::string_view> date_out_of_range(int year, int month, int day) 
 }  // namespace
 
 std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters) {
+  if (text.starts_with(kUtf8Bom)) return std::string(kMisplacedBom);
   std::size_t code_points = 0;
   std::size_t i = 0;
   while (i < text.size()) {

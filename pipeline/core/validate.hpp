@@ -53,7 +53,8 @@ std::string describe_differences(const EntityDeclaration& entity, const EntityRe
                                  const EntityRecord& other, std::string_view there);
 
 // What is wrong with `text` as text a column stores, if anything: invalid UTF-8, a control
-// character (C0, DEL, C1) or more than `max_characters` code points. Empty is fine here.
+// character (C0, DEL, C1), a byte order mark at its start (kMisplacedBom) or more than
+// `max_characters` code points. Empty is fine here.
 std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters);
 
 // A bigint: decimal digits only, with an optional leading '-' when `allow_minus`; no '+',

@@ -183,6 +183,18 @@ TEST(Validate, TransactionIdRejectsC0DelAndC1ControlCharacters) {
   EXPECT_EQ(rejection_of(space), "<accepted>");
 }
 
+// Issue 43 item 7: a byte order mark past the start of a file (`cat a.csv b.csv`) became part
+// of a key: U+FEFF n5 and n5 were two transactions. One at the start of a text value is
+// refused; U+FEFF inside one (a zero-width no-break space) is the text's own.
+TEST(Validate, TransactionIdRejectsALeadingByteOrderMark) {
+  DecodedRecord decoded = good_record();
+  decoded.field(pipeline::built_in_field::kTransactionId) = text_field("\xEF\xBB\xBFn5");
+  EXPECT_EQ(rejection_of(decoded),
+            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+  decoded.field(pipeline::built_in_field::kTransactionId) = text_field("n\xEF\xBB\xBF" "5");
+  EXPECT_EQ(rejection_of(decoded), "<accepted>");
+}
+
 TEST(Validate, RevisionBoundaries) {
   DecodedRecord decoded = good_record();
   decoded.field(pipeline::built_in_field::kSourceRevision) = text_field("0");

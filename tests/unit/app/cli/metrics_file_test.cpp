@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -112,6 +113,28 @@ TEST_F(MetricsFileTest, AnUnwritableFolderIsAnErrorNamingThePath) {
   } catch (const std::runtime_error& error) {
     EXPECT_THAT(error.what(), HasSubstr(path.string()));
   }
+}
+
+// Issue 43 item 5: a symlink planted at the temporary name the writer used (PATH.<pid>.tmp,
+// the pid being this process's) made the write overwrite the link's target and rename the
+// link over PATH. Now the target keeps its text and PATH is a regular file of mode 0644
+// (whatever the umask: the collector, as a rule another user, must read it).
+TEST_F(MetricsFileTest, APlantedSymlinkAtTheTemporaryNameIsNotWrittenThrough) {
+  const auto path = folder_ / "tidemark.prom";
+  const auto victim = folder_ / "victim";
+  std::ofstream(victim) << "precious\n";
+  const auto planted = std::filesystem::path(path.string() + "." + std::to_string(::getpid()) + ".tmp");
+  std::filesystem::create_symlink(victim, planted);
+  const mode_t saved_umask = ::umask(077);
+  write_file_atomically(path, "new\n");
+  ::umask(saved_umask);
+  EXPECT_EQ(read_text(victim), "precious\n");
+  EXPECT_FALSE(std::filesystem::is_symlink(path));
+  EXPECT_EQ(read_text(path), "new\n");
+  EXPECT_EQ(std::filesystem::status(path).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  EXPECT_TRUE(std::filesystem::is_symlink(planted));  // left alone, not removed or followed
 }
 
 // A reader polling the file while it is rewritten over and over sees one whole version or the

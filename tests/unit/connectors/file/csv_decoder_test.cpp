@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "pipeline/core/validate.hpp"
@@ -103,6 +104,27 @@ TEST(CsvDecoder, SkipsUtf8BomButCountsItsBytes) {
   EXPECT_EQ(text_of(records[0].field(pipeline::built_in_field::kTransactionId)), "t1");
   EXPECT_EQ(records[0].position.offset, 3 + kHeader.size());
   EXPECT_EQ(records[0].position.line, 2u);
+}
+
+// Issue 43 item 7: a BOM anywhere but at the start of the file (a second file pasted onto
+// the first) is not skipped and not part of the record's first field: the record is
+// quarantined saying why. Inside quotes it reaches the validator, which refuses it there.
+TEST(CsvDecoder, ABomPastTheStartOfTheFileMakesItsRecordADecodeError) {
+  const std::string text = "\xEF\xBB\xBF" + std::string(kHeader) + "t1,1,1,,\n\xEF\xBB\xBFn5,1,1,,\n"
+                           "\"\xEF\xBB\xBFn6\",1,1,,\nt7,1,1,,\n";
+  const auto records = decode(text);
+  ASSERT_EQ(records.size(), 4u);
+  EXPECT_FALSE(records[0].decode_error);
+  EXPECT_EQ(records[1].decode_error,
+            "csv: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+  EXPECT_EQ(records[1].raw, "\xEF\xBB\xBFn5,1,1,,");
+  EXPECT_EQ(records[1].position.line, 3u);
+  const auto quoted = pipeline::validate(records[2]);
+  ASSERT_TRUE(std::holds_alternative<pipeline::Rejection>(quoted));
+  EXPECT_EQ(std::get<pipeline::Rejection>(quoted).detail,
+            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+  EXPECT_FALSE(records[3].decode_error);
+  EXPECT_EQ(text_of(records[3].field(pipeline::built_in_field::kTransactionId)), "t7");
 }
 
 TEST(CsvDecoder, LastRecordWithoutTrailingNewline) {

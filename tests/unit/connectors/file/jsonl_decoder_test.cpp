@@ -167,6 +167,19 @@ TEST(JsonlDecoder, TextDecodingSkipsALeadingBom) {
   EXPECT_EQ(records[0].position.offset, 3u);
 }
 
+// Issue 43 item 7: a BOM at the start of a later line (a second file pasted onto the first)
+// is named as the record's fault, not as a JSON syntax error at 0xEF.
+TEST(JsonlDecoder, ABomPastTheStartOfTheFileMakesItsLineADecodeError) {
+  const auto records = decode_text(
+      Format::kJsonl, "\xEF\xBB\xBF{\"amount\":1}\n\xEF\xBB\xBF{\"amount\":2}\n{\"amount\":3}\n", "in.jsonl");
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_FALSE(records[0].decode_error);
+  EXPECT_EQ(records[1].decode_error,
+            "jsonl: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+  EXPECT_EQ(records[1].position.line, 2u);
+  EXPECT_FALSE(records[2].decode_error);
+}
+
 TEST(RecordStream, OverlongJsonLineBecomesAnErrorAndTheNextLineDecodes) {
   RecordStream stream(Format::kJsonl, built_in_layout(), 16);
   stream.start_file("in.jsonl");

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "connectors/file/jsonl_decoder.hpp"
+#include "pipeline/core/utf8.hpp"
 
 namespace tidemark::connectors::file {
 namespace {
@@ -67,6 +68,7 @@ TEST(JsonlJsonTestSuite, EveryMalformedDocumentIsReportedMalformedNeverAsTheWron
   const std::string too_deep = "jsonl: nested deeper than " + std::to_string(kMaxJsonDepth) + " levels";
   std::size_t malformed = 0;
   std::vector<std::string> deep;
+  std::vector<std::string> bom;
   for (const Document& document : suite.lines) {
     const auto record = decode(document);
     ASSERT_TRUE(record.decode_error) << document.name << " decoded";
@@ -75,13 +77,16 @@ TEST(JsonlJsonTestSuite, EveryMalformedDocumentIsReportedMalformedNeverAsTheWron
       ++malformed;
     } else if (error == too_deep) {
       deep.push_back(document.name);  // its fault lies beyond the depth the decoder reads to
+    } else if (error == "jsonl: " + std::string(pipeline::kMisplacedBom)) {
+      bom.push_back(document.name);  // a line's BOM is named as such (issue 43): a file's own is skipped before
     } else {
       ADD_FAILURE() << document.name << ": " << error;
     }
     EXPECT_TRUE(record.fields.empty() && record.undeclared.empty()) << document.name;
     EXPECT_EQ(record.raw, document.line) << document.name;
   }
-  EXPECT_EQ(malformed, 183u);
+  EXPECT_EQ(malformed, 182u);
+  EXPECT_EQ(bom, std::vector<std::string>{"n_structure_UTF8_BOM_no_data.json"});
   EXPECT_EQ(deep, (std::vector<std::string>{"n_structure_100000_opening_arrays.json",
                                             "n_structure_open_array_object.json"}));
 }
