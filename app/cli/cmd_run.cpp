@@ -215,6 +215,7 @@ void print_summary(const PartitionedSummary& partitioned) {
 struct Committed {
   pipeline::OutcomeCounts counts;
   std::uint64_t batches = 0;
+  std::uint64_t rewritten_files = 0;  // of the runs that ended
 };
 
 // Runs the pipeline as the options say; returns the exit code.
@@ -276,6 +277,7 @@ int run_command(const RunOptions& options, Committed& committed) {
           for (std::size_t i = 0; i < planned.requests.size() && !stop; ++i) {
             const pipeline::RunRequest& request = planned.requests[i];
             const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+            committed.rewritten_files += summary.rewritten_files.size();
             if (!partitioned_source) {
               partitioned.total = summary;
             } else {
@@ -313,6 +315,7 @@ void write_run_metrics(const RunOptions& options, const Committed& committed, in
   metrics.pipeline = options.pipeline;
   metrics.counts = committed.counts;
   metrics.batches = committed.batches;
+  metrics.rewritten_files = committed.rewritten_files;
   metrics.duration_seconds = seconds;
   metrics.exit_code = exit_code;
   metrics.finished_at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

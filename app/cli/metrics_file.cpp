@@ -56,6 +56,9 @@ std::string metrics_text(const RunMetrics& metrics) {
   }
   family(text, "tidemark_run_batches", "Batches the last run committed.");
   text += fmt::format("tidemark_run_batches{{{}}} {}\n", labels, metrics.batches);
+  family(text, "tidemark_run_rewritten_files",
+         "Files the last run found changed since an earlier run read them, and read again from their start.");
+  text += fmt::format("tidemark_run_rewritten_files{{{}}} {}\n", labels, metrics.rewritten_files);
   family(text, "tidemark_run_duration_seconds", "How long the last run took, from start to exit.");
   text += fmt::format("tidemark_run_duration_seconds{{{}}} {:.3f}\n", labels, metrics.duration_seconds);
   family(text, "tidemark_run_exit_code",

@@ -17,6 +17,7 @@ struct RunMetrics {
   std::string pipeline;
   pipeline::OutcomeCounts counts;  // of its committed batches
   std::uint64_t batches = 0;       // committed
+  std::uint64_t rewritten_files = 0;  // files found changed since a run read them, read again
   double duration_seconds = 0;
   int exit_code = 0;
   double finished_at = 0;                   // unix time

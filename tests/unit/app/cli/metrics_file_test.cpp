@@ -49,6 +49,7 @@ RunMetrics sample() {
   metrics.counts[pipeline::Outcome::kInserted] = 7;
   metrics.counts[pipeline::Outcome::kConflict] = 2;
   metrics.batches = 3;
+  metrics.rewritten_files = 1;
   metrics.duration_seconds = 1.25;
   metrics.exit_code = 0;
   metrics.finished_at = 1796104800.5;
@@ -58,7 +59,8 @@ RunMetrics sample() {
 
 TEST_F(MetricsFileTest, TextHasEveryFamilyWithHelpTypeAndAllEightOutcomes) {
   const std::string text = metrics_text(sample());
-  for (const char* name : {"tidemark_run_records", "tidemark_run_batches", "tidemark_run_duration_seconds",
+  for (const char* name : {"tidemark_run_records", "tidemark_run_batches", "tidemark_run_rewritten_files",
+                           "tidemark_run_duration_seconds",
                            "tidemark_run_exit_code", "tidemark_run_finished_timestamp_seconds",
                            "tidemark_run_last_success_timestamp_seconds"}) {
     EXPECT_THAT(text, HasSubstr(std::string("# HELP ") + name + " ")) << name;
@@ -68,6 +70,7 @@ TEST_F(MetricsFileTest, TextHasEveryFamilyWithHelpTypeAndAllEightOutcomes) {
   EXPECT_THAT(text, HasSubstr("tidemark_run_records{pipeline=\"payments\",outcome=\"conflict\"} 2\n"));
   EXPECT_THAT(text, HasSubstr("tidemark_run_records{pipeline=\"payments\",outcome=\"stale\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("tidemark_run_batches{pipeline=\"payments\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("tidemark_run_rewritten_files{pipeline=\"payments\"} 1\n"));
   EXPECT_THAT(text, HasSubstr("tidemark_run_duration_seconds{pipeline=\"payments\"} 1.250\n"));
   EXPECT_THAT(text, HasSubstr("tidemark_run_exit_code{pipeline=\"payments\"} 0\n"));
   EXPECT_THAT(text, HasSubstr("tidemark_run_last_success_timestamp_seconds{pipeline=\"payments\"} 1796104800.500\n"));
