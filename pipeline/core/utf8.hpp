@@ -11,7 +11,7 @@ namespace tidemark::pipeline {
 // The byte order mark a UTF-8 file may start with (it is not part of the first record).
 inline constexpr std::string_view kUtf8Bom = "\xEF\xBB\xBF";
 // Why a record or a text value that starts with one is refused: anywhere but at the start of
-// a file it is a file pasted into another (`cat a.csv b.csv`), and kept it would become part
+// a file it is a file pasted onto another (`cat a b`), and kept it would become part
 // of a key (U+FEFF n5 and n5 would be two transactions).
 inline constexpr std::string_view kMisplacedBom =
     "starts with a byte order mark (U+FEFF), accepted only at the start of a file";
