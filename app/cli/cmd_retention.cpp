@@ -30,7 +30,8 @@ void register_retention_command(CLI::App& root, int& exit_code) {
       "Delete, in chunks of 5000 rows per transaction, delivered outbox rows older than retention.outbox\n"
       "(kept while a view rebuild needs them), runs and their ledger older than retention.runs (rolled up\n"
       "into tidemark_run_daily first), released quarantine entries older than retention.quarantine,\n"
-      "webhook-ids older than retention.requests and view inbox rows older than retention.inbox.\n"
+      "webhook-ids older than retention.requests, view inbox rows older than retention.inbox, and the\n"
+      "registry rows of files no run has found for retention.runs.\n"
       "Prints the rows deleted per kind; `tidemark serve` runs the same job hourly");
   options->database.add_to(*run);
   run->add_flag("--dry-run", options->dry_run, "Print how many rows each kind would delete; delete nothing");
