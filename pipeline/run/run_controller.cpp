@@ -178,10 +178,12 @@ RunSummary run_pipeline(const RunRequest& request) {
     db::keep_pipeline_entity(connection, request.pipeline, request.entity, !request.dry_run);
     const std::string& source_name = source->identity();
     std::optional<Position> resume;
+    std::vector<FileMark> marks;  // the registry of files read, which a replay ignores
     summary.dry_run = request.dry_run;
     if (request.dry_run) {
       const bool create_table = dry_run_creates_table(connection, request.entity);
       resume = stored_checkpoint(connection, request.pipeline, source_name);
+      if (!request.replay) marks = stored_marks(connection, request.pipeline, source_name);
       committer->begin_dry_run();
       if (create_table) {
         committer->dry_run_transaction().exec(db::build_entity_sql(request.entity).create_table);
@@ -193,10 +195,9 @@ RunSummary run_pipeline(const RunRequest& request) {
       run_id = start_run(connection, request);
       summary.run_id = run_id;
       resume = stored_checkpoint(connection, request.pipeline, source_name);
+      if (!request.replay) marks = stored_marks(connection, request.pipeline, source_name);
     }
-    // A file source reads on from its registry of files read, which a replay ignores.
-    std::vector<FileMark> marks = request.replay ? std::vector<FileMark>{}
-                                                 : stored_marks(connection, request.pipeline, source_name);
+    // A file source reads on from its registry of files read.
     if (!request.replay && (resume || !marks.empty())) {
       source->restore_marks(std::move(marks));
       source->seek(resume.value_or(Position{}));
