@@ -163,6 +163,7 @@ void FileSource::plan_from_marks() {
   }
   files_ = std::move(planned);
   next_file_ = 0;
+  returning_ = 0;
 }
 
 std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::size_t max_records,
@@ -178,11 +179,15 @@ std::size_t FileSource::read(std::vector<pipeline::DecodedRecord>& out, std::siz
     }
     bytes += record.raw.size();
     position_ = FilePosition{record.position.file, record.position.end_offset};
-    // Records come file by file: the open file's, or the one before's from the look-ahead.
-    const auto entry = std::lower_bound(files_.begin(), files_.end(), position_.file,
-                                        [](const Entry& listed, const std::string& name) { return listed.name < name; });
-    entry->returned = position_.offset;
-    mark_due(static_cast<std::size_t>(entry - files_.begin()));
+    // Records come file by file: the entry is found once per file, not once per record.
+    if (returning_ >= files_.size() || files_[returning_].name != position_.file) {
+      returning_ = static_cast<std::size_t>(
+          std::lower_bound(files_.begin(), files_.end(), position_.file,
+                           [](const Entry& listed, const std::string& name) { return listed.name < name; }) -
+          files_.begin());
+    }
+    files_[returning_].returned = position_.offset;
+    mark_due(returning_);
     out.push_back(std::move(record));
     ++appended;
     return true;

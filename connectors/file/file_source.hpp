@@ -133,6 +133,7 @@ class FileSource final : public pipeline::Source {
   std::vector<pipeline::FileMark> stored_marks_;   // restore_marks: what earlier runs read
   std::vector<pipeline::FileMark> adopted_;        // adopt_passed: owed by the next take_marks
   std::vector<std::size_t> due_;                   // entries whose marks take_marks owes
+  std::size_t returning_ = 0;  // the entry whose record was returned last (emit)
   std::vector<pipeline::ChangedFile> changed_;
 };
 

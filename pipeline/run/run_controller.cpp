@@ -140,8 +140,8 @@ std::vector<FileMark> stored_marks(pqxx::connection& connection, const std::stri
   pqxx::nontransaction txn(connection);
   std::vector<FileMark> marks;
   for (const auto& row : txn.exec_params(std::string(sql::kFilesStoredMarks), pipeline, source)) {
-    marks.push_back({row["file"].as<std::string>(), row["bytes"].as<std::uint64_t>(),
-                     row["device"].as<std::uint64_t>(), row["inode"].as<std::uint64_t>(),
+    const auto number = [&](const char* column) { return static_cast<std::uint64_t>(row[column].as<std::int64_t>()); };
+    marks.push_back({row["file"].as<std::string>(), number("bytes"), number("device"), number("inode"),
                      row["fingerprint"].as<std::string>()});
   }
   return marks;

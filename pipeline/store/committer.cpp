@@ -19,16 +19,6 @@ using db::append_copy_text;
 
 namespace {
 
-// '{1,2,3}' for a $n::bigint[] parameter (libpqxx 6.4 has no array parameters).
-std::string number_array_literal(const std::vector<FileMark>& marks, std::uint64_t FileMark::*member) {
-  std::string literal = "{";
-  for (const FileMark& mark : marks) {
-    if (literal.size() > 1) literal += ',';
-    literal += std::to_string(mark.*member);
-  }
-  return literal + "}";
-}
-
 void append_nullable(std::string& line, const std::optional<std::string>& value) {
   if (value) {
     append_copy_text(line, *value);
@@ -230,15 +220,20 @@ void Committer::fence(pqxx::transaction_base& txn, std::int64_t run_id) const {
 void Committer::record_marks(pqxx::transaction_base& txn, const std::vector<FileMark>& marks,
                              std::int64_t run_id) const {
   if (marks.empty()) return;
-  std::vector<std::string> files;
-  std::vector<std::string> fingerprints;
+  // Parallel arrays, one statement for the batch's files (libpqxx 6.4 has no array parameters).
+  std::vector<std::string> files, fingerprints;
+  // Device and inode numbers are stored as bigint, bit for bit (stored_marks casts them back).
+  std::vector<std::int64_t> bytes, devices, inodes;
   for (const FileMark& mark : marks) {
     files.push_back(mark.file);
+    bytes.push_back(static_cast<std::int64_t>(mark.bytes));
+    devices.push_back(static_cast<std::int64_t>(mark.device));
+    inodes.push_back(static_cast<std::int64_t>(mark.inode));
     fingerprints.push_back(mark.fingerprint);
   }
   txn.exec_params(std::string(sql::kFilesRecordMarks), pipeline_, source_, db::text_array_literal(files),
-                  number_array_literal(marks, &FileMark::bytes), number_array_literal(marks, &FileMark::device),
-                  number_array_literal(marks, &FileMark::inode), db::text_array_literal(fingerprints), run_id);
+                  db::bigint_array_literal(bytes), db::bigint_array_literal(devices),
+                  db::bigint_array_literal(inodes), db::text_array_literal(fingerprints), run_id);
 }
 
 void Committer::record_files(const std::vector<FileMark>& marks, const std::vector<std::string>& seen,

@@ -38,11 +38,13 @@ struct Tx {
   std::string amount;
 };
 
-std::string csv(const std::vector<Tx>& records) {
-  std::string text = kHeader;
+std::string lines(const std::vector<Tx>& records) {
+  std::string text;
   for (const Tx& tx : records) text += tx.key + "," + std::to_string(tx.revision) + "," + tx.amount + ",acct\n";
   return text;
 }
+
+std::string csv(const std::vector<Tx>& records) { return kHeader + lines(records); }
 
 class ChangedFilesTest : public ::testing::Test {
  protected:
@@ -59,9 +61,7 @@ class ChangedFilesTest : public ::testing::Test {
     given(records);
   }
   void append(const std::string& name, const std::vector<Tx>& records) {
-    std::string text;
-    for (const Tx& tx : records) text += tx.key + "," + std::to_string(tx.revision) + "," + tx.amount + ",acct\n";
-    dir_.append(name, text);
+    dir_.append(name, lines(records));
     given(records);
   }
   void given(const std::vector<Tx>& records) {
