@@ -1,6 +1,6 @@
 #pragma once
 // The subjects the NATS sink publishes to, built from an event's partition key. Pure: no
-// connection, no clock (unit-tested in tests/unit/connectors/nats_sink_subject_test.cpp).
+// connection, no clock (unit-tested in connectors/nats_sink/tests/nats_sink_subject_test.cpp).
 #include <string>
 #include <string_view>
 

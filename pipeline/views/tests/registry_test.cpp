@@ -1,15 +1,12 @@
-// The registry of views: a name finds its View, an unknown name is refused with the names
-// Tidemark ships, and a config naming an unknown view is a configuration error before any
-// database is touched.
+// The registry of views: a name finds its View, and an unknown name is refused with the names
+// Tidemark ships.
 #include "pipeline/views/registry.hpp"
 
-#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "app/wiring/options.hpp"
 #include "pipeline/views/account_balance.hpp"
 #include "pipeline/views/daily_totals.hpp"
 
@@ -41,20 +38,6 @@ TEST(ViewRegistry, RefusesAnUnknownViewNamingTheShippedOnes) {
 TEST(ViewRegistry, OnlyAccountBalanceStartsFromASnapshot) {
   EXPECT_TRUE(known_view(kAccountBalance).snapshot_statement().has_value());
   EXPECT_FALSE(known_view(kDailyTotals).snapshot_statement().has_value());
-}
-
-TEST(ViewRegistry, AConfigNamingAnUnknownViewIsAConfigErrorBeforeAnyConnection) {
-  Config config;
-  PipelineConfig pipeline;
-  pipeline.name = "orders";
-  pipeline.destinations = {{kAccountBalance, pipeline::DestinationKind::kView, "", ""},
-                           {"monthly_totals", pipeline::DestinationKind::kView, "", ""}};
-  config.pipelines["orders"] = pipeline;
-  // An unreachable database: the name check must come first.
-  EXPECT_THAT([&] { app::make_view_sinks(config, "postgresql://nobody@127.0.0.1:1/none"); },
-              testing::ThrowsMessage<ConfigError>(testing::HasSubstr(
-                  "destination 'monthly_totals' is of kind view, but tidemark has no such view "
-                  "(account_balance, daily_totals)")));
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ struct Suite {
 
 // The suite's documents whose names start with `prefix` ("n_", "y_"), in name order.
 Suite documents(std::string_view prefix) {
-  const auto folder = std::filesystem::path(TIDEMARK_SOURCE_DIR) / "tests/unit/connectors/file/data/jsontestsuite/test_parsing";
+  const auto folder = std::filesystem::path(TIDEMARK_SOURCE_DIR) / "connectors/file/tests/data/jsontestsuite/test_parsing";
   Suite suite;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     std::string name = entry.path().filename().string();

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "app/config/config.hpp"
-#include "tests/unit/app/config_errors.hpp"
+#include "app/config/tests/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {

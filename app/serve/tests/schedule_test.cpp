@@ -1,5 +1,5 @@
 // The serve scheduler's arithmetic (issue 4): `every` and cron ticks, with missed ticks
-// coalescing into one. Pure. The cron parser itself is tested in tests/unit/app/cron_test.cpp.
+// coalescing into one. Pure. The cron parser itself is tested in app/config/tests/cron_test.cpp.
 #include <gtest/gtest.h>
 
 #include "app/serve/schedule.hpp"

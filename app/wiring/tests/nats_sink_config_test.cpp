@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "app/config/config.hpp"
-#include "tests/unit/app/config_errors.hpp"
+#include "app/config/tests/config_errors.hpp"
 #include "app/wiring/sinks.hpp"
 
 namespace tidemark::pipeline {

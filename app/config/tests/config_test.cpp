@@ -1,6 +1,5 @@
 #include "app/config/config.hpp"
-#include "app/wiring/options.hpp"
-#include "tests/unit/app/config_errors.hpp"
+#include "app/config/tests/config_errors.hpp"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -484,23 +483,6 @@ TEST(ParseConfigErrors, RelayLimitsAreChecked) {
             "config.yaml:1: relay.max_attempts: expected an integer from 1 to 1000, got \"0\"");
   EXPECT_EQ(config_error("relay: {max_in_flight: 1025}\n"),
             "config.yaml:1: relay.max_in_flight: expected an integer from 1 to 1024, got \"1025\"");
-}
-
-// A destination's own window (issue 15): read wherever the relay section is in the file,
-// passed to the relay by name, and never above the relay's own window.
-TEST(ParseConfig, ADestinationMayHaveAWindowOfItsOwn) {
-  const auto config = parse_config(std::string(kPipelineHead) +
-                                       "    destinations:\n"
-                                       "      - {name: slow, kind: http, url: http://x/, secret_env: S, max_in_flight: 8}\n"
-                                       "      - {name: fast, kind: http, url: http://y/, secret_env: S}\n"
-                                       "relay: {max_in_flight: 64}\n",
-                                   "config.yaml");
-  const auto& destinations = config.pipelines.at("transactions").destinations;
-  EXPECT_EQ(destinations.at(0).max_in_flight, std::optional<std::size_t>(8));
-  EXPECT_EQ(destinations.at(1).max_in_flight, std::nullopt);
-  const auto options = app::relay_options(config);
-  EXPECT_EQ(options.config.max_in_flight, 64u);
-  EXPECT_EQ(options.windows, (std::map<std::string, std::size_t>{{"slow", 8}}));
 }
 
 TEST(ParseConfigErrors, ADestinationsWindowIsChecked) {
