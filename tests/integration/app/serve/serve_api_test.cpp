@@ -25,6 +25,7 @@
 #include <thread>
 
 #include <boost/json.hpp>
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -65,19 +66,29 @@ std::map<std::string, std::string> signed_headers(const std::string& id, const s
 
 boost::json::object parse_object(const std::string& text) { return boost::json::parse(text).as_object(); }
 
+// The sinks the tests add to spdlog's default logger while serve's threads log. The logger's
+// own list of sinks is a plain vector that its threads read unlocked, so it is changed once,
+// before any serve starts (ServeApiTest::SetUp); the tests' sinks come and go through this
+// one, which locks.
+std::shared_ptr<spdlog::sinks::dist_sink_mt> test_sinks() {
+  static const auto sinks = [] {
+    auto dist = std::make_shared<spdlog::sinks::dist_sink_mt>();
+    spdlog::default_logger()->sinks().push_back(dist);
+    return dist;
+  }();
+  return sinks;
+}
+
 // What the process logs at warn and above while it lives, one message a line as the text
-// format writes them (a sink added to spdlog's default logger, removed again at the end).
+// format writes them.
 class WarnLog {
  public:
   WarnLog() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
     sink_->set_pattern("%l %v");
     sink_->set_level(spdlog::level::warn);
-    spdlog::default_logger()->sinks().push_back(sink_);
+    test_sinks()->add_sink(sink_);
   }
-  ~WarnLog() {
-    auto& sinks = spdlog::default_logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
+  ~WarnLog() { test_sinks()->remove_sink(sink_); }
   WarnLog(const WarnLog&) = delete;
   WarnLog& operator=(const WarnLog&) = delete;
 
@@ -104,6 +115,7 @@ class WarnLog {
 class ServeApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    test_sinks();  // before serve's threads log
     directory_ = std::filesystem::temp_directory_path() /
                  ("tidemark-serve-api-" + std::to_string(::getpid()) + "-" + db_.name());
     std::filesystem::create_directories(directory_);
