@@ -7,7 +7,8 @@
 // Content-Security-Policy violation) exits 1 with the reason.
 //
 // Environment: TIDEMARK_UI_URL (http://127.0.0.1:PORT/ui/), TIDEMARK_API_TOKEN,
-// TIDEMARK_SCREENSHOT_DIR, CHROMIUM (default /usr/bin/chromium).
+// TIDEMARK_SCREENSHOT_DIR, CHROMIUM (default /usr/bin/chromium). package.json pins
+// playwright-core at 1.61.1, the newest that runs on Debian 12's Node.js 18 (docs/console.md).
 import { chromium } from 'playwright-core';
 import path from 'node:path';
 

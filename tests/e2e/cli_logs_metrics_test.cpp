@@ -1,7 +1,7 @@
 // Operator experience of `tidemark` as real processes (issue 12): --log-format json and
 // --log-level before or after the command's name, -V, `run --metrics-file` as node_exporter's
 // textfile collector reads it (checked by the real promtool), the alert on the file's age
-// (promtool check rules), and the progress bar on a terminal (a pty through script(1)).
+// (promtool check rules), and the progress bar on a terminal (a pty: tests/support/terminal.hpp).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +16,7 @@
 
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
+#include "tests/support/terminal.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::testing {
@@ -233,11 +234,11 @@ TEST(CliMetricsFile, PromtoolAcceptsTheTextfileExampleAndItsAlertFiresOnAStaleLa
   EXPECT_EQ(test.exit_code, 0) << test.out << test.err;
 }
 
-// On a terminal (a pty from script(1)) a run draws a bar with the percent of bytes read;
+// On a terminal (a pty) a run draws a bar with the percent of bytes read;
 // with stderr a file, as in the other tests, there is none: plain log lines only.
 TEST(CliProgress, ARunOnATerminalDrawsAProgressBarAndAPipedRunDoesNot) {
-  const std::string script = find_program("script");
-  if (script.empty()) GTEST_SKIP() << "script(1) is not installed (Debian package bsdutils)";
+  const std::string missing = pseudo_terminal_missing();
+  if (!missing.empty()) GTEST_SKIP() << missing;
   TestDatabase db;
   TempDir folder;
   std::string records = "transaction_id,source_revision,amount\n";
@@ -247,7 +248,7 @@ TEST(CliProgress, ARunOnATerminalDrawsAProgressBarAndAPipedRunDoesNot) {
                               source.string() + "' --database '" + db.url() + "'";
   ProcessOptions options;
   options.env["TERM"] = "xterm";
-  const ProcessResult terminal = run_process(script, {"-qec", command, "/dev/null"}, options);
+  const ProcessResult terminal = run_on_terminal(command, options);
   ASSERT_EQ(terminal.exit_code, 0) << terminal.out << terminal.err;
   EXPECT_THAT(terminal.out, ::testing::ContainsRegex("\\[[#-]{24}\\] +[0-9]+%  "));
   EXPECT_THAT(terminal.out, HasSubstr("\r\x1b[K"));
