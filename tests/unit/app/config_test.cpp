@@ -486,7 +486,7 @@ TEST(ParseConfigErrors, RelayLimitsAreChecked) {
             "config.yaml:1: relay.max_in_flight: expected an integer from 1 to 1024, got \"1025\"");
 }
 
-// A destination's own window (issue 15): read wherever the relay section is in the file,
+// A destination's own window: read wherever the relay section is in the file,
 // passed to the relay by name, and never above the relay's own window.
 TEST(ParseConfig, ADestinationMayHaveAWindowOfItsOwn) {
   const auto config = parse_config(std::string(kPipelineHead) +
