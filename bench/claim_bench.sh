@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The relay's claim (issue 15): what one claim of 64 events costs at a backlog of N pending
+# The relay's claim: what one claim of 64 events costs at a backlog of N pending
 # events, before (claim.sql of OLD_REF, a scan of the pending rows with a per-row probe) and
 # after (the per-key heads of migration 0015), each with and without ANALYZE, and the relay's
 # events/s against a trivial receiver (a Node.js http server answering 200 at once, in its own

@@ -1,4 +1,4 @@
-// How long reading a config takes as one of its lists grows (issue 43 item 7): a YAML list of
+// How long reading a config takes as one of its lists grows: a YAML list of
 // 100k items took 35 s to `tidemark check` (25k: 1.5 s, 50k: 6.4 s), quadratic. Times
 // check_config on a postgres cursor and on a destinations list of SMALL and LARGE items, in one
 // process, and prints each time and the LARGE / SMALL ratio: about LARGE / SMALL (4 for the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The commit's cost model (issue 15 part 4, docs/performance.md "Cost model"): what each
+# The commit's cost model (docs/performance.md "Cost model"): what each
 # part of one batch's commit costs per row, in time and WAL bytes, and how that grows with
 # the batch size, the number of destinations and the stored rows.
 #

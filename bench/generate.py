@@ -10,7 +10,7 @@ BLOCK therefore sees the same mix in each batch. Per block, in shuffled order:
 A record's payload is a pure function of (key, revision), so a stale or repeated revision
 never conflicts with what was stored, unless --conflicts N turns N of every 100 stale rows
 into a repeat of the key's current revision with a different amount: a same-revision
-conflict (DESIGN rule 2) that exercises the quarantine path.
+conflict (docs/rules.md rule 2) that exercises the quarantine path.
 Accounts: key k belongs to account k // KEYS_PER_ACCOUNT_GROUP % ACCOUNTS, so a few
 neighbouring keys share an account and per-account sequences are contended in a batch.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End-to-end latency in `tidemark serve` (issue 15): a file source appended with 100
+# End-to-end latency in `tidemark serve`: a file source appended with 100
 # complete lines every 100 ms (a steady 1,000 events/s) and `schedule: {every: 100ms}`, for
 # 60 s, delivered by serve's relay to bench/receiver.js, which records each arrival on this
 # machine's clock. Latency = arrival - the event's outbox created_at (the start of the

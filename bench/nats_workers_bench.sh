@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A nats pipeline's rows/s with 1, 2 and 3 workers (issue 16, docs/scale-out.md "Figures"),
+# A nats pipeline's rows/s with 1, 2 and 3 workers (docs/scale-out.md "Figures"),
 # as ratios to one worker in the same script. ROWS order versions are published once over
 # PARTITIONS partitions (streams ORDERS_<k> on one local nats-server, R1); each round loads
 # them into a fresh database with W `tidemark serve` processes started at once, sharing the

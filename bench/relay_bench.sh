@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Outbox relay throughput against a fair wire ceiling (issue 15): the receiver is a plain
+# Outbox relay throughput against a fair wire ceiling: the receiver is a plain
 # Node.js server in its own process (bench/receiver.js, 200 at once); its ceiling is
 # measured by wrk with the relay's connection count, body and signing headers; then
 # `tidemark relay --once` (max_in_flight CONNECTIONS, signing on) delivers PENDING events

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The load's rows/s with retention deleting beside it, as a ratio to its rows/s without it
-# (issue 18 part 3, docs/retention.md). A template database holds HISTORY rows past every
+# (docs/retention.md). A template database holds HISTORY rows past every
 # window (delivered outbox rows, runs with their ledger rows, released quarantine entries);
 # each round clones it twice and times `tidemark run` loading ROWS new records into each:
 # once alone, once while `tidemark retention run` deletes that history in its 5,000-row chunks

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tidemark throughput benchmark (issue 6): the hand-written psql baseline (B) against
+# Tidemark throughput benchmark: the hand-written psql baseline (B) against
 # `tidemark run` (P), each on a fresh database cloned from one migrated template, in the
 # order B P P B, then a sweep of batch sizes and, optionally, peak RSS on a large input.
 # With ENTITY=1 it instead loads a declared 12-field entity (E) beside the built-in
@@ -9,7 +9,7 @@
 #   bench/run_bench.sh                                  # quick: 200k rows, batch 10k
 #   ROWS=1000000 RSS_ROWS=10000000 bench/run_bench.sh   # the documented full run
 #   ENTITY=1 bench/run_bench.sh                         # declared entity beside the built-in
-#   INDEXES=1 ROWS=1000000 bench/run_bench.sh           # the outbox's index sets (issue 15)
+#   INDEXES=1 ROWS=1000000 bench/run_bench.sh           # the outbox's index sets
 #
 # ROWS (200000)        rows of the main dataset
 # BATCH (10000)        batch size of the B P P B runs

@@ -16,7 +16,7 @@ import statistics
 import sys
 
 
-RSS_LIMIT_MIB = 64  # issue 14: peak RSS at the default batch size stays under this
+RSS_LIMIT_MIB = 64  # peak RSS at the default batch size stays under this
 DEFAULT_BATCH = 10_000  # tidemark run's default --batch-size
 
 

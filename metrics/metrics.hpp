@@ -1,5 +1,5 @@
 #pragma once
-// Every metric family of INTERFACE.md "Metrics", declared together in one registry and
+// Every metric family of docs/operations.md "Metrics", declared together in one registry and
 // handed to the code that counts (STYLE habit 8). GET /metrics serializes the registry.
 #include <memory>
 #include <string>

@@ -155,10 +155,13 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     } catch (const pipeline::ReleaseEntityMismatch& error) {
       throw UsageError(std::string(error.what()) +
                        (config ? "" : " (without --config, every pipeline loads the built-in entity 'transaction')"));
-    } catch (const std::invalid_argument& error) {
-      throw UsageError(error.what());
-    } catch (const pipeline::db::EntitySchemaError& error) {
-      throw UsageError(error.what());
+    } catch (const pipeline::PipelineBusy&) {
+      throw;  // another run holds the pipeline: the world's state, not the user's mistake (exit 1)
+    } catch (const Error& error) {
+      // Released already, or a table that cannot hold the entity: the user must pick another
+      // entry or change the config (exit 2).
+      if (error.kind() == ErrorKind::kConflict) throw UsageError(error.what());
+      throw;
     }
     exit_code = kExitOk;
   });

@@ -375,7 +375,7 @@ void register_run_command(CLI::App& root, int& exit_code) {
     } catch (const std::exception& error) {
       if (!options->metrics_file.empty()) {
         try {
-          write_run_metrics(*options, committed, exit_code_for(error), seconds());
+          write_run_metrics(*options, committed, exit_code_for_current_exception(), seconds());
         } catch (const std::exception& also) {
           spdlog::error("{}", also.what());  // the run's own error follows, and decides the exit code
         }

@@ -9,18 +9,19 @@
 #include <pqxx/connection>
 
 #include "app/config/config.hpp"
+#include "pipeline/core/error.hpp"
 #include "pipeline/store/cluster.hpp"
 
 namespace tidemark::app {
 
-// Exit codes of INTERFACE.md.
+// Exit codes (docs/cli.md "Exit codes").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailed = 1;
 inline constexpr int kExitUsage = 2;
 
 // Thrown for usage and configuration mistakes: main prints the message and exits 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct UsageError : tidemark::Error {
+  explicit UsageError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kUsage, message) {}
 };
 
 // --config FILE and --database URL, which every database command takes.
@@ -58,8 +59,8 @@ struct DatabaseOptions {
 // home and `tidemark db start`.
 void require_embedded_cluster(const pipeline::db::Cluster& cluster);
 
-// Creates or brings up to date the table of every entity `config` declares (INTERFACE.md
-// "Entities": `migrate --config` and `serve` at its start do, `check` never does) and tells
+// Creates or brings up to date the table of every entity `config` declares (docs/entities.md
+// "The table": `migrate --config` and `serve` at its start do, `check` never does) and tells
 // `report` what it did to each ("entity orders: table orders created"). A table that cannot
 // hold its declaration is a configuration error: a UsageError (exit 2) with the message.
 void ensure_entity_tables(const pipeline::Config& config, const std::string& url,

@@ -8,13 +8,13 @@
 #include <spdlog/spdlog.h>
 
 #include "app/cli/commands.hpp"
-#include "pipeline/core/utf8.hpp"
+#include "pipeline/core/json_value.hpp"
 
 namespace tidemark::app {
 
 namespace {
 
-// UTC with its Z, as the API and cron are (INTERFACE "CLI"), whatever the machine's zone.
+// UTC with its Z, as the API and cron are (docs/cli.md), whatever the machine's zone.
 constexpr char kTextPattern[] = "%Y-%m-%dT%H:%M:%S.%eZ %^%l%$ %v";
 
 struct LevelName {
@@ -114,38 +114,6 @@ void apply_log_config(const std::optional<std::string>& level, const std::option
   }
 }
 
-void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  while (!text.empty()) {
-    const pipeline::Utf8Sequence sequence = pipeline::decode_utf8(text);
-    if (sequence.length == 0) {
-      out += "\\ufffd";  // not UTF-8: one replacement character per byte, as a decoder shows it
-      text.remove_prefix(1);
-      continue;
-    }
-    const char32_t c = sequence.code_point;
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (c == '\r') {
-      out += "\\r";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c < 0x20 || c == 0x7f) {
-      out += "\\u00";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out.append(text.substr(0, sequence.length));
-    }
-    text.remove_prefix(sequence.length);
-  }
-  out += '"';
-}
-
 std::string log_timestamp(spdlog::log_clock::time_point time) {
   const auto since_epoch = time.time_since_epoch();
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch);
@@ -163,7 +131,10 @@ void JsonLogFormatter::format(const spdlog::details::log_msg& message, spdlog::m
   std::string line = "{\"ts\":\"" + log_timestamp(message.time) + "\",\"level\":\"";
   line += level_name(message.level);
   line += "\",\"msg\":";
-  append_json_string(line, std::string_view(message.payload.data(), message.payload.size()));
+  // Whatever a message quotes (a file name, a record), the line parses: bytes that are not
+  // UTF-8 become U+FFFD, and DEL is escaped with the other controls.
+  pipeline::append_json_string(line, std::string_view(message.payload.data(), message.payload.size()),
+                               pipeline::JsonDelete::kEscaped);
   line += "}\n";
   dest.append(line.data(), line.data() + line.size());
 }

@@ -1,5 +1,5 @@
 #pragma once
-// How every command logs (INTERFACE "CLI"): to stderr, timestamps in UTC with their `Z`,
+// How every command logs (docs/cli.md): to stderr, timestamps in UTC with their `Z`,
 // as text (`2026-12-01T06:00:00.123Z info message`) or as JSON lines
 // (`{"ts":"2026-12-01T06:00:00.123Z","level":"info","msg":"message"}`), at the level asked.
 // `--log-level` and `--log-format` sit on the root command and every sub-command falls
@@ -37,11 +37,6 @@ void apply_log_config(const std::optional<std::string>& level, const std::option
 std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name);
 std::optional<LogFormat> parse_log_format(std::string_view name);
 void set_log_format(LogFormat format);
-
-// Appends `text` to `out` as a JSON string literal, quotes included: `"` `\` and control
-// characters escaped, and each byte that is not part of valid UTF-8 replaced by U+FFFD, so
-// that every line parses whatever a message quotes (a file name, a record).
-void append_json_string(std::string& out, std::string_view text);
 
 // One JSON object per line: {"ts":…,"level":…,"msg":…}; the level named as --log-level
 // names it (`warn`, not spdlog's `warning`).

@@ -20,8 +20,8 @@ namespace {
 // are mapped from the system for themselves and given back when freed. glibc's default
 // instead raises that threshold to the largest such block freed so far (up to 32 MiB), so
 // from the second batch on they come from the malloc arenas, whose holes small allocations
-// then fill: the arenas keep growing. A 200k-row run of a 12-field entity peaked at 58 MiB
-// with the default and at 49-52 MiB with this (docs/performance.md). Setting the threshold
+// then fill: the arenas keep growing (the figures: docs/performance.md "A declared entity
+// beside the built-in one"). Setting the threshold
 // turns glibc's adjustment off for the process; the value is glibc's own starting one.
 void keep_large_blocks_mapped() {
 #if defined(__GLIBC__)
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     return tidemark::app::kExitUsage;
   } catch (const std::exception& error) {
     spdlog::error("{}", error.what());
-    return tidemark::app::exit_code_for(error);  // 2 for usage and config errors, else 1
+    return tidemark::app::exit_code_for_current_exception();  // 2 for usage and config errors, else 1
   }
   return exit_code;
 }

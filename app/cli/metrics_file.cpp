@@ -12,6 +12,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::app {
 
 namespace {
@@ -93,12 +95,12 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view t
   std::string name = path.string() + "." + std::to_string(::getpid()) + ".XXXXXX.tmp";
   int fd = ::mkostemps(name.data(), 4, O_CLOEXEC);
   const std::filesystem::path temporary = name;
-  if (fd < 0) throw std::runtime_error(io_error(path, "cannot create " + temporary.string()));
+  if (fd < 0) throw Error(ErrorKind::kPermanent, io_error(path, "cannot create " + temporary.string()));
   const auto fail = [&](const std::string& what) {
     const std::string message = io_error(path, what);  // before close and unlink change errno
     if (fd >= 0) ::close(fd);
     ::unlink(temporary.c_str());
-    throw std::runtime_error(message);
+    throw Error(ErrorKind::kPermanent, message);
   };
   // mkostemps makes it 0600; the collector (another user, as a rule) must read it, whatever the umask.
   if (::fchmod(fd, 0644) != 0) fail("cannot make " + temporary.string() + " readable");

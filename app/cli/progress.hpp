@@ -1,5 +1,5 @@
 #pragma once
-// The progress bar of a long `run` on a terminal (INTERFACE "CLI"): one line on stderr,
+// The progress bar of a long `run` on a terminal (docs/cli.md): one line on stderr,
 // redrawn in place, with the percent of the source's bytes read and the time left. Only when
 // stderr is a terminal; otherwise the per-batch log lines are the progress, as before.
 #include <chrono>

@@ -2,7 +2,7 @@
 // The one way every long-running command stops on SIGINT/SIGTERM: an asio::signal_set on
 // an io_context (asio's own handler only wakes the io_context, so no code of ours runs in
 // signal context and any thread may take the signal). The first signal asks the command
-// to stop gracefully; what a second one does is the command's (INTERFACE "CLI").
+// to stop gracefully; what a second one does is the command's (docs/cli.md).
 #include <functional>
 #include <memory>
 

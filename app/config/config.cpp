@@ -1209,7 +1209,7 @@ std::map<std::string, DestinationConfig> Config::destinations() const {
 }
 
 ConfigError::ConfigError(std::vector<std::string> errors)
-    : std::runtime_error([&] {
+    : tidemark::Error(tidemark::ErrorKind::kConfig, [&] {
         std::string joined;
         for (const auto& error : errors) joined += (joined.empty() ? "" : "\n") + error;
         return joined;

@@ -1,5 +1,5 @@
 #pragma once
-// Tidemark's YAML configuration (INTERFACE.md "Configuration"). Parsing is strict: an
+// Tidemark's YAML configuration (docs/configuration.md). Parsing is strict: an
 // unknown key, a wrong type or a bad value is a ConfigError naming the file, line and key.
 #include <chrono>
 #include <cstddef>
@@ -19,14 +19,16 @@
 #include "connectors/nats/options.hpp"
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
+#include "pipeline/core/error.hpp"
 #include "pipeline/run/limits.hpp"
 
 namespace tidemark::pipeline {
 
 // One configuration error, or every error of a file (what(): one per line, in line order).
-class ConfigError : public std::runtime_error {
+class ConfigError : public tidemark::Error {
  public:
-  explicit ConfigError(const std::string& message) : std::runtime_error(message), errors_{message} {}
+  explicit ConfigError(const std::string& message)
+      : tidemark::Error(tidemark::ErrorKind::kConfig, message), errors_{message} {}
   explicit ConfigError(std::vector<std::string> errors);
   const std::vector<std::string>& errors() const { return errors_; }
 

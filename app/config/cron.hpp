@@ -1,5 +1,5 @@
 #pragma once
-// Five-field cron expressions in UTC (INTERFACE.md "Configuration": schedule: {cron: "*/5 * * * *"}).
+// Five-field cron expressions in UTC (docs/configuration.md: schedule: {cron: "*/5 * * * *"}).
 // Pure: the caller supplies the clock. The one parser: config validation rejects what it
 // refuses (file:line, key), and the serve scheduler computes its ticks with it.
 #include <bitset>

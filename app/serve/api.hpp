@@ -1,5 +1,5 @@
 #pragma once
-// The routes of INTERFACE.md "HTTP API": signed run triggers, run and pipeline status, the
+// The routes of docs/api.md: signed run triggers, run and pipeline status, the
 // quarantine, the outbox's events and retries, the views, metrics and health. handle() is blocking (database): call it on a worker
 // thread, never on the thread that runs the sockets — except for GET /healthz, which
 // touches nothing and must answer even when every worker is busy. The handlers are in

@@ -137,24 +137,11 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
   const pipeline::EntityDeclaration& entity = context.config.pipelines.contains(*pipeline)
                                                   ? context.config.entity_of(*pipeline)
                                                   : pipeline::built_in_transaction_entity();
-  pipeline::ReleaseResult result;
-  try {
-    result = pipeline::release_quarantined(context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(),
-                                           {}, entity);
-  } catch (const std::invalid_argument& error) {
-    // Released already (the message names the run that did), or quarantined as another
-    // entity than its pipeline loads now (ReleaseEntityMismatch: the config must change, not
-    // the request).
-    return error_response(409, error.what());
-  } catch (const pipeline::db::EntitySchemaError& error) {
-    // The entity's table cannot hold its declaration, or the pipeline loads another entity
-    // (PipelineEntityMismatch): the config must change, not the request.
-    return error_response(409, error.what());
-  } catch (const pipeline::PipelineBusy& error) {
-    // Another release of the entry, or a run of its pipeline, holds the pipeline (ReleaseBusy
-    // names the run): the entry is not released now, nothing is wrong with the server.
-    return error_response(409, error.what());
-  }
+  // Released already, quarantined as another entity than its pipeline loads now, a table that
+  // cannot hold its entity, or the pipeline held by another run or release (ReleaseBusy names
+  // it): each a conflict the router answers 409 with its message.
+  const pipeline::ReleaseResult result = pipeline::release_quarantined(
+      context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(), {}, entity);
   const std::string outcome(pipeline::to_string(result.outcome));
   // The release is a one-record batch in the ledger: the exposed counts follow it.
   pipeline::OutcomeCounts counts;

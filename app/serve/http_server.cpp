@@ -21,6 +21,7 @@
 #include "app/serve/api.hpp"
 #include "app/serve/front_door.hpp"
 #include "app/serve/log_throttle.hpp"
+#include "pipeline/core/error.hpp"
 
 namespace tidemark::app::serve {
 
@@ -345,14 +346,14 @@ asio::awaitable<void> accept_loop(std::shared_ptr<HttpServerState> state) {
 
 tcp::endpoint resolve(asio::io_context& io, const std::string& listen) {
   const auto colon = listen.rfind(':');
-  if (colon == std::string::npos) throw std::runtime_error("--listen " + listen + ": expected HOST:PORT");
+  if (colon == std::string::npos) throw Error(ErrorKind::kUsage, "--listen " + listen + ": expected HOST:PORT");
   std::string host = listen.substr(0, colon);
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
   beast::error_code error;
   tcp::resolver resolver(io);
   const auto results = resolver.resolve(host, listen.substr(colon + 1), tcp::resolver::passive, error);
   if (error || results.empty()) {
-    throw std::runtime_error("cannot resolve listen address " + listen + ": " + error.message());
+    throw Error(ErrorKind::kPermanent, "cannot resolve listen address " + listen + ": " + error.message());
   }
   return results.begin()->endpoint();
 }
@@ -381,7 +382,7 @@ HttpServer::HttpServer(asio::io_context& io, asio::thread_pool& workers, const s
   if (!error) state_->acceptor.set_option(asio::socket_base::reuse_address(true), error);
   if (!error) state_->acceptor.bind(endpoint, error);
   if (!error) state_->acceptor.listen(asio::socket_base::max_listen_connections, error);
-  if (error) throw std::runtime_error("cannot listen on " + listen + ": " + error.message());
+  if (error) throw Error(ErrorKind::kPermanent, "cannot listen on " + listen + ": " + error.message());
 }
 
 HttpServer::~HttpServer() = default;

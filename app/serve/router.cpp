@@ -10,7 +10,7 @@
 
 #include "app/serve/api.hpp"
 #include "app/serve/handlers.hpp"
-#include "pipeline/store/pg/database.hpp"
+#include "pipeline/core/error.hpp"
 
 namespace tidemark::app::serve {
 
@@ -28,6 +28,28 @@ HttpResponse method_not_allowed(const std::string& allowed) {
 
 HttpResponse body_too_large() {
   return error_response(413, "request body over " + std::to_string(kMaxBodyBytes) + " bytes");
+}
+
+// A handler's error answered by its kind alone (docs/architecture.md "Errors"). A conflict is
+// the request meeting the state (the entry released already, the pipeline busy): 409 with the
+// message, which says what is in the way. A transient failure is worth trying again, and the
+// only one a handler meets is the database's. Anything else is the server's own failure, a
+// usage or config error included (a bad request is answered 400 before anything throws): 500,
+// its detail in the server log only.
+HttpResponse error_answer(const HttpRequest& request, const Error& error) {
+  switch (error.kind()) {
+    case ErrorKind::kConflict:
+      return error_response(409, error.what());
+    case ErrorKind::kTransient:
+      spdlog::warn("{} {}: {}", request.method, request.target, error.what());
+      return error_response(503, "database unavailable; try again later");
+    case ErrorKind::kUsage:
+    case ErrorKind::kConfig:
+    case ErrorKind::kPermanent:
+      break;
+  }
+  spdlog::error("{} {}: {}", request.method, request.target, error.what());
+  return error_response(500, "internal error; see the server log");
 }
 
 }  // namespace
@@ -74,9 +96,8 @@ HttpResponse Router::dispatch(const HttpRequest& request) const {
   }
   try {
     return entry->handle(request, route);
-  } catch (const pipeline::db::RetriesExhausted& error) {
-    spdlog::warn("{} {}: {}", request.method, request.target, error.what());
-    return error_response(503, "database unavailable; try again later");
+  } catch (const Error& error) {
+    return error_answer(request, error);
   } catch (const std::exception& error) {
     spdlog::error("{} {}: {}", request.method, request.target, error.what());
     return error_response(500, "internal error; see the server log");

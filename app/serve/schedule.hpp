@@ -1,5 +1,5 @@
 #pragma once
-// When a scheduled pipeline runs (INTERFACE.md "Configuration": schedule: {every: 5m} or
+// When a scheduled pipeline runs (docs/configuration.md: schedule: {every: 5m} or
 // {cron: "*/5 * * * *"}, five fields, UTC). Pure: the caller supplies the clock.
 #include <optional>
 #include <string>

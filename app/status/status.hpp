@@ -17,7 +17,7 @@
 
 namespace tidemark::app::status {
 
-// The statuses runs.status takes (INTERFACE "HTTP API"), for filters.
+// The statuses runs.status takes (docs/api.md), for filters.
 inline constexpr std::string_view kRunStatuses[] = {"queued", "running", "succeeded", "stopped", "failed"};
 bool is_run_status(std::string_view status);
 

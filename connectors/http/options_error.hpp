@@ -4,10 +4,12 @@
 // delivery; app/wiring reports it as a configuration error (exit 2), with the same message.
 #include <stdexcept>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::connectors::http {
 
-struct OptionsError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct OptionsError : tidemark::Error {
+  explicit OptionsError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConfig, message) {}
 };
 
 }  // namespace tidemark::connectors::http

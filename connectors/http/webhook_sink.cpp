@@ -22,6 +22,7 @@
 #include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
+#include "pipeline/core/percent_encode.hpp"
 #include "pipeline/core/retry_after.hpp"
 
 namespace tidemark::connectors::http {
@@ -38,7 +39,7 @@ namespace {
 constexpr std::size_t kErrorBodyExcerpt = 200;
 // The most of an answer's body that is read: past it the rest is not read but dropped with
 // the connection. An answer is its status; a destination that streams without end must not
-// hold the delivery, nor spin a core reading (issue 43).
+// hold the delivery, nor spin a core reading.
 constexpr std::uint64_t kMaxAnswerBody = 64 * 1024;
 
 struct Target {
@@ -134,7 +135,7 @@ struct Exchange {
 // operation is stopped (the resolve cancelled, the socket closed). Beast's stream timer is
 // not used: every read that completes re-arms it, and against a peer that always has bytes
 // ready the read won the race with the timer's handler each time, so an endless 2xx body
-// was read for as long as it came (issue 43).
+// was read for as long as it came.
 class Deadline {
  public:
   explicit Deadline(asio::io_context& io) : timer_(io), state_(std::make_shared<State>()) {}
@@ -183,20 +184,8 @@ bool closed_by_peer(const beast::error_code& error) {
 }  // namespace
 
 std::string header_id(std::string_view idempotency_key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string id;
-  id.reserve(idempotency_key.size());
-  for (const char c : idempotency_key) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (byte > 0x20 && byte < 0x7F && byte != '%') {
-      id += c;
-    } else {
-      id += '%';
-      id += kHex[byte >> 4];
-      id += kHex[byte & 0x0F];
-    }
-  }
-  return id;
+  return pipeline::percent_encode(idempotency_key,
+                                  [](unsigned char byte) { return byte > 0x20 && byte < 0x7F && byte != '%'; });
 }
 
 DeliveryResult classify_status(int status, std::string_view retry_after_header, std::string_view body) {

@@ -20,7 +20,7 @@ struct WebhookOptions {
   std::size_t max_idle_connections = 16;                          // kept alive between deliveries
 };
 
-// Classifies an HTTP status as INTERFACE.md "Side effects" says: 2xx delivered; 408, 429
+// Classifies an HTTP status as docs/delivery.md "How the answer is read" says: 2xx delivered; 408, 429
 // and 5xx retry; everything else (other 4xx, and redirects, which are not followed) dead.
 pipeline::relay::DeliveryResult classify_status(int status, std::string_view retry_after_header,
                                                 std::string_view body);

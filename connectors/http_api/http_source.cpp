@@ -10,6 +10,7 @@
 #include <boost/url/url.hpp>
 
 #include "connectors/file/jsonl_decoder.hpp"
+#include "connectors/http/options_error.hpp"
 #include "connectors/http_api/link_header.hpp"
 #include "connectors/http_api/page_client.hpp"
 #include "connectors/http_api/position.hpp"
@@ -48,7 +49,9 @@ class HttpSource final : public pipeline::Source {
       client_ = std::make_unique<PageClient>(origin_, options_.ca_file,
                                              ClientTimeouts{options_.connect_timeout, options_.request_timeout},
                                              options_.max_page_bytes);
-    } catch (const std::invalid_argument& error) {
+    } catch (const InvalidUrl& error) {
+      throw pipeline::SourceError(std::string("source.url: ") + error.what());
+    } catch (const http::OptionsError& error) {  // the trust store (source.ca_file) does not load
       throw pipeline::SourceError(std::string("source.url: ") + error.what());
     }
   }
@@ -131,7 +134,7 @@ class HttpSource final : public pipeline::Source {
     RequestUrl request;
     try {
       request = split_url(url);
-    } catch (const std::invalid_argument& error) {
+    } catch (const InvalidUrl& error) {
       throw pipeline::SourceError(std::string("page ") + std::to_string(position_.page) + ": " + error.what());
     }
     // The auth header goes to the configured origin only, never where a Link points elsewhere.

@@ -14,7 +14,6 @@
 #include <boost/beast/ssl.hpp>
 #include <boost/url/parse.hpp>
 
-#include "connectors/http/options_error.hpp"
 #include "connectors/http/tls.hpp"
 #include "pipeline/core/sink.hpp"
 
@@ -28,14 +27,14 @@ using tcp = asio::ip::tcp;
 RequestUrl split_url(const std::string& url) {
   const std::string shown = pipeline::relay::redact_urls(url);
   const auto parsed = boost::urls::parse_uri(url);
-  if (!parsed) throw std::invalid_argument("'" + shown + "' is not a valid URL");
+  if (!parsed) throw InvalidUrl("'" + shown + "' is not a valid URL");
   if (parsed->scheme() != "http" && parsed->scheme() != "https") {
-    throw std::invalid_argument("'" + shown + "': only http:// and https:// URLs are supported");
+    throw InvalidUrl("'" + shown + "': only http:// and https:// URLs are supported");
   }
   RequestUrl out;
   out.origin.tls = parsed->scheme() == "https";
   out.origin.host = parsed->host();
-  if (out.origin.host.empty()) throw std::invalid_argument("'" + shown + "' has no host");
+  if (out.origin.host.empty()) throw InvalidUrl("'" + shown + "' has no host");
   out.origin.port = parsed->has_port() ? std::string(parsed->port()) : out.origin.tls ? "443" : "80";
   out.target = std::string(parsed->encoded_target());
   if (out.target.empty()) out.target = "/";
@@ -62,11 +61,7 @@ class PageClient::Impl {
   Impl(Origin origin, const std::string& ca_file, ClientTimeouts timeouts, std::size_t max_body_bytes)
       : origin_(std::move(origin)), timeouts_(timeouts), max_body_bytes_(max_body_bytes) {
     if (origin_.tls) {
-      try {
-        tls_.emplace(http::make_client_tls_context(ca_file));
-      } catch (const http::OptionsError& error) {
-        throw std::invalid_argument(error.what());
-      }
+      tls_.emplace(http::make_client_tls_context(ca_file));
     }
   }
 

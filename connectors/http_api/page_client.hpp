@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::connectors::http_api {
 
 // Where requests go, from a URL: what a next page's URL must share with the first.
@@ -20,8 +22,8 @@ struct Origin {
   friend bool operator==(const Origin&, const Origin&) = default;
 };
 
-// A URL split for a request; throws std::invalid_argument (the message names the URL,
-// redacted) when it is not an absolute http:// or https:// URL with a host.
+// A URL split for a request; throws InvalidUrl (the message names the URL, redacted) when it
+// is not an absolute http:// or https:// URL with a host.
 struct RequestUrl {
   Origin origin;
   std::string target;  // path and query, "/" when empty
@@ -35,10 +37,15 @@ struct PageResponse {
   std::string body;
 };
 
+// A URL that cannot be requested (split_url): the configuration or a server's Link is wrong.
+struct InvalidUrl : tidemark::Error {
+  explicit InvalidUrl(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConfig, message) {}
+};
+
 // The exchange failed below HTTP (resolve, connect, handshake, send, receive, a timeout, a
 // body cut short): retryable.
-struct TransportError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct TransportError : tidemark::Error {
+  explicit TransportError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kTransient, message) {}
 };
 
 struct ClientTimeouts {
@@ -49,7 +56,7 @@ struct ClientTimeouts {
 class PageClient {
  public:
   // `ca_file`: PEM bundle trusted for https:// instead of the system store ("" for it).
-  // Throws std::invalid_argument when the trust store cannot be loaded.
+  // Throws http::OptionsError when the trust store cannot be loaded.
   PageClient(Origin origin, const std::string& ca_file, ClientTimeouts timeouts, std::size_t max_body_bytes);
   ~PageClient();
   PageClient(const PageClient&) = delete;

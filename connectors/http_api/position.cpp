@@ -4,6 +4,8 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "pipeline/core/percent_encode.hpp"
+
 namespace tidemark::connectors::http_api {
 
 namespace {
@@ -49,25 +51,8 @@ bool precedes(const PagePosition& earlier, const PagePosition& later) {
   return earlier.consumed < later.consumed;
 }
 
-std::string percent_encode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if ((byte >= 'A' && byte <= 'Z') || (byte >= 'a' && byte <= 'z') || (byte >= '0' && byte <= '9') || byte == '-' ||
-        byte == '.' || byte == '_' || byte == '~') {
-      out += c;
-    } else {
-      out += '%';
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0x0F];
-    }
-  }
-  return out;
-}
-
 std::string expand_url(std::string_view url, std::string_view cursor) {
-  const std::string encoded = percent_encode(cursor);
+  const std::string encoded = pipeline::percent_encode(cursor, pipeline::is_url_unreserved);
   std::string out;
   std::size_t at = 0;
   for (auto found = url.find(kPlaceholder); found != std::string_view::npos; found = url.find(kPlaceholder, at)) {

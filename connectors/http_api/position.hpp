@@ -29,10 +29,8 @@ std::optional<PagePosition> parse_position(std::string_view text);
 // Whether `later` lies after `earlier`: by page, then by records consumed.
 bool precedes(const PagePosition& earlier, const PagePosition& later);
 
-// `text` percent-encoded for a URL: every byte but A-Z a-z 0-9 - . _ ~ as %XX (upper case),
-// so that a cursor is one query value whatever it holds.
-std::string percent_encode(std::string_view text);
-// `url` with each "{checkpoint}" replaced by percent_encode(cursor).
+// `url` with each "{checkpoint}" replaced by the cursor, every byte of it but A-Z a-z 0-9
+// - . _ ~ percent-encoded, so that a cursor is one query value whatever it holds.
 std::string expand_url(std::string_view url, std::string_view cursor);
 
 }  // namespace tidemark::connectors::http_api

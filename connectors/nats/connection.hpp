@@ -12,12 +12,13 @@
 #include <vector>
 
 #include "connectors/nats/options.hpp"
+#include "pipeline/core/error.hpp"
 
 namespace tidemark::connectors::nats {
 
 // The server or the client failed (unreachable, timed out, an API error): the run fails.
-struct NatsError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct NatsError : tidemark::Error {
+  explicit NatsError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kTransient, message) {}
 };
 
 // How to reach the servers.

@@ -16,6 +16,7 @@
 
 #include "connectors/nats/connection.hpp"
 #include "pipeline/core/duration.hpp"
+#include "pipeline/core/error.hpp"
 #include "pipeline/core/sink.hpp"
 
 namespace tidemark::connectors::nats_sink {
@@ -23,8 +24,8 @@ namespace tidemark::connectors::nats_sink {
 // The stream cannot be used as configured (missing, or its duplicate window too short): the
 // operator must fix the stream or the config. app/wiring reports it as a configuration
 // error (exit 2) in these words.
-struct StreamRefused : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct StreamRefused : tidemark::Error {
+  explicit StreamRefused(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConfig, message) {}
 };
 
 // The servers could not be reached or answered an API call with an error (exit 1: the world

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "pipeline/core/percent_encode.hpp"
+
 namespace tidemark::connectors::nats_sink {
 
 namespace {
@@ -12,22 +14,7 @@ bool is_plain_token_char(unsigned char c) {
 
 }  // namespace
 
-std::string subject_token(std::string_view key) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string token;
-  token.reserve(key.size());
-  for (const char c : key) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (is_plain_token_char(byte)) {
-      token += c;
-    } else {
-      token += '%';
-      token += kHex[byte >> 4];
-      token += kHex[byte & 0x0F];
-    }
-  }
-  return token;
-}
+std::string subject_token(std::string_view key) { return pipeline::percent_encode(key, is_plain_token_char); }
 
 std::string subject_for(std::string_view subject, std::string_view partition_key) {
   std::string out(subject);

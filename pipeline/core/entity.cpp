@@ -131,7 +131,7 @@ const EntityDeclaration& built_in_transaction_entity() {
               // numeric(12,2): the amount's rules (at most 10 integer and 2 fraction digits).
               FieldSpec{.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 12, .scale = 2},
               // The identifiers' rule of transaction_id: at most 128 characters. Both
-              // optional fields take an empty string as absent (INTERFACE "Input records").
+              // optional fields take an empty string as absent (docs/cli.md "Input records").
               FieldSpec{.name = "account_id", .type = FieldType::kText, .max_length = 128, .empty_is_absent = true},
               FieldSpec{.name = "occurred_at", .type = FieldType::kTimestamp, .empty_is_absent = true},
           },

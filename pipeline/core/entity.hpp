@@ -1,5 +1,5 @@
 #pragma once
-// An entity's declaration (INTERFACE.md "Entities", docs/entities.md): the keyed, revisioned
+// An entity's declaration (docs/entities.md): the keyed, revisioned
 // record a pipeline loads, its table and its typed fields, and the rules a declaration must
 // keep. Pure: the config parser builds declarations and checks them here; the field plan,
 // the SQL generator and the runtime take them as checked.
@@ -73,7 +73,7 @@ struct EntityDeclaration {
 const EntityDeclaration& built_in_transaction_entity();
 
 // Whether `entity` is the built-in one, whose table, idempotency keys and payloads keep the
-// legacy envelope (INTERFACE.md "Entities"): transaction_state made by the migrations, with
+// legacy envelope (docs/entities.md): transaction_state made by the migrations, with
 // bookkeeping columns `pipeline` and `updated_at`, keys <destination>:<key>:<revision>, and a
 // flat payload. No declaration can be (check_declared_entity refuses its name).
 inline bool uses_legacy_envelope(const EntityDeclaration& entity) { return entity.name == kBuiltInEntityName; }

@@ -1,5 +1,5 @@
 #pragma once
-// The field types an entity declares (INTERFACE.md "Entities", docs/entities.md): what the
+// The field types an entity declares (docs/entities.md): what the
 // config names, what the declaration records and what the field validators check. The one
 // place each type is spelt.
 #include <array>

@@ -1,5 +1,5 @@
 #pragma once
-// A declared entity's fields compiled once into validators (INTERFACE.md "Entities", "Field
+// A declared entity's fields compiled once into validators (docs/entities.md "Field
 // types and their rules"; docs/entities.md "Field types"). Each validator turns a decoded
 // value into its canonical form, the text PostgreSQL prints for the stored value, which the
 // conflict comparison compares and the payload carries; or says which rule it breaks. Pure:

@@ -331,10 +331,12 @@ std::variant<std::string, Rejection> canonical_json_number(std::string_view text
   return canonical;
 }
 
-std::string json_quoted(std::string_view utf8) {
-  std::string out = "\"";
-  for (const char c : utf8) {
-    switch (c) {
+void append_json_string(std::string& out, std::string_view text, JsonDelete del) {
+  out += '"';
+  while (!text.empty()) {
+    const auto byte = static_cast<unsigned char>(text.front());
+    std::size_t length = 1;
+    switch (byte) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
       case '\b': out += "\\b"; break;
@@ -343,15 +345,27 @@ std::string json_quoted(std::string_view utf8) {
       case '\r': out += "\\r"; break;
       case '\t': out += "\\t"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
+        if (byte < 0x20 || (byte == 0x7f && del == JsonDelete::kEscaped)) {
           out += "\\u00";
-          append_hex(out, std::string_view(&c, 1));
+          append_hex(out, text.substr(0, 1));
+        } else if (byte < 0x80) {
+          out += text.front();
+        } else if (const std::size_t sequence = decode_utf8(text).length; sequence != 0) {
+          length = sequence;
+          out.append(text.substr(0, length));
         } else {
-          out += c;
+          out += "\\ufffd";
         }
     }
+    text.remove_prefix(length);
   }
   out += '"';
+}
+
+std::string json_quoted(std::string_view utf8) {
+  std::string out;
+  out.reserve(utf8.size() + 2);
+  append_json_string(out, utf8);
   return out;
 }
 

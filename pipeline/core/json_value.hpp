@@ -25,8 +25,16 @@ std::variant<std::string, Rejection> canonical_json(std::string_view text);
 // A JSON number's source text ("-1.5e3") as numeric prints it ("-1500"): exact, no double.
 std::variant<std::string, Rejection> canonical_json_number(std::string_view text);
 
-// A string value (valid UTF-8 without NUL) as a JSON string the way jsonb prints it: quotes,
-// \" \\ \b \f \n \r \t, other controls below U+0020 as \u00xx, everything else as it is.
+// How a JSON string writes DEL (U+007F), which JSON allows as it is: jsonb prints it so; a log
+// line escapes it, since a terminal would act on it.
+enum class JsonDelete { kAsIs, kEscaped };
+
+// Appends `text` as a JSON string the way jsonb prints it: quotes, \" \\ \b \f \n \r \t, other
+// controls below U+0020 as \u00xx, everything else as it is. Any bytes are written: a byte
+// that is not part of valid UTF-8 becomes \ufffd (one a byte, as a decoder shows it).
+void append_json_string(std::string& out, std::string_view text, JsonDelete del = JsonDelete::kAsIs);
+
+// A string value (valid UTF-8 without NUL) as jsonb prints it: append_json_string's text.
 std::string json_quoted(std::string_view utf8);
 
 }  // namespace tidemark::pipeline

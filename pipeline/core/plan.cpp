@@ -89,7 +89,7 @@ BatchPlan plan_batch(const std::vector<Checked>& records) {
   }
 
   // Each key's two highest revisions that are not in conflict: a rejected revision never
-  // hides a valid one (INTERFACE "Outcomes").
+  // hides a valid one (docs/cli.md "Outcomes").
   for (std::size_t g = 0; g < groups.size(); ++g) {
     if (groups[g].conflict) continue;
     KeyCandidates& key = keys[groups[g].key];

@@ -1,5 +1,5 @@
 #pragma once
-// The batch planner (docs/rules.md rules 2 and 4, INTERFACE "Outcomes"): a pure function from the
+// The batch planner (docs/rules.md rules 2 and 4, docs/cli.md "Outcomes"): a pure function from the
 // validated records of one batch to what the commit step must stage and upsert, and a pure
 // resolution of every record's outcome once the stored rows have been compared.
 #include <cstddef>
@@ -46,7 +46,7 @@ BatchPlan plan_batch(const std::vector<Checked>& records);
 // non-candidate without a stored conflict.
 using StoredVerdict = std::optional<Outcome>;
 
-// Every record's outcome, by INTERFACE's precedence: invalid, conflict, duplicate,
+// Every record's outcome, by the precedence of docs/cli.md "Outcomes": invalid, conflict, duplicate,
 // superseded, then the stored comparison. stored.size() == plan.versions.size().
 std::vector<Outcome> resolve_outcomes(const BatchPlan& plan, const std::vector<StoredVerdict>& stored);
 

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pipeline/core/error.hpp"
 #include "pipeline/core/record.hpp"
 
 namespace tidemark::pipeline {
@@ -47,8 +48,8 @@ struct ChangedFile {
 
 // Thrown when the source itself cannot be read (missing file, I/O error): the run fails.
 // A record that cannot be decoded is not an error, it is an invalid DecodedRecord.
-struct SourceError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct SourceError : tidemark::Error {
+  explicit SourceError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kPermanent, message) {}
 };
 
 class Source {

@@ -1,5 +1,5 @@
 #pragma once
-// The input contract of INTERFACE.md as a pure function: no I/O, no clock, no logging.
+// The input contract (docs/cli.md "Input records") as a pure function: no I/O, no clock, no logging.
 #include <cstddef>
 #include <cstdint>
 #include <optional>

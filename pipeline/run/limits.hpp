@@ -1,5 +1,5 @@
 #pragma once
-// The limits a run keeps (INTERFACE "Configuration": max_batch_bytes, max_rejected). The
+// The limits a run keeps (docs/configuration.md: max_batch_bytes, max_rejected). The
 // config parses them; the run controller enforces them.
 #include <cstddef>
 #include <cstdint>

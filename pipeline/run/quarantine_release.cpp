@@ -21,17 +21,17 @@ namespace {
 // recorded no run yet (between taking the lock and starting its run: milliseconds).
 constexpr std::chrono::seconds kUnnamedHolderWait{10};
 
-// The entry as release needs it (sql/run/quarantined_for_release.sql); std::invalid_argument
-// when it does not exist or was released already, naming the run that released it.
+// The entry as release needs it (sql/run/quarantined_for_release.sql); a conflict when it
+// does not exist or was released already, naming the run that released it.
 pqxx::row open_entry(pqxx::connection& connection, std::int64_t id) {
   pqxx::nontransaction txn(connection);
   const auto rows = txn.exec_params(std::string(sql::kRunQuarantinedForRelease), id);
-  if (rows.empty()) throw std::invalid_argument("quarantine entry " + std::to_string(id) + " does not exist");
+  if (rows.empty()) throw Error(ErrorKind::kConflict, "quarantine entry " + std::to_string(id) + " does not exist");
   const pqxx::row entry = rows[0];
   if (!entry[4].is_null()) {
     const std::string run = entry[8].is_null() ? "" : std::string(" in run ") + entry[8].c_str();
-    throw std::invalid_argument("quarantine entry " + std::to_string(id) + " was released at " + entry[4].c_str() +
-                                run + " (it became " + entry[5].c_str() + ")");
+    throw Error(ErrorKind::kConflict, "quarantine entry " + std::to_string(id) + " was released at " +
+                                          entry[4].c_str() + run + " (it became " + entry[5].c_str() + ")");
   }
   return entry;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pipeline/core/entity.hpp"
+#include "pipeline/core/error.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/record_decoder.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -25,8 +26,9 @@ struct ReleaseResult {
 // The entry holds a record of another entity than the one its pipeline loads now (the
 // pipeline's `entity:` changed): validating it as that entity would load it into another
 // table, so it is not released.
-struct ReleaseEntityMismatch : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
+struct ReleaseEntityMismatch : tidemark::Error {
+  explicit ReleaseEntityMismatch(const std::string& message)
+      : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
 };
 
 // Another run holds the entry's pipeline, most often another release of the same entry that
@@ -39,8 +41,8 @@ struct ReleaseBusy : PipelineBusy {
 
 // A release takes the pipeline's lock and reads the entry again under it, so of concurrent
 // releases of one entry one wins and the others are refused: ReleaseBusy while it runs, and
-// std::invalid_argument naming its run once it has released the entry.
-// Throws std::invalid_argument when the entry does not exist or was released already,
+// a conflict (tidemark::Error of kind kConflict) naming its run once it has released the entry.
+// Throws a conflict when the entry does not exist or was released already,
 // db::PipelineEntityMismatch when the pipeline loads another entity than `entity` (recorded
 // at its first run), ReleaseEntityMismatch when `entity` is not the entity the entry was
 // quarantined as, and ReleaseBusy when another run holds the pipeline.

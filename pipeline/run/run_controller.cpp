@@ -292,7 +292,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     // A graceful stop is asked between batches: the batch in hand commits, the reader is cancelled.
     const auto stop_requested = [&] { return request.stop_requested && request.stop_requested->load(); };
     const bool source_done = run_two_stages<PreparedBatch>(prepare, commit, stop_requested) == StagesEnd::kDrained;
-    // Cut short by a graceful stop: the source had more (INTERFACE: status `stopped`).
+    // Cut short by a graceful stop: the source had more (the run's status is `stopped`).
     summary.stopped_early = !source_done;
     if (source_done) summary.pending_tail_bytes = source->pending_tail_bytes();
     // Drained, every batch read has committed: what the source read after the last one (files

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/core/error.hpp"
 #include "pipeline/run/limits.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/committer.hpp"
@@ -84,8 +85,9 @@ struct RunSummary {
 
 // The run's rejected records crossed request.max_rejected; the batch that crossed it was
 // rolled back.
-struct RejectionLimitExceeded : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct RejectionLimitExceeded : tidemark::Error {
+  explicit RejectionLimitExceeded(const std::string& message)
+      : tidemark::Error(tidemark::ErrorKind::kPermanent, message) {}
 };
 
 RunSummary run_pipeline(const RunRequest& request);

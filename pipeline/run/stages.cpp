@@ -35,7 +35,7 @@ struct Stages {
   ErasedStages callbacks;
   // No buffer: a send completes when the consumer takes the item, so the one item that
   // waits between the stages waits in the producer's hand. With a buffer of 1 a third item
-  // was made meanwhile, and a 200k-row run peaked at 56 MiB instead of 42 MiB. Staging ahead
+  // would be made meanwhile, a third batch in memory (docs/performance.md). Staging ahead
   // relies on it too: the producer stages batch N + 2 on batch N's database session, which
   // must be done with N, and N + 1 is taken only once N is committed (Committer::stage_ahead).
   Channel channel;
@@ -51,16 +51,16 @@ struct Stages {
   std::exception_ptr consumer_error;
   bool stopped = false;
   // Each stage's blocking work on a thread of its own, so a read and a commit overlap and
-  // each stage's allocations stay in one malloc arena: with one two-thread pool that ran
-  // either stage's work on either thread, peak RSS of a 200k-row run rose from 48 to 62-72 MiB.
+  // each stage's allocations stay in one malloc arena: one two-thread pool that ran either
+  // stage's work on either thread spread them over two and raised the peak RSS.
   // Declared last, so destroyed (stopped and joined) before the state their work touches.
   asio::thread_pool produce_pool{1};
   asio::thread_pool consume_pool{1};
 };
 
 asio::awaitable<void> produce_stage(Stages* stages) {
-  // Freeing a batch's records took 5-8 ms per batch of 10,000: done here, on the thread that
-  // made them, while the consumer commits the next item.
+  // Freeing a batch's records takes milliseconds: done here, on the thread that made them
+  // (its own malloc arena), while the consumer commits the next item.
   const std::function<void()> produce = [stages] {
     stages->freed.clear();
     stages->produced = stages->callbacks.produce();

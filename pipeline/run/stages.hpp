@@ -1,5 +1,5 @@
 #pragma once
-// Two pipeline stages on Boost.Asio (DESIGN "Shape"): a producer and a consumer coroutine on
+// Two pipeline stages on Boost.Asio (docs/architecture.md "A batch, step by step"): a producer and a consumer coroutine on
 // one io_context, linked by a concurrent channel that holds no buffer, each handing its blocking
 // work (a file read, a libpqxx commit) to a thread pool it co_awaits. The Asio headers stay
 // in stages.cpp: this header is included by the run controller, which must not see them.

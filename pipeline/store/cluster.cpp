@@ -25,6 +25,8 @@
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
 
+#include "pipeline/core/error.hpp"
+#include "pipeline/core/percent_encode.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/store/pg/database.hpp"
 
@@ -55,7 +57,7 @@ struct ServerUser {
 ServerUser server_user() {
   if (!running_as_root()) return {geteuid(), getegid()};
   const passwd* pg = getpwnam("postgres");
-  if (pg == nullptr) throw std::runtime_error("running as root needs a user postgres to run PostgreSQL as");
+  if (pg == nullptr) throw Error(ErrorKind::kPermanent, "running as root needs a user postgres to run PostgreSQL as");
   return {pg->pw_uid, pg->pw_gid};
 }
 
@@ -90,7 +92,7 @@ void write_private_file(const fs::path& path, const std::string& text, const Ser
   Fd fd(open_nofollow(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)));
   struct stat info {};
   if (fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
-    throw std::runtime_error("refusing to write " + path.string() + ": not a regular file");
+    throw Error(ErrorKind::kPermanent, "refusing to write " + path.string() + ": not a regular file");
   }
   if (fchmod(fd.get(), 0600) != 0) throw file_error("cannot set the mode of", path, errno);
   if (owner != nullptr && fchown(fd.get(), owner->uid, owner->gid) != 0) {
@@ -126,7 +128,7 @@ std::optional<std::string> read_file(const fs::path& path) {
 int run_program(std::vector<std::string> argv, const fs::path& log) {
   if (running_as_root()) argv.insert(argv.begin(), {"/usr/sbin/runuser", "-u", "postgres", "--"});
   const pid_t child = fork();
-  if (child < 0) throw std::runtime_error("fork failed while starting " + argv.front());
+  if (child < 0) throw Error(ErrorKind::kPermanent, "fork failed while starting " + argv.front());
   if (child == 0) {
     // Opened as root before runuser: never through a symbolic link.
     const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0600);
@@ -190,8 +192,8 @@ std::string server_folder_problem(const fs::path& folder) {
 
 void check_server_folder(const fs::path& folder) {
   if (const std::string problem = server_folder_problem(folder); !problem.empty()) {
-    throw std::runtime_error("refusing to use the PostgreSQL folder " + folder.string() + ": " + problem +
-                             ". Someone else may have prepared it; remove it and start again");
+    throw Error(ErrorKind::kPermanent, "refusing to use the PostgreSQL folder " + folder.string() + ": " + problem +
+                                       ". Someone else may have prepared it; remove it and start again");
   }
   Fd fd(open_nofollow(folder, O_RDONLY | O_DIRECTORY));
   if (fchmod(fd.get(), 0700) != 0) throw file_error("cannot set the mode of", folder, errno);
@@ -210,9 +212,9 @@ void make_private_home(const fs::path& home, bool server_passes_through) {
   struct stat info {};
   if (fstat(fd.get(), &info) != 0) throw file_error("cannot inspect", home, errno);
   if (info.st_uid != geteuid()) {
-    throw std::runtime_error("$TIDEMARK_HOME " + home.string() + " is owned by uid " + std::to_string(info.st_uid) +
-                             ", not by us (uid " + std::to_string(geteuid()) +
-                             "): use a folder of your own, or remove it");
+    throw Error(ErrorKind::kPermanent, "$TIDEMARK_HOME " + home.string() + " is owned by uid " +
+                                           std::to_string(info.st_uid) + ", not by us (uid " +
+                                           std::to_string(geteuid()) + "): use a folder of your own, or remove it");
   }
   if (fchmod(fd.get(), server_passes_through ? 0711 : 0700) != 0) throw file_error("cannot set the mode of", home, errno);
 }
@@ -220,7 +222,9 @@ void make_private_home(const fs::path& home, bool server_passes_through) {
 // A fresh random password: hex, so that it needs no quoting in SQL or in the passfile.
 std::string random_password() {
   unsigned char bytes[24];
-  if (RAND_bytes(bytes, sizeof(bytes)) != 1) throw std::runtime_error("cannot draw a random password (RAND_bytes)");
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    throw Error(ErrorKind::kPermanent, "cannot draw a random password (RAND_bytes)");
+  }
   std::string text;
   append_hex(text, std::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
   return text;
@@ -228,17 +232,7 @@ std::string random_password() {
 
 // A libpq URI query value: anything but unreserved characters and '/' percent-encoded.
 std::string uri_encode(const std::string& text) {
-  std::string encoded;
-  for (const unsigned char c : text) {
-    if (std::isalnum(c) != 0 || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      encoded += static_cast<char>(c);
-    } else {
-      char escape[4];
-      std::snprintf(escape, sizeof(escape), "%%%02X", c);
-      encoded += escape;
-    }
-  }
-  return encoded;
+  return percent_encode(text, [](unsigned char byte) { return is_url_unreserved(byte) || byte == '/'; });
 }
 
 // Binds a throwaway socket to 127.0.0.1:`port` (0: any free port) and returns the port it
@@ -266,7 +260,7 @@ class HomeLock {
  public:
   explicit HomeLock(const fs::path& home) : fd_(open_nofollow(home / "lock", O_RDWR | O_CREAT)) {
     if (fchmod(fd_.get(), 0600) != 0 || flock(fd_.get(), LOCK_EX) != 0) {
-      throw std::runtime_error("cannot lock " + (home / "lock").string());
+      throw Error(ErrorKind::kPermanent, "cannot lock " + (home / "lock").string());
     }
   }
 
@@ -347,7 +341,9 @@ void Cluster::initdb(const fs::path& init_log) {
   if (!durable_) argv.emplace_back("--no-sync");  // a throwaway cluster: fsync is off anyway
   const int status = run_program(std::move(argv), init_log);
   fs::remove(password_file);
-  if (status != 0) throw std::runtime_error("initdb failed for " + data_dir_.string() + ":" + tail_of(init_log));
+  if (status != 0) {
+    throw Error(ErrorKind::kPermanent, "initdb failed for " + data_dir_.string() + ":" + tail_of(init_log));
+  }
   write_private_file(data_dir_ / "pg_hba.conf", kHba, &owner);
   // Our settings live in one included file, rewritten at every start (the port may change).
   write_private_file(data_dir_ / "postgresql.conf", "\ninclude_if_exists = 'tidemark.conf'\n", &owner,
@@ -378,7 +374,8 @@ void Cluster::start(const std::string& database) {
       // The copy brings the seed's password (pg_authid) and its pg_hba.conf and include line.
       write_private_file(passfile(), read_file(seed_passfile_).value_or(""));
       if (run_program({"/bin/cp", "-a", seed_data_dir_.string(), data_dir_.string()}, init_log) != 0) {
-        throw std::runtime_error("cannot copy the seed cluster " + seed_data_dir_.string() + ":" + tail_of(init_log));
+        throw Error(ErrorKind::kPermanent,
+                    "cannot copy the seed cluster " + seed_data_dir_.string() + ":" + tail_of(init_log));
       }
     } else {
       initdb(init_log);
@@ -388,7 +385,7 @@ void Cluster::start(const std::string& database) {
   }
   if (!running()) {
     if (port_ == 0 || bind_loopback(port_) == 0) port_ = bind_loopback(0);
-    if (port_ == 0) throw std::runtime_error("cannot find a free port on 127.0.0.1");
+    if (port_ == 0) throw Error(ErrorKind::kPermanent, "cannot find a free port on 127.0.0.1");
     std::string settings = "listen_addresses = '127.0.0.1'\nport = " + std::to_string(port_) +
                            "\nunix_socket_directories = ''\nmax_connections = 200\n";
     // A test cluster trades durability for speed; it never outlives an OS crash anyway.
@@ -399,8 +396,8 @@ void Cluster::start(const std::string& database) {
     if (run_program({(kPgBin / "pg_ctl").string(), "start", "-w", "-t", "60", "-D", data_dir_.string(), "-l",
                      server_log.string()},
                     server_log) != 0) {
-      throw std::runtime_error("PostgreSQL did not start (data folder " + data_dir_.string() +
-                               "); its log says:" + tail_of(server_log));
+      throw Error(ErrorKind::kPermanent, "PostgreSQL did not start (data folder " + data_dir_.string() +
+                                         "); its log says:" + tail_of(server_log));
     }
   }
   save_state();  // also tightens a state file of an older version (0644) to 0600
@@ -444,8 +441,8 @@ void Cluster::require_password_authentication() {
       return;
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      throw std::runtime_error("the embedded cluster still accepts connections without its password after "
-                               "rewriting " + hba.string());
+      throw Error(ErrorKind::kPermanent, "the embedded cluster still accepts connections without its password after "
+                                         "rewriting " + hba.string());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -459,7 +456,7 @@ void Cluster::stop(bool immediate) {
   if (run_program({(kPgBin / "pg_ctl").string(), "stop", "-w", "-D", data_dir_.string(), "-m",
                    immediate ? "immediate" : "fast"},
                   server_log) != 0) {
-    throw std::runtime_error("pg_ctl stop failed for " + data_dir_.string() + ":" + tail_of(server_log));
+    throw Error(ErrorKind::kPermanent, "pg_ctl stop failed for " + data_dir_.string() + ":" + tail_of(server_log));
   }
 }
 

@@ -329,8 +329,8 @@ BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& 
     const auto released = txn.exec_params(std::string(sql::kRunMarkReleased), *batch.releases_quarantine_id,
                                           batch.released_by, std::string(to_string(result.outcomes.at(0))), run_id);
     if (released.empty()) {
-      throw std::invalid_argument("quarantine entry " + std::to_string(*batch.releases_quarantine_id) +
-                                  " was released by another run meanwhile");
+      throw Error(ErrorKind::kConflict, "quarantine entry " + std::to_string(*batch.releases_quarantine_id) +
+                                            " was released by another run meanwhile");
     }
   }
 

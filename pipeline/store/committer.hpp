@@ -14,6 +14,7 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/error.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
@@ -31,8 +32,8 @@ using StagedBatch = std::unique_ptr<pqxx::work>;
 
 // A batch of a run whose row no longer says 'running' (Committer::commit; never retried): the
 // run lost its sessions and another run of the pipeline started, which ended it.
-struct RunEnded : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct RunEnded : tidemark::Error {
+  explicit RunEnded(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
 };
 
 // One batch as the commit step needs it: what was read, what the validator and planner

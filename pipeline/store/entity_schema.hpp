@@ -1,5 +1,5 @@
 #pragma once
-// An entity's table brought up to its declaration (INTERFACE.md "Entities", docs/entities.md
+// An entity's table brought up to its declaration (docs/entities.md
 // "Schema changes", "Adopting an existing table"): created when missing, extended with a
 // nullable column per new field, adopted when it exists and matches; recorded in
 // tidemark_entities. Never a change that could lose or reinterpret a stored value.
@@ -10,6 +10,7 @@
 #include <pqxx/pqxx>
 
 #include "pipeline/core/entity.hpp"
+#include "pipeline/core/error.hpp"
 
 namespace tidemark::pipeline::db {
 
@@ -17,8 +18,8 @@ namespace tidemark::pipeline::db {
 // foreign table that does not match, a table another entity has. A configuration error
 // (exit 2); the message names the table, the column, what it is and what the config says:
 // "table orders, column amount: is numeric(12,2), the config says decimal(14,4)".
-struct EntitySchemaError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct EntitySchemaError : tidemark::Error {
+  explicit EntitySchemaError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
 };
 
 struct EntityTableChanges {

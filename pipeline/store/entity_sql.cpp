@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/core/json_value.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
@@ -23,25 +24,7 @@ constexpr std::string_view kCandidate = "tidemark_candidate";
 // are built in parts and concatenated, which jsonb's key order makes the same object.
 constexpr std::size_t kPairsPerObject = 50;
 
-std::string escape_json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      constexpr std::string_view kHex = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[static_cast<unsigned char>(c) >> 4];
-      out += kHex[static_cast<unsigned char>(c) & 0xf];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-// A field's value as the payload carries it (INTERFACE.md "Entities", "Decisions"):
+// A field's value as the payload carries it (docs/entities.md "Decisions"):
 // decimals as strings at the declared scale (numeric's text form keeps the column's scale),
 // timestamps in UTC with microseconds, dates as YYYY-MM-DD whatever the session's DateStyle,
 // integers, booleans and json as their JSON values; NULL stays null.
@@ -104,7 +87,7 @@ std::string previous_column(std::size_t index) { return "tidemark_previous_" + s
 std::string applied_column(std::size_t, const std::string& name) { return "e." + quote_identifier(name); }
 std::string stored_column(std::size_t index, const std::string&) { return "e." + previous_column(index); }
 
-// The payload's envelope (INTERFACE.md "Entities"): {event_id, pipeline, entity, key,
+// The payload's envelope (docs/entities.md): {event_id, pipeline, entity, key,
 // revision, partition, sequence, fields, previous: null | {revision, fields}}.
 std::string entity_payload(const EntityDeclaration& entity) {
   const std::string key = quote_identifier(entity.key);
@@ -246,14 +229,14 @@ std::vector<EntityColumn> value_columns(const EntityDeclaration& entity) {
 }
 
 std::string definition_json(const EntityDeclaration& entity) {
-  std::string out = "{\"table\":" + escape_json_string(entity.table) + ",\"key\":" + escape_json_string(entity.key) +
-                    ",\"revision\":" + escape_json_string(entity.revision) +
-                    ",\"partition_by\":" + escape_json_string(entity.partition_by) +
-                    ",\"extra_fields\":" + escape_json_string(to_string(entity.extra_fields)) + ",\"fields\":[";
+  std::string out = "{\"table\":" + json_quoted(entity.table) + ",\"key\":" + json_quoted(entity.key) +
+                    ",\"revision\":" + json_quoted(entity.revision) +
+                    ",\"partition_by\":" + json_quoted(entity.partition_by) +
+                    ",\"extra_fields\":" + json_quoted(to_string(entity.extra_fields)) + ",\"fields\":[";
   for (std::size_t i = 0; i < entity.fields.size(); ++i) {
     const auto& field = entity.fields[i];
     if (i > 0) out += ",";
-    out += "{\"name\":" + escape_json_string(field.name) + ",\"type\":" + escape_json_string(to_string(field.type)) +
+    out += "{\"name\":" + json_quoted(field.name) + ",\"type\":" + json_quoted(to_string(field.type)) +
            ",\"required\":" + (field.required ? "true" : "false");
     if (field.type == FieldType::kText) out += ",\"max_length\":" + std::to_string(field.max_length);
     if (field.type == FieldType::kDecimal) {

@@ -1,5 +1,5 @@
 #pragma once
-// The SQL of one declared entity (INTERFACE.md "Entities", docs/entities.md "The table"):
+// The SQL of one declared entity (docs/entities.md "The table"):
 // its table, its stage and the one statement that applies a batch, filled in once from the
 // declaration into the templates sql/entity/{create_table,create_stage,apply_batch}.sql.
 // Every identifier is quoted and comes from the declaration, never from a record: record

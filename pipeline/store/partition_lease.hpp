@@ -14,6 +14,8 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::pipeline {
 
 struct LeaseSettings {
@@ -34,8 +36,8 @@ struct PartitionLease {
 
 // The worker no longer owns the partition at that epoch: the batch must roll back, and the
 // worker must take partitions anew (and read their checkpoints again) before it goes on.
-struct LeaseLost : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct LeaseLost : tidemark::Error {
+  explicit LeaseLost(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
 };
 
 // A new worker id, "host:pid:random", unique across hosts and restarts.

@@ -14,11 +14,13 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::pipeline {
 
 // Another process holds the pipeline; the message says which.
-struct PipelineBusy : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct PipelineBusy : tidemark::Error {
+  explicit PipelineBusy(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
 };
 
 enum class PipelineLock { kFirst, kSecond };

@@ -11,14 +11,15 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/error.hpp"
 #include "pipeline/core/sink.hpp"
 
 namespace tidemark::pipeline::views {
 
 // A request that cannot be carried out as asked (unknown view, existing version, unsafe
 // retention): the CLI reports it as a usage error.
-struct ViewError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ViewError : tidemark::Error {
+  explicit ViewError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kUsage, message) {}
 };
 
 // "account_balance_v2": the table of one version, and the inbox consumer of daily_totals.

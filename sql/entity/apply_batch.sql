@@ -21,7 +21,7 @@
 --   <payload>           the outbox payload, from the applied version e.* (its event id, its
 --                       sequence, its columns and the stored row's as tidemark_previous_<i>)
 -- The built-in entity differs only in its legacy envelope: bookkeeping column names, event
--- id and payload (INTERFACE.md "Entities"). The statement's own names carry the tidemark_
+-- id and payload (docs/entities.md). The statement's own names carry the tidemark_
 -- prefix, which no declared name may take.
 -- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}').
 -- Returns each conflicting or candidate version's verdict against the stored row.

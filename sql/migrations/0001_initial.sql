@@ -1,4 +1,4 @@
--- Tidemark's tables (INTERFACE.md "Tables"). Applied once, in a transaction, by
+-- Tidemark's tables. Applied once, in a transaction, by
 -- pipeline/db/migrations.cpp, which records it in schema_migrations.
 
 -- One row per business key; a higher source_revision replaces a lower one (docs/rules.md rule 1).

@@ -1,4 +1,4 @@
--- tidemark serve (issue 4). Every webhook-id that asked for a run, with the run it got:
+-- tidemark serve. Every webhook-id that asked for a run, with the run it got:
 -- requests that arrive while a pipeline runs coalesce into one follow-up run, so
 -- runs.request_id (the first request's id) alone cannot make each of them idempotent.
 CREATE TABLE run_requests (

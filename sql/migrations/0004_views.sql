@@ -1,4 +1,4 @@
--- Materialized views fed by the outbox (issue 7, docs/rules.md rules 13-17). Each view lives in
+-- Materialized views fed by the outbox (docs/rules.md rules 13-17). Each view lives in
 -- versioned tables (account_balance_v1, account_balance_v2, ...) created by tidemark itself
 -- (sql/views/*_create.sql); this registry says which versions exist. Every version that is
 -- not retired receives the live events, so a rebuild (building) and the version in use

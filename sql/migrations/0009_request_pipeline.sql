@@ -1,4 +1,4 @@
--- issue 11: a webhook-id belongs to the pipeline whose path first saw it. The signature
+-- A webhook-id belongs to the pipeline whose path first saw it. The signature
 -- covers the id, timestamp and body but not the path, so without this a captured request
 -- could be replayed to another pipeline. An id first seen on a path with no pipeline (404)
 -- is kept too, without a run, so that it cannot be moved to a real one afterwards.

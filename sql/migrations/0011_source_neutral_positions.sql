@@ -1,4 +1,4 @@
--- Positions and quarantine entries become source-neutral (issue 13): a source other than
+-- Positions and quarantine entries become source-neutral: a source other than
 -- files (a stream, a query) has no file name or byte offset, and formats belong to the
 -- connectors.
 --

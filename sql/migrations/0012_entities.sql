@@ -1,4 +1,4 @@
--- Entities (INTERFACE.md "Entities", docs/entities.md): every declared entity's declaration,
+-- Entities (docs/entities.md): every declared entity's declaration,
 -- recorded when its table is created or adopted (pipeline/store/entity_schema.cpp). A table
 -- listed here is one Tidemark manages: later declarations may add columns to it, never change
 -- one, and no other entity may take it.

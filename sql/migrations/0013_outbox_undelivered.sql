@@ -1,4 +1,4 @@
--- Issue 12: `tidemark status`, GET /v1/pipelines/{name} (status/destination_events.sql) and
+-- `tidemark status`, GET /v1/pipelines/{name} (status/destination_events.sql) and
 -- the view lag (views/lag.sql) count a destination's undelivered events. Without this index
 -- each of them reads the whole outbox, delivered events included, which only grows until
 -- retention deletes them (2 million rows: 200 ms a query; with it, 2 ms). The predicate is

@@ -1,4 +1,4 @@
--- Issue 15: a claim whose cost is O(claimed rows) whatever the backlog and the statistics.
+-- A claim whose cost is O(claimed rows) whatever the backlog and the statistics.
 -- Each (destination, partition key) counter row also keeps the key's *head*: the lowest
 -- sequence still pending (head_sequence, NULL when the key has nothing pending) and when it
 -- is due (head_due_at, that event's next_attempt_at). Per-key order (docs/rules.md rule 12)

@@ -1,4 +1,4 @@
--- Issue 15: daily_totals keeps its own record of each transaction (the revision it counts,
+-- daily_totals keeps its own record of each transaction (the revision it counts,
 -- its day and amount: sql/views/daily_totals_create.sql), so a revision no longer looks up
 -- the previous revision's outbox row, and the outbox loses the index that lookup and the
 -- rebuilds' scans used (outbox_destination_partition, 0004): one index less on every

@@ -1,4 +1,4 @@
--- Issue 15: the batch path pays for every outbox index a new row enters. New rows are
+-- The batch path pays for every outbox index a new row enters. New rows are
 -- pending, so they entered both outbox_partition (the relay's per-key probe) and
 -- outbox_undelivered (status and view lag counts of pending and dead events). The counts now
 -- read their pending rows through outbox_partition and their dead rows through outbox_dead,

@@ -1,4 +1,4 @@
--- issue 18 part 3, retention (docs/retention.md): runs and batch_ledger rows older than
+-- Retention (docs/retention.md): runs and batch_ledger rows older than
 -- retention.runs are deleted, each rolled up first, in the transaction that deletes it, into
 -- its pipeline's totals for its UTC day, so dashboards keep history after the rows are gone.
 -- Record counts are summed on the day a batch committed; run counts on the day a run was requested.

@@ -1,4 +1,4 @@
--- issue 16, scale-out (docs/scale-out.md "Workers"): several processes on several hosts share
+-- Scale-out (docs/scale-out.md "Workers"): several processes on several hosts share
 -- a partitioned pipeline's partitions through these tables alone. A worker proves it is alive
 -- by its heartbeat (seen_at); it owns a partition through a lease row whose epoch every batch's
 -- transaction checks, so a worker that was paused and taken over never commits again, which a

@@ -1,4 +1,4 @@
--- Issue 15 part 2: the relay's lease is kept on the key's head only. Before, a claim wrote
+-- The relay's lease is kept on the key's head only. Before, a claim wrote
 -- both the head and the outbox row (attempts, next_attempt_at), and the delivered mark wrote
 -- them again: two non-HOT updates of the wide outbox row per event, each a full new version
 -- in every index of the outbox and in the WAL. Now a claim writes the head alone and the

@@ -1,4 +1,4 @@
--- Issue 15: the relay's claim is planned once per session and never compiled by JIT.
+-- The relay's claim is planned once per session and never compiled by JIT.
 --
 -- Its statements take the arrays of delivered ids and destinations as parameters, so
 -- PL/pgSQL kept choosing custom plans and planned the claim's CTE again on every call: 0.4 ms

@@ -1,4 +1,4 @@
--- Issue 15: a window per destination. A destination may set its own max_in_flight (the
+-- A window per destination. A destination may set its own max_in_flight (the
 -- relay's stays the whole relay's), so that a slow destination cannot hold every place. The
 -- claim therefore takes up to a limit per destination (p_limits, in the order of
 -- p_destinations) besides the limit across them (p_max_events, by due time as before), or a

@@ -1,4 +1,4 @@
--- Issue 15 part 2: a head is written once per relay call. Before, a delivered head moved on to
+-- A head is written once per relay call. Before, a delivered head moved on to
 -- its key's next pending sequence in one statement, and the claim then leased that successor
 -- in another: two versions of the same row in one transaction, each non-HOT (head_due_at is
 -- indexed by destination_sequence_due), so two new entries in each of the table's indexes and

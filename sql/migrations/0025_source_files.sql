@@ -1,4 +1,4 @@
--- issue 42, a registry of the files read (docs/sources.md "Files that change"): for every file
+-- A registry of the files read (docs/sources.md "Files that change"): for every file
 -- of a file source, what the batch that last read it had read of it. The next run reads on
 -- from `bytes` only when the file is still the one that was read (same device and inode, and
 -- the same fingerprint over its first KiB and the KiB before `bytes`); otherwise it reads the

@@ -1,5 +1,4 @@
--- One open quarantine entry per record (issue 42 item 3), and the run that released an entry
--- (issue 43 item 4).
+-- One open quarantine entry per record, and the run that released an entry.
 --
 -- A release that rejected its record again gave the new entry the source 'quarantine', so a
 -- replay of the record's source found no open entry of that source and added one: two open

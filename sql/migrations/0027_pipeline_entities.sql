@@ -1,4 +1,4 @@
--- A pipeline keeps its entity (issue 42 item 2, docs/entities.md "A pipeline keeps its
+-- A pipeline keeps its entity (docs/entities.md "A pipeline keeps its
 -- entity"): the entity a pipeline loads, recorded by its first run. A command that would load,
 -- release or show its records as another entity is refused (exit 2) instead of treating them
 -- as that entity; `tidemark pipeline set-entity` changes it on purpose. A pipeline that ran

@@ -1,4 +1,4 @@
--- Issue 43 item 2: a relay renews the leases of its attempts in flight. A lease ran out while
+-- A relay renews the leases of its attempts in flight. A lease ran out while
 -- its attempt was still in flight (a destination that answered slowly, or streamed its body),
 -- and the event was claimed and sent again beside it, every lease, with attempts still 1.
 -- Now the relay extends each lease it holds while the attempt runs (pipeline/relay/relay.cpp);

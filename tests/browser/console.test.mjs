@@ -1,4 +1,4 @@
-// The operator console in a real browser (issue 18 part 2), run by
+// The operator console in a real browser, run by
 // tests/e2e/console_browser_test.cpp against a real `tidemark serve` and PostgreSQL:
 // Debian's chromium, driven by playwright-core. It enters the token, reads the numbers the
 // page shows, releases a quarantined record, retries a dead letter, and takes screenshots at

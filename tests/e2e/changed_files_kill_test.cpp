@@ -1,5 +1,5 @@
 // A run killed (as kill -9 would: a failpoint's _exit(137)) in the middle of reading again a
-// large file that was rewritten, then simply run again (issue 42, docs/sources.md "Files that
+// large file that was rewritten, then simply run again (docs/sources.md "Files that
 // change"): the rerun resumes the file where the killed run's last committed batch left it in
 // the registry of files read, and the table and the outbox end as one clean run over each
 // version of the file leaves them, no change twice.

@@ -1,4 +1,4 @@
-// `cmake --install` (issue 12): the binary, its man page generated from --help (when help2man
+// `cmake --install`: the binary, its man page generated from --help (when help2man
 // was found at configure time) and the docs land under the prefix, and the installed binary runs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

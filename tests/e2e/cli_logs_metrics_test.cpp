@@ -1,4 +1,4 @@
-// Operator experience of `tidemark` as real processes (issue 12): --log-format json and
+// Operator experience of `tidemark` as real processes: --log-format json and
 // --log-level before or after the command's name, -V, `run --metrics-file` as node_exporter's
 // textfile collector reads it (checked by the real promtool), the alert on the file's age
 // (promtool check rules), and the progress bar on a terminal (a pty: tests/support/terminal.hpp).

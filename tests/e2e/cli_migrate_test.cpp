@@ -1,5 +1,5 @@
-// `tidemark migrate --config` and the declared entities' tables (INTERFACE.md "Entities",
-// issue 14 step 3): the process creates each table, extends it with a new field, and exits 2
+// `tidemark migrate --config` and the declared entities' tables (docs/entities.md
+// "The table"): the process creates each table, extends it with a new field, and exits 2
 // naming the table, the column and both types when a field's type changed.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

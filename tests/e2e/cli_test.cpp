@@ -1,4 +1,4 @@
-// The tidemark command line as users and cron see it (INTERFACE "CLI"): help texts, exit
+// The tidemark command line as users and cron see it (docs/cli.md): help texts, exit
 // codes 0/1/2 with messages that name the thing at fault, the --json summary, one active
 // run per pipeline, and the embedded database commands.
 #include <gmock/gmock.h>
@@ -127,7 +127,7 @@ TEST(CliUsage, UnknownOptionExitsTwoNamingIt) {
   EXPECT_THAT(result.out + result.err, HasSubstr("--frobnicate"));
 }
 
-// INTERFACE: every error message names the thing at fault.
+// docs/cli.md "Exit codes": every error message names the thing at fault.
 TEST(CliUsage, UnknownCommandExitsTwoNamingIt) {
   const ProcessResult result = run_tidemark({"frobnicate"});
   EXPECT_EQ(result.exit_code, 2);
@@ -385,7 +385,7 @@ TEST(CliRun, PipelineLockedByAnotherSessionExitsOneSayingWhoHoldsIt) {
 
 // Two real processes: the first holds the pipeline while it loads a long source in small
 // batches; the second is refused and names the first; the first then completes normally.
-// (A FIFO held the first run here once: a file source now refuses one at once, issue 43.)
+// (A FIFO held the first run here once: a file source now refuses one at once.)
 TEST(CliRun, SecondConcurrentRunOfThePipelineExitsOneNamingTheFirstProcess) {
   TestDatabase db;
   TempFolder folder;
@@ -490,7 +490,7 @@ TEST(CliDb, StartStatusUrlStopManageTheClusterUnderTidemarkHome) {
   EXPECT_EQ(run_tidemark({"db", "status"}, options).exit_code, 1);
 }
 
-// INTERFACE "CLI": log timestamps are UTC with the Z suffix (2026-12-01T06:00:00.123Z), whatever
+// docs/cli.md "Logs": log timestamps are UTC with the Z suffix (2026-12-01T06:00:00.123Z), whatever
 // the machine's time zone. TZ is a POSIX rule (no tzdata needed): nine hours east of UTC.
 TEST(CliLogs, TimestampsAreUtcWithTheZSuffixWhateverTheTimeZone) {
   const auto utc_hour = [] {

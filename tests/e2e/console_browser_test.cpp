@@ -1,4 +1,4 @@
-// The operator console in a real browser (issue 18 part 2): a real PostgreSQL, a real
+// The operator console in a real browser: a real PostgreSQL, a real
 // `tidemark serve` process and Debian's chromium driven by playwright-core
 // (tests/browser/console.test.mjs). The pipeline's input holds a conflict and an invalid
 // record; its webhook destination answers 410 Gone (a client error: dead at once) until the page

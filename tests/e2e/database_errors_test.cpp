@@ -1,4 +1,4 @@
-// Permanent database errors fail fast (issue 10 item 8): a malformed URL is a usage error
+// Permanent database errors fail fast: a malformed URL is a usage error
 // (exit 2) and an unknown database or role or a failed authentication fails at once
 // (exit 1) with a message that says what to fix, instead of eight "transient" retries (each
 // retry logs "transient database error", so its absence proves there was none; a wall-clock

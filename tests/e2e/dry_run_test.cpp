@@ -1,4 +1,4 @@
-// `tidemark run --dry-run` (issue 12, docs/cli.md "run"): real tidemark processes against a
+// `tidemark run --dry-run` (docs/cli.md "run"): real tidemark processes against a
 // throwaway PostgreSQL. A dry run reports what a real run on the same input then reports,
 // batch by batch (a key changed across batches included: each batch sees the ones before
 // it), and leaves every table as it was; it takes the pipeline's lock like a run.

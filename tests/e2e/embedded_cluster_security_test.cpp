@@ -1,5 +1,5 @@
 // The embedded cluster against other local users (docs/operations.md "Security"): the
-// attacks of issue 11 items 1 and 2, replayed with the real binary. Another uid (nobody)
+// attacks it is built against, replayed with the real binary. Another uid (nobody)
 // must not get into the server nor read its password, and a folder or a symbolic link that
 // someone else planted where the cluster puts its files must be refused, its target
 // untouched. The server runs as user postgres when we are root, as the test suite runs.

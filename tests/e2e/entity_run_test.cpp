@@ -1,4 +1,4 @@
-// `tidemark run` on a declared entity (issue 14, INTERFACE.md "Entities"): real tidemark
+// `tidemark run` on a declared entity (docs/entities.md): real tidemark
 // processes against a throwaway PostgreSQL. A pipeline with `entity: orders` loads the orders
 // table, typed, with every outcome, conflict and invalid-field quarantine naming the entity and
 // the field, outbox rows keyed <destination>:<entity>:<key>:<revision> with the entity payload
@@ -83,7 +83,7 @@ class EntityRun : public ::testing::Test {
   TempDir dir_;
 };
 
-// INTERFACE "Entities": serve brings the declared entities' tables up to date when it starts, so
+// docs/entities.md: serve brings the declared entities' tables up to date when it starts, so
 // a table that cannot hold its declaration stops it there (exit 2, naming the column), not each
 // of its runs later.
 TEST_F(EntityRun, ServeStartsOnlyWhenEveryEntityTableCanHoldItsDeclaration) {

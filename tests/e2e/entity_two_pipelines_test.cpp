@@ -1,5 +1,5 @@
-// Two pipelines loading one entity at the same time (issue 14 item 3, DESIGN "Concurrent
-// writers"): two real `tidemark run` processes, started together, load overlapping keys with
+// Two pipelines loading one entity at the same time (docs/entities.md "Two
+// pipelines on one entity"): two real `tidemark run` processes, started together, load overlapping keys with
 // different revisions in many small batches, so that their batches interleave on the same rows
 // and the same (destination, partition) sequences. A batch whose keys another transaction wrote
 // after its snapshot fails with SQLSTATE 40001 and is retried on a new snapshot; whatever order

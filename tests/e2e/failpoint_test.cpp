@@ -1,4 +1,4 @@
-// Issue 2's end-to-end proof of docs/rules.md rules 6, 7 and 10: a `tidemark run` killed at a
+// The end-to-end proof of docs/rules.md rules 6, 7 and 10: a `tidemark run` killed at a
 // failpoint (as kill -9 would) and then simply run again leaves the state, the outbox, the
 // quarantine, the ledger and the checkpoint exactly where one clean run leaves them.
 #include <gtest/gtest.h>

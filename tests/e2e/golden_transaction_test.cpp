@@ -1,4 +1,4 @@
-// The golden test of the built-in `transaction` entity (issue 14): what main wrote and sent
+// The golden test of the built-in `transaction` entity: what main wrote and sent
 // before entities were generated, recorded byte for byte, so that the generated apply
 // statement can be shown to keep it. Two real `tidemark run`s (a CSV file in one batch, then a
 // JSON Lines file in batches of 5) and one `tidemark relay --once` against a throwaway

@@ -1,4 +1,4 @@
-// The HTTP source through the crash matrix and random kills (issue 17 item 3): a seeded
+// The HTTP source through the crash matrix and random kills: a seeded
 // workload served page by page (NDJSON, Link header paging, over TLS) by a real API, `tidemark
 // run` crashed at each failpoint and SIGKILLed at random instants (mid-page included: pages
 // and batches have sizes that do not divide each other), restarted until done; state,

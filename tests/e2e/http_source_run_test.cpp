@@ -1,4 +1,4 @@
-// `tidemark run` on an HTTP source (issue 17 item 2): real tidemark processes reading a real
+// `tidemark run` on an HTTP source: real tidemark processes reading a real
 // paged API over TLS into a throwaway PostgreSQL. A run loads every page and stores the
 // exact position; a second run loads only what the API added; a 4xx fails the run (exit 1)
 // naming the redacted URL and the status; a quarantined record keeps its raw text and page

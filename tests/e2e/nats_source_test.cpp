@@ -1,4 +1,4 @@
-// The NATS JetStream source (issue 16): real tidemark processes, a real nats-server with
+// The NATS JetStream source: real tidemark processes, a real nats-server with
 // JetStream (tests/support/nats_server.hpp) and a throwaway PostgreSQL. `nats setup` creates
 // the partitions' streams and reports an existing one that differs (exit 2); `nats mapping`
 // prints a block the server accepts and that spreads keys over the partitions; a run drains

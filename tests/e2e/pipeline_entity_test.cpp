@@ -1,4 +1,4 @@
-// A pipeline keeps its entity (issue 42 item 2, docs/entities.md "A pipeline keeps its
+// A pipeline keeps its entity (docs/entities.md "A pipeline keeps its
 // entity"): real tidemark processes against a throwaway PostgreSQL. Before, a command without
 // --config treated every pipeline as the built-in `transaction` entity: it loaded a declared
 // entity's files as transactions, released its entries as transactions and could not show

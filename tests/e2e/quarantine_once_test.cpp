@@ -1,6 +1,6 @@
 // A quarantined record is released once and keeps one open entry: real tidemark processes
-// against a throwaway PostgreSQL. Issue 42 item 3: a record released and rejected again, then
-// replayed, had two open entries, and more after each release and replay. Issue 43 item 4:
+// against a throwaway PostgreSQL. Once, a record released and rejected again, then
+// replayed, had two open entries, and more after each release and replay; and
 // concurrent releases of one entry, through serve's API or the CLI, could both commit (two
 // succeeded runs, each ledger row counting the record) and others answered 500 "already
 // running"; now one releases it and each other is refused naming the run that did.

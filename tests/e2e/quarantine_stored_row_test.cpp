@@ -1,4 +1,4 @@
-// `quarantine show` and GET /v1/quarantine/{id} beside the stored row (issue 12 item 6), and
+// `quarantine show` and GET /v1/quarantine/{id} beside the stored row, and
 // a release refused when the entry's entity is not the one its pipeline loads now (issue
 // 14): real tidemark processes against a throwaway PostgreSQL, with the entity_run_test
 // setup (a config written per test, run, then the quarantine commands).
@@ -143,8 +143,8 @@ TEST_F(QuarantineStoredRow, ShowReadsADeclaredEntitysTableByTheConfig) {
                                    "  version: 2\n"
                                    "  amount: 1.5000\n"
                                    "  note: first\n"));
-  // Without the config, the declaration recorded when the table was made reads it (issue 42
-  // item 2; before, only the built-in entity was known).
+  // Without the config, the declaration recorded when the table was made reads it
+  // (before, only the built-in entity was known).
   const auto bare = tidemark({"quarantine", "show", id});
   ASSERT_EQ(bare.exit_code, 0) << bare.both();
   EXPECT_THAT(bare.out, HasSubstr("stored row (orders):\n"
@@ -186,7 +186,7 @@ TEST_F(QuarantineStoredRow, ApiShowAnswersTheStoredRowBesideTheEntry) {
 
 // The pipeline loaded orders when the entry was quarantined and its config names the built-in
 // entity now: validating the record as a transaction would load an order into
-// transaction_state. The pipeline still loads orders (issue 42 item 2), so that is what the
+// transaction_state. The pipeline still loads orders, so that is what the
 // refusal says; once its entity was changed on purpose, the entry is still an order's.
 TEST_F(QuarantineStoredRow, ReleaseOfAnEntryOfAnotherEntityIsRefusedWithExit2) {
   load_orders();

@@ -1,4 +1,4 @@
-// `tidemark serve` as a real process (issue 4): configuration errors exit 2 before anything
+// `tidemark serve` as a real process: configuration errors exit 2 before anything
 // starts, SIGTERM stops after the batch in hand with state, outbox and checkpoint
 // consistent, a second signal exits at once, and two serve processes on one database never
 // run one pipeline at the same time.

@@ -1,4 +1,4 @@
-// Monitoring end to end (issue 4): the real `prometheus` binary scrapes a real `tidemark
+// Monitoring end to end: the real `prometheus` binary scrapes a real `tidemark
 // serve` and answers queries with the ledger's counts; docker/'s Prometheus config, alert
 // rules and Grafana dashboard pass promtool and name only metrics the service exports.
 // Tests that need prometheus or promtool skip when the binary is not installed.
@@ -18,6 +18,7 @@
 #include <boost/json.hpp>
 
 #include "connectors/http/signature.hpp"
+#include "pipeline/core/percent_encode.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_database.hpp"
@@ -28,21 +29,6 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr char kWebhookSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";
-
-std::string percent_encode(const std::string& text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string encoded;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      encoded += static_cast<char>(c);
-    } else {
-      encoded += '%';
-      encoded += kHex[c >> 4];
-      encoded += kHex[c & 15];
-    }
-  }
-  return encoded;
-}
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -175,8 +161,8 @@ TEST(ServePrometheusTest, PrometheusScrapingServeReportsTheLedgersAcceptedAndRej
 
   // sum(...) as Prometheus answers it now; "" until it has scraped.
   auto query = [&](const std::string& promql) -> std::string {
-    const HttpAnswer answer = http_request(prometheus_port, "GET", "/api/v1/query?query=" + percent_encode(promql), {},
-                                           "", 5s);
+    const std::string target = "/api/v1/query?query=" + pipeline::percent_encode(promql, pipeline::is_url_unreserved);
+    const HttpAnswer answer = http_request(prometheus_port, "GET", target, {}, "", 5s);
     if (answer.status != 200) return "";
     const auto result = boost::json::parse(answer.body).at("data").at("result").as_array();
     if (result.empty()) return "";

@@ -1,4 +1,4 @@
-// A schedule's interval as the config writes it (issue 12 item 4), end to end: `serve` logs
+// A schedule's interval as the config writes it, end to end: `serve` logs
 // `every 60s` (not `every 1m` or `every 60000ms`), and GET /v1/pipelines lists the same text.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// `tidemark serve` against hostile network clients, as a real process (issue 11): without
+// `tidemark serve` against hostile network clients, as a real process: without
 // an API token it refuses to listen beyond loopback unless told to, and a client that
 // exhausts its file descriptors neither spins it nor floods its log.
 #include <gtest/gtest.h>

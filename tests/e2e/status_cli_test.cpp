@@ -1,4 +1,4 @@
-// `tidemark status` as an operator runs it (issue 12 item 3): after a run that quarantined
+// `tidemark status` as an operator runs it: after a run that quarantined
 // records and left outbox events undelivered, the table and the --json document show the
 // last run with its ledger counts, the checkpoint, the open quarantine and the pending and
 // dead events per destination; an unknown --pipeline exits 2 naming it; and being

@@ -1,4 +1,4 @@
-// libFuzzer target: serve's HTTP front door (issue 11). The input is the bytes a client
+// libFuzzer target: serve's HTTP front door. The input is the bytes a client
 // sends; they go through what the server runs before a handler: the Beast request parser
 // with serve's header and body limits, refuse_head (framing and repeated credentials),
 // request_head, route_of, the rules for requests without a token (refuse_cross_site), the

@@ -115,7 +115,7 @@ std::vector<CsvRow> read_csv(std::string_view text) {
   return rows;
 }
 
-// ---- The field rules of INTERFACE "Input records" --------------------------------------
+// ---- The field rules of docs/cli.md "Input records" ----------------------------------
 
 // The code points of valid UTF-8 text without a control character; nullopt for other text.
 std::optional<std::size_t> code_points(std::string_view text) {

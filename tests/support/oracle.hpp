@@ -73,7 +73,7 @@ struct QuarantineEntry {
   friend auto operator<=>(const QuarantineEntry&, const QuarantineEntry&) = default;
 };
 
-// The eight outcome counts, in INTERFACE order.
+// The eight outcome counts, in the order of docs/cli.md "Outcomes".
 inline constexpr std::array<std::string_view, 8> kOutcomes = {
     "inserted", "updated", "unchanged", "stale", "superseded", "duplicate", "invalid", "conflict"};
 using Totals = std::array<std::uint64_t, 8>;

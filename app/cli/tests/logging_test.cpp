@@ -1,4 +1,4 @@
-// The JSON log lines (INTERFACE "CLI"): one object per line with ts, level and msg, which
+// The JSON log lines (docs/cli.md "Logs"): one object per line with ts, level and msg, which
 // parses whatever the message quotes: quotes, backslashes, control characters, bytes that
 // are not UTF-8. Pure: the formatter is given log records, no logger.
 #include <gtest/gtest.h>

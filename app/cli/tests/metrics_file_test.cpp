@@ -1,4 +1,4 @@
-// `run --metrics-file` (issue 12): the exposition text, the success time a failed run keeps,
+// `run --metrics-file`: the exposition text, the success time a failed run keeps,
 // and the atomic replacement node_exporter's textfile collector relies on (a reader never
 // sees part of a file). promtool checks a real run's file in tests/e2e/cli_logs_metrics_test.cpp.
 #include <gmock/gmock.h>
@@ -118,7 +118,7 @@ TEST_F(MetricsFileTest, AnUnwritableFolderIsAnErrorNamingThePath) {
   }
 }
 
-// Issue 43 item 5: a symlink planted at the temporary name the writer used (PATH.<pid>.tmp,
+// A symlink planted at the temporary name the writer used (PATH.<pid>.tmp,
 // the pid being this process's) made the write overwrite the link's target and rename the
 // link over PATH. Now the target keeps its text and PATH is a regular file of mode 0644
 // (whatever the umask: the collector, as a rule another user, must read it).

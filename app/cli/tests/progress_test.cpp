@@ -1,4 +1,4 @@
-// The progress bar of a long `run` on a terminal (issue 12): its text, and where a file
+// The progress bar of a long `run` on a terminal: its text, and where a file
 // source's position lies in the bytes it reads. The bar on a real terminal is tested in
 // tests/e2e/cli_logs_metrics_test.cpp (through a pty).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// A config with a long list (issue 43 item 7): reading it is linear in its size now (it was
+// A config with a long list: reading it is linear in its size now (it was
 // quadratic: 100k items took 35 s to check; bench/config_bench.cpp measures the ratio), and
 // it still reads every item, with each error and each destination at its own line, and a YAML
 // alias still interpolated once.

@@ -1,4 +1,4 @@
-// Five-field cron expressions in UTC (issue 4): what parses, what is refused (naming the
+// Five-field cron expressions in UTC: what parses, what is refused (naming the
 // field), and the next matching minute. Pure; config validation and the serve scheduler
 // both use this parser.
 #include <gtest/gtest.h>

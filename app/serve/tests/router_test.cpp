@@ -1,4 +1,4 @@
-// serve's router (issue 13): the route table must name one handler for every route, and the
+// serve's router: the route table must name one handler for every route, and the
 // answers every route shares (400, 413, 404, 405, 401, 503, 500) come from the router,
 // before and around the handler. No sockets and no database: requests are plain values.
 #include <stdexcept>
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "app/serve/router.hpp"
+#include "pipeline/core/error.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
@@ -118,6 +119,24 @@ TEST(RouterTest, AHandlersExceptionIs503ForTheDatabaseAnd500Otherwise) {
   const Router router(table, std::nullopt, kHostNames);
   expect_answer(router, request("GET", "/v1/runs/1"), 503, "{\"error\":\"database unavailable; try again later\"}\n");
   expect_answer(router, request("GET", "/v1/pipelines"), 500, "{\"error\":\"internal error; see the server log\"}\n");
+}
+
+TEST(RouterTest, AHandlersErrorIsAnsweredByItsKind) {
+  const auto throwing = [](ErrorKind kind) {
+    return [kind](const HttpRequest&, const Route&) -> HttpResponse { throw Error(kind, "in the way"); };
+  };
+  const auto answer_to = [&](ErrorKind kind) {
+    auto table = table_of_echoes();
+    table[static_cast<int>(RouteKind::kPipelines) - static_cast<int>(RouteKind::kHealth)].handle = throwing(kind);
+    return Router(table, std::nullopt, kHostNames).dispatch(request("GET", "/v1/pipelines"));
+  };
+  EXPECT_EQ(answer_to(ErrorKind::kConflict).status, 409);
+  EXPECT_EQ(answer_to(ErrorKind::kConflict).body, "{\"error\":\"in the way\"}\n");
+  EXPECT_EQ(answer_to(ErrorKind::kTransient).status, 503);
+  for (const ErrorKind kind : {ErrorKind::kUsage, ErrorKind::kConfig, ErrorKind::kPermanent}) {
+    EXPECT_EQ(answer_to(kind).body, "{\"error\":\"internal error; see the server log\"}\n");
+    EXPECT_EQ(answer_to(kind).status, 500);
+  }
 }
 
 TEST(RouterTest, APathOrQueryThatIsNotUtf8OnceDecodedIs400) {

@@ -1,4 +1,4 @@
-// The serve scheduler's arithmetic (issue 4): `every` and cron ticks, with missed ticks
+// The serve scheduler's arithmetic: `every` and cron ticks, with missed ticks
 // coalescing into one. Pure. The cron parser itself is tested in app/config/tests/cron_test.cpp.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// app/wiring's kind -> factory registry (issue 13): every kind the config parser admits has a
+// app/wiring's kind -> factory registry: every kind the config parser admits has a
 // factory, and a kind without one is refused, naming it, rather than silently building nothing.
 #include "app/wiring/registry.hpp"
 

@@ -19,7 +19,7 @@ constexpr const char* kPipelineHead =
     "  transactions:\n"
     "    source: {path: data/in.csv}\n";
 
-// A destination's own window (issue 15): read wherever the relay section is in the file,
+// A destination's own window: read wherever the relay section is in the file,
 // passed to the relay by name, and never above the relay's own window.
 TEST(ParseConfig, ADestinationMayHaveAWindowOfItsOwn) {
   const auto config = parse_config(std::string(kPipelineHead) +

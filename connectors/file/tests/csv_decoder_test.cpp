@@ -106,7 +106,7 @@ TEST(CsvDecoder, SkipsUtf8BomButCountsItsBytes) {
   EXPECT_EQ(records[0].position.line, 2u);
 }
 
-// Issue 43 item 7: a BOM anywhere but at the start of the file (a second file pasted onto
+// A BOM anywhere but at the start of the file (a second file pasted onto
 // the first) is not skipped and not part of the record's first field: the record is
 // quarantined saying why. Inside quotes it reaches the validator, which refuses it there.
 TEST(CsvDecoder, ABomPastTheStartOfTheFileMakesItsRecordADecodeError) {

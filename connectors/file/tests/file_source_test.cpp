@@ -310,7 +310,7 @@ TEST(FileSource, AFifoIsRefusedAtOnceAsASourceAndPassedOverInAFolder) {
   EXPECT_EQ(folder.seen_files(), std::vector<std::string>{"a.csv"});
 }
 
-// --- the registry of files read (issue 42) ------------------------------------------------
+// --- the registry of files read ------------------------------------------------
 
 TEST(FileSource, MarksSayWhatTheRecordsReturnedReadOfEachFile) {
   TempDir dir;
@@ -376,7 +376,7 @@ TEST(FileSource, FingerprintCoversTheFirstAndTheLastKibibyteBeforeTheOffsetAndTh
   EXPECT_NE(ReadOnlyFile(file).fingerprint(4096), whole);
 }
 
-// --- positions and decode contexts, opaque to the pipeline (issue 13) --------------------
+// --- positions and decode contexts, opaque to the pipeline --------------------
 
 TEST(FilePosition, TextEscapesTheNameAndParsesBackAndTheEmptyTextIsTheStart) {
   const FilePosition position{"b\xe9:1.csv", 42};  // a Latin-1 name with a ':' in it
@@ -448,7 +448,7 @@ TEST(FileSource, ResumingInsideACsvFileStillGivesItsRecordsTheHeaderLine) {
   EXPECT_EQ(*records[0].decode_context, kHeader.substr(0, kHeader.size() - 1));
 }
 
-// --- a last line without a newline (issue 10 item 5) -----------------------------------
+// --- a last line without a newline -----------------------------------
 
 constexpr std::chrono::hours kLongSettle{1};  // a fresh file cannot settle during the test
 constexpr std::string_view kGrowingHeader = "transaction_id,source_revision,account_id,amount\n";
@@ -510,7 +510,7 @@ TEST(FileSource, HalfWrittenHeaderIsNotAHeader) {
   EXPECT_EQ(source.pending_tail_bytes(), std::string("transaction_id,source_rev").size());
 }
 
-// --- unusable files fail fast (issue 10 item 7) -----------------------------------------
+// --- unusable files fail fast -----------------------------------------
 
 std::string error_of(pipeline::Source& source, std::vector<DecodedRecord>& out) {
   try {
@@ -577,7 +577,7 @@ TEST(FileSource, FormatProbeHoldsAtMostItsByteBudgetOfUndecodableLines) {
   EXPECT_EQ(records.size(), kFormatProbeRecords);
 }
 
-// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+// --- batches bounded by bytes -----------------------------------------
 
 TEST(FileSource, ReadStopsBeforeTheRecordsRawBytesPassMaxBytesAndNeverReturnsLessThanOne) {
   TempDir dir;

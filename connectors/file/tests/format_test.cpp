@@ -1,4 +1,4 @@
-// The file source's one format_from_extension (issue 13): a path the user names (config
+// The file source's one format_from_extension: a path the user names (config
 // source.path, --source) matches its extension ignoring case; a folder source takes only
 // the files whose extension is spelt exactly.
 #include "connectors/file/format.hpp"

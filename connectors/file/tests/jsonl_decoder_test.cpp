@@ -167,7 +167,7 @@ TEST(JsonlDecoder, TextDecodingSkipsALeadingBom) {
   EXPECT_EQ(records[0].position.offset, 3u);
 }
 
-// Issue 43 item 7: a BOM at the start of a later line (a second file pasted onto the first)
+// A BOM at the start of a later line (a second file pasted onto the first)
 // is named as the record's fault, not as a JSON syntax error at 0xEF.
 TEST(JsonlDecoder, ABomPastTheStartOfTheFileMakesItsLineADecodeError) {
   const auto records = decode_text(

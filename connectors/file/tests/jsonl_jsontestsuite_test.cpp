@@ -78,7 +78,7 @@ TEST(JsonlJsonTestSuite, EveryMalformedDocumentIsReportedMalformedNeverAsTheWron
     } else if (error == too_deep) {
       deep.push_back(document.name);  // its fault lies beyond the depth the decoder reads to
     } else if (error == "jsonl: " + std::string(pipeline::kMisplacedBom)) {
-      bom.push_back(document.name);  // a line's BOM is named as such (issue 43): a file's own is skipped before
+      bom.push_back(document.name);  // a line's BOM is named as such: a file's own is skipped before
     } else {
       ADD_FAILURE() << document.name << ": " << error;
     }

@@ -32,7 +32,8 @@ TEST(HttpPosition, OrderIsByPageThenByRecordsConsumedWhateverTheCursors) {
 }
 
 TEST(HttpPosition, TheCursorIsPercentEncodedIntoEveryPlaceholder) {
-  EXPECT_EQ(percent_encode("after:17 é/&=~-._"), "after%3A17%20%C3%A9%2F%26%3D~-._");
+  EXPECT_EQ(expand_url("https://a/v1?c={checkpoint}", "after:17 é/&=~-._"),
+            "https://a/v1?c=after%3A17%20%C3%A9%2F%26%3D~-._");
   EXPECT_EQ(expand_url("https://a/v1?since={checkpoint}&again={checkpoint}", "x y"),
             "https://a/v1?since=x%20y&again=x%20y");
   EXPECT_EQ(expand_url("https://a/v1?since={checkpoint}", ""), "https://a/v1?since=");

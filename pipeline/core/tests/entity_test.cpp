@@ -15,7 +15,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Optional;
 
-// The INTERFACE example's declaration, the way the config builds it.
+// The documented example's declaration (docs/entities.md), the way the config builds it.
 EntityDeclaration orders() {
   return EntityDeclaration{
       .name = "orders",
@@ -63,7 +63,7 @@ TEST(EntityNames, IdentifiersAreUpToSixtyThreeCharactersAndNeverTidemarkPrefixed
 }
 
 // Every table a migration creates is reserved: a new migration's table fails here until it
-// is listed (or, as INTERFACE asks of tables added from now on, prefixed tidemark_).
+// is listed (or, as every table added from now on must be, prefixed tidemark_).
 TEST(EntityNames, EveryTableTheMigrationsCreateIsReserved) {
   const std::regex create_table(R"(CREATE TABLE (?:IF NOT EXISTS )?([a-z_0-9]+))", std::regex::icase);
   std::vector<std::string> texts{std::string(sql::kMigrateCreateSchemaMigrations)};
@@ -254,7 +254,7 @@ TEST(BuiltInEntity, IsTransactionStateAsMainHasIt) {
   EXPECT_EQ(entity.extra_fields, ExtraFields::kIgnore);
   const std::vector<FieldSpec> fields{
       {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 12, .scale = 2},
-      // "empty means absent" for both optional fields (INTERFACE "Input records")
+      // "empty means absent" for both optional fields (docs/cli.md "Input records")
       {.name = "account_id", .type = FieldType::kText, .required = false, .max_length = 128, .empty_is_absent = true},
       {.name = "occurred_at", .type = FieldType::kTimestamp, .required = false, .empty_is_absent = true},
   };

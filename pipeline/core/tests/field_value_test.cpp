@@ -87,7 +87,7 @@ TEST(FieldValidator, TextIsValidUtf8WithoutControlsUpToMaxLengthCharacters) {
       {untyped("a\tb"), "!currency: control character at byte 1"},
       {untyped(std::string("a\0", 2)), "!currency: control character at byte 1"},
       {untyped("\xC2\x85"), "!currency: control character at byte 0"},  // C1 NEL
-      // A byte order mark pasted into a file: only the file's first bytes may be one (issue 43).
+      // A byte order mark pasted into a file: only the file's first bytes may be one.
       {untyped("\xEF\xBB\xBF" "EU"),
        "!currency: starts with a byte order mark (U+FEFF), accepted only at the start of a file"},
       {number("1"), "!currency: must be a string"},

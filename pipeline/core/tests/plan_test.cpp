@@ -39,7 +39,7 @@ std::vector<Checked> checked(const std::vector<Validated>& records) {
 }
 
 // What the commit step tells the planner about each staged version, written from the
-// verdict contract in plan.hpp and the stored-row comparison of INTERFACE "Outcomes".
+// verdict contract in plan.hpp and the stored-row comparison of docs/cli.md "Outcomes".
 std::vector<StoredVerdict> compare_with_stored(const BatchPlan& plan, const std::vector<Validated>& records,
                                                const Stored& stored) {
   std::vector<StoredVerdict> verdicts;
@@ -69,7 +69,7 @@ std::vector<Outcome> outcomes_of(const std::vector<Validated>& records, const St
   return resolve_outcomes(plan, compare_with_stored(plan, records, stored));
 }
 
-// Straight from INTERFACE "Outcomes": the first rule that applies, in precedence order; a
+// Straight from docs/cli.md "Outcomes": the first rule that applies, in precedence order; a
 // revision is superseded only by a higher one that is itself neither invalid nor in conflict.
 std::vector<Outcome> reference_outcomes(const std::vector<Validated>& records, const Stored& stored) {
   const auto in_conflict = [&](const Record& record) {
@@ -237,7 +237,7 @@ TEST(DescribeDifferences, NamesEachDifferingFieldWithBothValuesAndAbsentOnes) {
 }
 
 TEST(PlanBatch, ConflictAtTheHighestRevisionMakesTheNextRevisionTheCandidate) {
-  // INTERFACE's example, nothing stored: T2,1,10.00  T2,2,20.00  T2,2,21.00.
+  // docs/cli.md "Outcomes"' example, nothing stored: T2,1,10.00  T2,2,20.00  T2,2,21.00.
   const std::vector<Validated> records = {make("T2", 1, 1000), make("T2", 2, 2000), make("T2", 2, 2100)};
   const BatchPlan plan = plan_batch(checked(records));
   ASSERT_EQ(plan.versions.size(), 1u);

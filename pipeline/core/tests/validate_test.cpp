@@ -183,7 +183,7 @@ TEST(Validate, TransactionIdRejectsC0DelAndC1ControlCharacters) {
   EXPECT_EQ(rejection_of(space), "<accepted>");
 }
 
-// Issue 43 item 7: a byte order mark past the start of a file (`cat a.csv b.csv`) became part
+// A byte order mark past the start of a file (`cat a.csv b.csv`) became part
 // of a key: U+FEFF n5 and n5 were two transactions. One at the start of a text value is
 // refused; U+FEFF inside one (a zero-width no-break space) is the text's own.
 TEST(Validate, TransactionIdRejectsALeadingByteOrderMark) {

@@ -11,6 +11,8 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/error.hpp"
+
 namespace tidemark::pipeline::db {
 
 // Transient: connection loss (a broken connection, class 08), serialization failure (40001),
@@ -21,14 +23,14 @@ namespace tidemark::pipeline::db {
 bool is_transient(const std::exception& error);
 
 // The URL (or key=value string) is not one libpq can parse; the message says where.
-struct InvalidDatabaseUrl : std::invalid_argument {
-  using std::invalid_argument::invalid_argument;
+struct InvalidDatabaseUrl : tidemark::Error {
+  explicit InvalidDatabaseUrl(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConfig, message) {}
 };
 
 // The server answered and rejected us: unknown database or role, failed authentication, no
 // pg_hba.conf entry, no CONNECT privilege.
-struct ConnectionRejected : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct ConnectionRejected : tidemark::Error {
+  explicit ConnectionRejected(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kPermanent, message) {}
 };
 
 // Throws InvalidDatabaseUrl unless libpq can parse `url`.
@@ -41,8 +43,8 @@ struct RetryPolicy {
 };
 
 // Thrown when the retry budget is spent; the message names what was attempted.
-struct RetriesExhausted : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct RetriesExhausted : tidemark::Error {
+  explicit RetriesExhausted(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kTransient, message) {}
 };
 
 // Runs `attempt` until it succeeds, retrying transient failures with capped, jittered

@@ -1,5 +1,5 @@
 // The outbox relay against a real PostgreSQL and a real HTTP receiver on 127.0.0.1
-// (issue 3): at-least-once delivery with stable keys, per-account order, backoff, dead
+//: at-least-once delivery with stable keys, per-account order, backoff, dead
 // letters, and several relays at once.
 #include <gtest/gtest.h>
 
@@ -40,7 +40,7 @@ constexpr char kDestination[] = "ledger";
 constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-test-secret"
 constexpr char kWrongSecret[] = "whsec_d3Jvbmctc2VjcmV0";         // "wrong-secret"
 
-// Writes one outbox row the way the commit step does (INTERFACE.md "Side effects");
+// Writes one outbox row the way the commit step does (docs/delivery.md "The request");
 // returns its idempotency key.
 std::string insert_event(pqxx::transaction_base& txn, const std::string& transaction_id, const std::string& account,
                          std::int64_t sequence, const std::string& destination = kDestination) {
@@ -409,7 +409,7 @@ TEST(Relay, TwoRelaysAtOnceNeverHaveAnEventInFlightTwiceAndLoseNothing) {
   expect_well_formed_and_ordered(receiver, db);
 }
 
-// A destination's own window (issue 15): a destination that does not answer holds at most
+// A destination's own window: a destination that does not answer holds at most
 // its window of the relay's places, and the other destination's events all go meanwhile.
 // Without it the silent destination's events, due first, take every place and keep them.
 TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
@@ -662,7 +662,7 @@ TEST(Relay, TwoHundredWithAMegabyteBodyIsDelivered) {
   EXPECT_EQ(applied_keys(receiver), keys);
 }
 
-// Issue 43 item 2: a destination that answers 200 and then streams a chunked body without
+// A destination that answers 200 and then streams a chunked body without
 // end held the attempt far past request_timeout (Beast's timer lost its race with a read
 // that always had data). request_timeout covers the whole exchange, the body is read up to
 // a small cap and dropped with the connection, and the 2xx is the answer: delivered. The
@@ -719,7 +719,7 @@ TEST(Relay, ATricklingTwoHundredBodyEndsTheAttemptAtTheRequestTimeout) {
   EXPECT_EQ(applied_keys(receiver), keys);
 }
 
-// Issue 43 item 2: an attempt that outlasts the lease (the receiver holds the request for
+// An attempt that outlasts the lease (the receiver holds the request for
 // 2.5 leases, within request_timeout) was sent again on a new connection when the lease ran
 // out, while the first was still in flight. The relay renews the leases of its attempts in
 // flight, so the event goes once and is delivered by that attempt.
@@ -818,7 +818,7 @@ TEST(Relay, DrainGivesUpOnADatabaseOutageAfterOneRoundOfRetries) {
   EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 1");
 }
 
-// Keys whose bytes a receiver may decode differently (INTERFACE "Side effects"): the headers
+// Keys whose bytes a receiver may decode differently (docs/delivery.md "The request"): the headers
 // carry the key percent-encoded to printable ASCII, the same on every attempt, so a receiver
 // that reads headers as Latin-1 (Python's http.server) verifies every event. Before, the raw
 // bytes went out and such a receiver answered 401: dead at once.

@@ -1,4 +1,4 @@
-// https:// destinations (issue 11 item 9): the relay speaks TLS to a real TLS receiver on
+// https:// destinations: the relay speaks TLS to a real TLS receiver on
 // 127.0.0.1 whose certificate comes from a CA made in the test, verifies the chain and the
 // host name, sends SNI, and records a refused certificate as a retryable failure.
 #include <gtest/gtest.h>

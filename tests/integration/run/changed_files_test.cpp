@@ -1,4 +1,4 @@
-// Inputs that change under a pipeline (issue 42, docs/sources.md "Files that change"): a file
+// Inputs that change under a pipeline (docs/sources.md "Files that change"): a file
 // rewritten, truncated, replaced or rotated after a run read it is read again from its start,
 // never skipped; one that only grew is read on from where it stopped. Each test ends with the
 // table holding, for every key given, the highest revision any version of the files carried

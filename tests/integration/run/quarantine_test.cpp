@@ -1,10 +1,11 @@
-// Quarantine entries and their release against a real PostgreSQL (issue 2, "Tests:
+// Quarantine entries and their release against a real PostgreSQL ("Tests:
 // Integration"): records are kept exactly as received, and a release re-decodes and
 // re-validates them through the same plan and commit path.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -105,7 +106,7 @@ TEST_F(QuarantineTest, CsvRecordWithInvalidUtf8AndNulBytesKeepsItsExactBytesAndI
   expect_released_as_invalid_again(id);
 }
 
-// Issue 10 item 6: a Latin-1 header (0xE9 is "é") is stored escaped, and a release decodes
+// A Latin-1 header (0xE9 is "é") is stored escaped, and a release decodes
 // with the header's own bytes, so the entry it quarantines again is identical.
 TEST_F(QuarantineTest, CsvRecordUnderALatin1HeaderIsQuarantinedWithTheHeaderEscapedAndReleasedIdentically) {
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",r\xE9" "f\n";
@@ -124,10 +125,10 @@ TEST_F(QuarantineTest, JsonLineWithInvalidUtf8KeepsItsExactBytesAndIsReleasedIde
   expect_released_as_invalid_again(id);
 }
 
-// Issue 12 item 6: a released record keeps its original position, in its new entry and in
+// A released record keeps its original position, in its new entry and in
 // the release's ledger row, whose source is "quarantine"; released and rejected again, the
 // entry is not dropped as a duplicate of the released one. Its new entry keeps the entry's
-// source too (issue 42 item 3), so that a replay finds it.
+// source too, so that a replay finds it.
 TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryTime) {
   EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,1,10.00,\n" + "tx-2,1,NaN,\n").counts),
             "inserted 1, invalid 1");
@@ -148,7 +149,7 @@ TEST_F(QuarantineTest, ReleasedRecordRejectedAgainKeepsItsOriginalPositionEveryT
   }
 }
 
-// Issue 12 item 6: an invalid record shows its revision whenever that field itself was valid.
+// An invalid record shows its revision whenever that field itself was valid.
 TEST_F(QuarantineTest, InvalidRecordShowsItsRevisionOnlyWhenThatFieldWasValid) {
   EXPECT_EQ(counts_text(send("in.csv", kHeader + "tx-1,7,NaN,\n" + "tx-2,x7,1.00,\n" + "tx-3,,1.00,\n" +
                                            "tx\x01" "4,8,1.00,\n").counts),
@@ -230,13 +231,21 @@ TEST_F(QuarantineTest, RecordOfAFolderSourceKeepsTheHeaderOfItsOwnFile) {
   expect_released_as_invalid_again(latest_entry());
 }
 
-TEST_F(QuarantineTest, ReleasingAnEntryTwiceOrAMissingEntryThrowsInvalidArgument) {
+TEST_F(QuarantineTest, ReleasingAnEntryTwiceOrAMissingEntryIsAConflict) {
   send("in.csv", kHeader + "tx-1,1,NaN,\n");
   const std::int64_t id = latest_entry();
   release(id);
   const Rows after_first = query_rows(db_, "SELECT * FROM quarantine ORDER BY id");
-  EXPECT_THROW(release(id), std::invalid_argument);
-  EXPECT_THROW(release(id + 1000), std::invalid_argument);
+  const auto refusal = [&](std::int64_t entry) -> std::optional<tidemark::ErrorKind> {
+    try {
+      release(entry);
+    } catch (const tidemark::Error& error) {
+      return error.kind();
+    }
+    return std::nullopt;
+  };
+  EXPECT_EQ(refusal(id), tidemark::ErrorKind::kConflict);
+  EXPECT_EQ(refusal(id + 1000), tidemark::ErrorKind::kConflict);
   EXPECT_EQ(query_rows(db_, "SELECT * FROM quarantine ORDER BY id"), after_first);
 }
 

@@ -1,4 +1,4 @@
-// The run controller against a real PostgreSQL (issue 2, "Tests: Integration"): replay,
+// The run controller against a real PostgreSQL ("Tests: Integration"): replay,
 // resume, reconciliation of every batch, folder sources, and the one-run-per-pipeline lock.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -90,7 +90,7 @@ TEST_F(RunTest, ReplayOfAWholeSourceChangesNoRowAddsNoOutboxRowAndNeverMovesTheC
             (Rows{{"resume", "succeeded"}, {"replay", "succeeded"}}));
 }
 
-// Issue 13: a run records its end on the committer's first session, which took the pipeline's
+// A run records its end on the committer's first session, which took the pipeline's
 // lock and committed its batches; it opens no other connection just to say it finished. The
 // second session is the one it stages batches ahead on (docs/architecture.md).
 TEST_F(RunTest, NormalRunOpensTwoSessionsAndRecordsItsEndOnTheFirst) {
@@ -328,7 +328,7 @@ TEST_F(RunTest, RunLeftRunningByADeadProcessIsMarkedFailedByTheNextRun) {
   EXPECT_EQ(db_.scalar("SELECT status FROM runs WHERE id = " + std::to_string(summary.run_id)), "succeeded");
 }
 
-// --- a half-written last line (issue 10 item 5) ------------------------------------------
+// --- a half-written last line ------------------------------------------
 
 // file_request with the source's settle time set.
 RunRequest settling_request(const TestDatabase& db, const std::filesystem::path& path, std::chrono::milliseconds settle) {
@@ -366,7 +366,7 @@ TEST_F(RunTest, SettledLastLineWithoutNewlineIsARecord) {
   EXPECT_EQ(summary.checkpoint, "in.csv:" + std::to_string(text.size()));
 }
 
-// --- unusable input fails fast (issue 10 item 7) -----------------------------------------
+// --- unusable input fails fast -----------------------------------------
 
 // Runs `request`, expecting it to throw; returns the message.
 std::string run_error(const RunRequest& request) {
@@ -438,7 +438,7 @@ TEST_F(RunTest, BatchThatCrossesMaxRejectedRollsBackAndTheRunFailsNamingTheCount
   EXPECT_EQ(counts_text(run_pipeline(request).counts), "inserted 2, invalid 1");
 }
 
-// --- batches bounded by bytes (issue 11 item 6) -----------------------------------------
+// --- batches bounded by bytes -----------------------------------------
 
 TEST_F(RunTest, BatchClosesAtMaxBatchBytesBeforeBatchSizeAndEveryBatchReconciles) {
   // Five records of 13 raw bytes each: 2 fit in 30 bytes.
@@ -453,7 +453,7 @@ TEST_F(RunTest, BatchClosesAtMaxBatchBytesBeforeBatchSizeAndEveryBatchReconciles
             (Rows{{"1", "2"}, {"2", "2"}, {"3", "1"}}));
 }
 
-// --- bytes that are not text (issue 10 item 6) -------------------------------------------
+// --- bytes that are not text -------------------------------------------
 
 TEST(StoredNames, EscapeIsReversibleAndLeavesUtf8Alone) {
   EXPECT_EQ(escape_bytes("caf\xc3\xa9.csv"), "caf\xc3\xa9.csv");

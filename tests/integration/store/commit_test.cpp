@@ -1,4 +1,4 @@
-// The commit step against a real PostgreSQL (issue 2, "Tests: Integration"): the design
+// The commit step against a real PostgreSQL ("Tests: Integration"): the design
 // note's table, in-batch planning outcomes, conflict precedence, the outbox rows, and
 // transient database errors. Records go through the whole pipeline (run_pipeline over CSV
 // files) except where a test needs the Committer itself.
@@ -30,7 +30,7 @@ using testing::TempDir;
 using testing::TestDatabase;
 
 constexpr char kHeader[] = "transaction_id,source_revision,amount,account_id,occurred_at\n";
-// The design note's stored row: revision 2 of tx-1 at 130.00.
+// The example's stored row: revision 2 of tx-1 at 130.00.
 constexpr char kStored[] = "tx-1,2,130.00,acct-1,2024-05-01T10:00:00Z\n";
 
 class CommitTest : public ::testing::Test {
@@ -71,7 +71,7 @@ class CommitTest : public ::testing::Test {
     return batch;
   }
 
-  // Stores the design note's row and checks it is stored exactly as sent.
+  // Stores the example's row and checks it is stored exactly as sent.
   Rows store_revision_2() {
     EXPECT_EQ(counts_text(send(kStored).counts), "inserted 1");
     const Rows stored = state_row(db_, "tx-1");
@@ -113,7 +113,7 @@ TEST_F(CommitTest, ABatchThatWritesOutboxRowsNotifiesTheRelaysAtItsCommitAndOneT
   EXPECT_EQ(notifications.payloads, (std::vector<std::string>{"", "marker"}));
 }
 
-// --- The design note's table: revision 2 (130.00) stored, each record sent twice. ---
+// --- The example's table: revision 2 (130.00) stored, each record sent twice. ---
 
 TEST_F(CommitTest, SameRevisionSamePayloadSentTwiceIsUnchangedAndLeavesTheWholeRowAsStored) {
   const Rows stored = store_revision_2();
@@ -272,7 +272,7 @@ TEST_F(CommitTest, InBatchSameRevisionConflictQuarantinesEveryRecordOfThatRevisi
 }
 
 TEST_F(CommitTest, RejectedRevisionsNeverHideAValidOne) {
-  // INTERFACE "Outcomes": the candidate of a key is its highest revision that is neither
+  // docs/cli.md "Outcomes": the candidate of a key is its highest revision that is neither
   // invalid nor in conflict, in the batch or with the stored row.
   EXPECT_EQ(counts_text(send("T2,1,10.00,,\nT2,2,20.00,,\nT2,2,21.00,,\nT1,1,10.00,,\nT1,2,NaN,,\n").counts),
             "inserted 2, invalid 1, conflict 2");
@@ -552,7 +552,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   EXPECT_EQ(snapshot(), before);
 }
 
-// Issue 13: "never backwards" is the source's order of its opaque positions, not a rule of
+// "Never backwards" is the source's order of its opaque positions, not a rule of
 // the store. Here a source that counts down ("9" comes before "8"): a text or number order
 // would keep "9" against "8" and let "10" through.
 TEST_F(CommitTest, CheckpointMovesOnlyWhereTheSourcesOwnOrderSaysForward) {

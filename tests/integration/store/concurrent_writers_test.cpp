@@ -1,5 +1,5 @@
-// Two pipelines writing the same keys at once (docs/rules.md rules 2 and 3 across pipelines, issue 10 item
-// 11): each holds its own pipeline lock, so their batches interleave. A batch that reads
+// Two pipelines writing the same keys at once (docs/rules.md rules 2 and 3 across
+// pipelines): each holds its own pipeline lock, so their batches interleave. A batch that reads
 // its keys' stored rows from a snapshot another batch then writes past must be retried, or
 // its verdicts are wrong: a row counted `inserted` twice, a same-revision conflict missed.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // A declared entity's generated apply statement (pipeline/store/entity_sql.*) against a real
-// PostgreSQL (issue 14 step 2): versions COPYed into its stage by hand, as the committer
+// PostgreSQL: versions COPYed into its stage by hand, as the committer
 // will, then the one statement per batch. Verdicts, the stored rows, the outbox rows
 // (keys, partitions, sequences, payloads), replays and a concurrent writer.
 #include <gtest/gtest.h>
@@ -251,7 +251,7 @@ TEST_F(EntityApplyTest, AReplayedBatchWritesNothingNew) {
   EXPECT_EQ(db_.scalar("SELECT sum(last_sequence) FROM tidemark_destination_sequence"), "6");
 }
 
-// DESIGN's concurrent-writer rule per entity: a batch that read a key's stored row (none)
+// The concurrent-writer rule per entity (docs/entities.md "Two pipelines on one entity"): a batch that read a key's stored row (none)
 // before another transaction wrote it must not report what its snapshot said; it fails as a
 // serialization failure and the committer retries it.
 TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializationFailure) {

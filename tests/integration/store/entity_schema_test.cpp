@@ -1,5 +1,5 @@
-// An entity's table against its declaration (pipeline/store/entity_schema.*, issue 14 step
-// 3): created and recorded, extended by a new field, refused on a changed type, precision or
+// An entity's table against its declaration (pipeline/store/entity_schema.*):
+// created and recorded, extended by a new field, refused on a changed type, precision or
 // scale, a foreign table adopted only when it matches, and two processes at once.
 #include <gtest/gtest.h>
 

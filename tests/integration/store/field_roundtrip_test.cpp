@@ -1,5 +1,5 @@
-// Differential property (issue 14): every value an entity field validator accepts is stored
-// by PostgreSQL in the column type INTERFACE names for its field type, and reads back as the
+// Differential property: every value an entity field validator accepts is stored
+// by PostgreSQL in the column type docs/entities.md "Field types" names, and reads back as the
 // validator's canonical form; so the canonical forms compared for conflicts are PostgreSQL's.
 // Each accepted value is inserted twice, as the source wrote it and in canonical form, into
 // the same column type; both must read back as the canonical form. Read back with `::text`
@@ -212,7 +212,7 @@ FieldSpec field_spec(std::string name, FieldType type, int precision = 0, int sc
   return spec;
 }
 
-// The column type INTERFACE.md names for each field type.
+// The column type docs/entities.md "Field types" names for each field type.
 std::string column_type(const FieldSpec& spec) {
   switch (spec.type) {
     case FieldType::kText: return "text";

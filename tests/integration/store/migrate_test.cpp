@@ -48,7 +48,7 @@ TEST(Migrate, AppliesEachMigrationOnceInNameOrder) {
   EXPECT_EQ(query_rows(db, "SELECT version FROM schema_migrations ORDER BY applied_at, version"), expected);
 }
 
-// Issue 13: a database at 0010 with data upgrades. In a schema of its own (the test database
+// A database at 0010 with data upgrades. In a schema of its own (the test database
 // is migrated already): 0001..0010 are applied and recorded as `migrate` would, rows are
 // written as that schema knew them, and `migrate` then applies 0011 to them.
 TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
@@ -111,10 +111,10 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
   EXPECT_EQ(rows("SELECT decode_context FROM quarantine WHERE format = 'avro'"), (Rows{{""}}));
 }
 
-// Issue 42 item 3: a database that holds what the old quarantine index let through, two open
+// A database that holds what the old quarantine index let through, two open
 // entries of one record (a release's new entry had the source 'quarantine', a replay then
-// added one of the record's own source), upgrades to one open entry per record; and issue 43
-// item 4: a release done before 0026 names its run from then on.
+// added one of the record's own source), upgrades to one open entry per record; and
+// a release done before 0026 names its run from then on.
 TEST(Migrate, QuarantineEntriesOfOneRecordKeepOneOpenEntryAfter0026) {
   TestDatabase db;
   auto connection = db.connect();

@@ -1,4 +1,4 @@
-// The relay's claim through per-key heads (issue 15, migrations/0015_destination_heads.sql):
+// The relay's claim through per-key heads (migrations/0015_destination_heads.sql):
 // its cost does not depend on the backlog or the statistics, every head stays its key's
 // lowest pending sequence whatever the relay, the operator and the writers do, and writers and
 // the relay's marks lock the heads in one order, so they never deadlock.
@@ -272,7 +272,7 @@ TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_attempts = 1"), "31");
 }
 
-// Migration 0028 (issue 43): the relay renews the lease of an attempt in flight only while
+// Migration 0028: the relay renews the lease of an attempt in flight only while
 // that attempt still holds it: not once its failure is recorded (the retry's due time
 // stands), not once another claim counted a later attempt on the head. A row without a key
 // keeps its lease on the row and is renewed there.

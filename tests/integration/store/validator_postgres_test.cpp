@@ -1,4 +1,4 @@
-// Differential property (issue 5): every record the validator accepts is stored by
+// Differential property: every record the validator accepts is stored by
 // PostgreSQL without a class-22 (data exception) error, and reads back exactly as the
 // validator canonicalised it — nothing rounded, overflowed or shifted. Inputs are drawn
 // from generators aimed at the edges of each rule, with a fixed seed printed on failure.

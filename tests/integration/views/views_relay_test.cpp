@@ -1,4 +1,4 @@
-// Materialized views fed by the outbox (issue 7) against a real PostgreSQL: batches loaded
+// Materialized views fed by the outbox against a real PostgreSQL: batches loaded
 // by run_pipeline, events delivered by the real Relay through the view sinks.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The one stop-signal path of the long-running commands (app/cli/signals.hpp, issue 13):
+// The one stop-signal path of the long-running commands (app/cli/signals.hpp):
 // SIGTERM/SIGINT reach the command's stop callback on its io_context, a relay's second
 // signal asks again, and run_until_stopped hands back what the work threw. Pure, but here
 // because this binary is the one that links the CLI library. (A serve's second signal

@@ -1,4 +1,4 @@
-// The outbox relay inside `tidemark serve` (issue 10 items 3 and 4): it never ends silently.
+// The outbox relay inside `tidemark serve`: it never ends silently.
 // An unexpected error restarts it with backoff, counted in tidemark_component_restarts_total,
 // and /readyz answers 503 meanwhile; every labelled counter starts at zero.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // tidemark serve's HTTP API in-process against a real PostgreSQL, over real HTTP on
-// 127.0.0.1 (issue 4): signed run triggers and every way to get them wrong, idempotency by
+// 127.0.0.1: signed run triggers and every way to get them wrong, idempotency by
 // webhook-id, coalescing of triggers during a run, the read endpoints, the quarantine and
 // the metrics, which must agree with the ledger.
 #include <gmock/gmock.h>
@@ -582,7 +582,7 @@ TEST_F(ServeApiTest, AccountViewAnswersOnceTheViewHasAppliedTheSequenceAndOtherw
   EXPECT_EQ(http_request(port_, "GET", "/v1/views/daily_totals/accounts/acct-3").status, 404);
 }
 
-// --- Hostile clients (issue 11) ---
+// --- Hostile clients ---
 
 int count_of(const std::string& text, const std::string& part) {
   int count = 0;

@@ -1,4 +1,4 @@
-// The console's JSON routes over serve's HTTP API (issue 18 part 1), in-process against a real
+// The console's JSON routes over serve's HTTP API, in-process against a real
 // PostgreSQL over real HTTP on 127.0.0.1: GET /v1/outbox lists dead letters (and pending and
 // delivered events) with their filters, a page at a time through `after_id`, and 400s that
 // name the parameter at fault; POST /v1/outbox/{id}/retry revives a dead event as

@@ -1,4 +1,4 @@
-// The console's page over serve's HTTP API (issue 18 part 1), in-process against a real
+// The console's page over serve's HTTP API, in-process against a real
 // PostgreSQL over real HTTP on 127.0.0.1: GET /ui/ answers the embedded page without the
 // token and with the strict Content-Security-Policy, an asset comes with its content type,
 // an unknown asset is 404, /ui redirects to /ui/, and nothing sets a cookie, while the JSON

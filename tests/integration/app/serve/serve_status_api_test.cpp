@@ -1,4 +1,4 @@
-// Run history and pipeline status over serve's HTTP API (issue 12 item 3), in-process
+// Run history and pipeline status over serve's HTTP API, in-process
 // against a real PostgreSQL over real HTTP on 127.0.0.1: GET /v1/runs newest first with the
 // ledger's counts, a page at a time through `before`, its filters and the 400s that name
 // the parameter at fault; GET /v1/pipelines/{name} with the status document of

@@ -1,4 +1,4 @@
-// Issue 43 item 6: an http source's URL with credentials and an api_key in its query was
+// An http source's URL with credentials and an api_key in its query was
 // shown whole by GET /v1/pipelines. Every answer that can carry a source's URL (the source
 // itself; positions, which hold the next page's URL when a source follows Link headers; run
 // errors) shows it redacted, as run messages are; so do the documents `tidemark status`

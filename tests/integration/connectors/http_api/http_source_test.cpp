@@ -1,4 +1,4 @@
-// The HTTP source (issue 17 item 2) against a real paged API on 127.0.0.1, over TLS with the
+// The HTTP source against a real paged API on 127.0.0.1, over TLS with the
 // tests' own certificate authority: every page of each shape, an exact resume from any
 // position, records added between runs, 429/5xx/slow/cut answers retried, a 4xx that fails
 // with the URL redacted, the auth header sent and never shown.
