@@ -9,7 +9,7 @@
 #include <pqxx/connection>
 
 #include "app/config/config.hpp"
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 
 namespace tidemark::app {
 
@@ -56,7 +56,7 @@ struct DatabaseOptions {
 
 // UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
 // home and `tidemark db start`.
-void require_embedded_cluster(const pipeline::db::Cluster& cluster);
+void require_embedded_cluster(const pipeline::cluster::Cluster& cluster);
 
 // Creates or brings up to date the table of every entity `config` declares (INTERFACE.md
 // "Entities": `migrate --config` and `serve` at its start do, `check` never does) and tells

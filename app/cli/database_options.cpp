@@ -7,7 +7,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/logging.hpp"
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -78,7 +78,7 @@ std::optional<pipeline::Config> DatabaseOptions::load_config() const {
   return config;
 }
 
-void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
+void require_embedded_cluster(const pipeline::cluster::Cluster& cluster) {
   if (cluster.initialized()) return;
   throw UsageError("no database configured and no embedded cluster under $TIDEMARK_HOME (" + cluster.home().string() +
                    "): start one with `tidemark db start` (same TIDEMARK_HOME), or name a database with "
@@ -103,7 +103,7 @@ DatabaseOptions::Location DatabaseOptions::locate(const std::optional<pipeline::
     source = "database: in " + config_file;
   }
   if (url.empty()) {
-    pipeline::db::Cluster cluster(pipeline::db::default_home());
+    pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
     if (embedded != Embedded::kCreate) require_embedded_cluster(cluster);
     if (embedded == Embedded::kAsItIs && !cluster.running()) {
       throw UsageError("the embedded cluster under " + cluster.home().string() +

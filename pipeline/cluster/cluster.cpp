@@ -1,4 +1,4 @@
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -27,8 +27,9 @@
 
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "sql/statements.hpp"
 
-namespace tidemark::pipeline::db {
+namespace tidemark::pipeline::cluster {
 
 namespace fs = std::filesystem;
 
@@ -407,7 +408,7 @@ void Cluster::start(const std::string& database) {
   require_password_authentication();
   auto admin = db::connect(url("postgres"));
   pqxx::nontransaction txn(*admin);
-  if (txn.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", database).empty()) {
+  if (txn.exec_params(std::string(sql::kClusterDatabaseExists), database).empty()) {
     try {
       txn.exec("CREATE DATABASE " + txn.quote_name(database));
     } catch (const pqxx::sql_error& error) {
@@ -432,7 +433,7 @@ void Cluster::require_password_authentication() {
     txn.exec("ALTER ROLE postgres PASSWORD " + txn.quote(password));
     const ServerUser owner = server_user();
     write_private_file(hba, kHba, &owner);
-    txn.exec("SELECT pg_reload_conf()");
+    txn.exec(std::string(sql::kClusterReloadConfig));
   }
   // pg_reload_conf() only signals the postmaster: wait until it refuses a wrong password.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -494,4 +495,4 @@ std::string Cluster::status_text() const {
   return out.str();
 }
 
-}  // namespace tidemark::pipeline::db
+}  // namespace tidemark::pipeline::cluster
