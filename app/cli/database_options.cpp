@@ -125,25 +125,36 @@ UsageError malformed_url(const std::string& source, const std::exception& error)
 
 }  // namespace
 
-std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
-  const auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
+DatabaseOptions::Resolved DatabaseOptions::resolve(const std::optional<pipeline::Config>& config,
+                                                   bool create_embedded) const {
+  auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
+  Resolved resolved{std::move(url), nullptr};
   try {
     pipeline::db::with_retries({}, "connecting to the database to apply migrations", [&] {
-      auto connection = pipeline::db::connect(url);
-      pipeline::db::migrate(*connection);
+      resolved.connection = pipeline::db::connect(resolved.url);
+      pipeline::db::migrate(*resolved.connection);
     });
   } catch (const pipeline::db::InvalidDatabaseUrl& error) {
     throw malformed_url(source, error);
   }
-  return url;
+  return resolved;
 }
 
 std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& config) const {
-  return resolve(config, /*create_embedded=*/true);
+  return resolve(config, /*create_embedded=*/true).url;
 }
 
 std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>& config) const {
-  return resolve(config, /*create_embedded=*/false);
+  return resolve(config, /*create_embedded=*/false).url;
+}
+
+std::unique_ptr<pqxx::connection> DatabaseOptions::connect(const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/true).connection;
+}
+
+std::unique_ptr<pqxx::connection> DatabaseOptions::connect_existing(
+    const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/false).connection;
 }
 
 std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config,
