@@ -2,7 +2,7 @@
 #include <string>
 
 #include "app/cli/commands.hpp"
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app {
@@ -12,13 +12,13 @@ void register_db_commands(CLI::App& root, int& exit_code) {
   db->require_subcommand(1);
 
   db->add_subcommand("start", "Create (on first use) and start the embedded cluster on 127.0.0.1")->callback([&] {
-    pipeline::db::Cluster cluster(pipeline::db::default_home());
+    pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
     cluster.start();
     std::cout << cluster.status_text() << "\n";
     exit_code = kExitOk;
   });
   db->add_subcommand("stop", "Stop the embedded cluster (its data is kept)")->callback([&] {
-    pipeline::db::Cluster cluster(pipeline::db::default_home());
+    pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
     cluster.stop();
     std::cout << cluster.status_text() << "\n";
     exit_code = kExitOk;
@@ -26,7 +26,7 @@ void register_db_commands(CLI::App& root, int& exit_code) {
   db->add_subcommand("status",
                      "Say whether the embedded cluster runs (exit 0 running, 1 stopped, 2 not created)")
       ->callback([&] {
-        pipeline::db::Cluster cluster(pipeline::db::default_home());
+        pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
         require_embedded_cluster(cluster);
         std::cout << cluster.status_text() << "\n";
         exit_code = cluster.running() ? kExitOk : kExitFailed;
@@ -35,7 +35,7 @@ void register_db_commands(CLI::App& root, int& exit_code) {
                      "Print the embedded cluster's libpq URL, with its passfile (psql accepts it); starts it if "
                      "stopped, never creates it")
       ->callback([&] {
-        pipeline::db::Cluster cluster(pipeline::db::default_home());
+        pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
         require_embedded_cluster(cluster);
         cluster.start();
         std::cout << cluster.url() << "\n";

@@ -48,7 +48,7 @@ void register_pipeline_commands(CLI::App& root, int& exit_code) {
                        options->database.config_file + ", not '" + entity +
                        "': change its `entity:` there too, or its next run is refused");
     }
-    auto connection = pipeline::db::connect(options->database.connect_url(config));
+    auto connection = options->database.connect(config);
     // Not while the pipeline runs: its run checked the entity at its start.
     pipeline::take_pipeline_lock(*connection, name);
     const auto before = pipeline::db::change_pipeline_entity(*connection, name, entity);

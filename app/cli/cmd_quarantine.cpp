@@ -9,6 +9,7 @@
 #include "app/cli/number_check.hpp"
 #include "app/wiring/run_request.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/pipeline_entity.hpp"
@@ -88,7 +89,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(whole_number());
   list->add_flag("--all", options->all, "Include released records");
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    auto connection = options->database.connect_existing(options->database.load_config());
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
         std::string(sql::kCliQuarantineList),
@@ -110,7 +111,7 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   show->add_option("ID", options->id, "Quarantine entry id (from `quarantine list`)")->required();
   show->callback([&, options] {
     const auto config = options->database.load_config();
-    auto connection = pipeline::db::connect(options->database.existing_url(config));
+    auto connection = options->database.connect_existing(config);
     pqxx::nontransaction txn(*connection);
     const auto rows = txn.exec_params(
         std::string(sql::kCliQuarantineShow),
@@ -132,23 +133,24 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
   release->add_option("ID", options->id, "Quarantine entry id")->required();
   release->callback([&, options] {
     const auto config = options->database.load_config();
-    const std::string url = options->database.connect_url(config);
+    // One attempt on each connection, as every command reports the first failure.
+    pipeline::db::Database database(options->database.connect_url(config));
     std::vector<std::string> destinations;
     // The entity of the entry's pipeline, validated by its current declaration; without the
     // config, or for a pipeline it no longer has, the built-in one.
     const pipeline::EntityDeclaration* entity = &pipeline::built_in_transaction_entity();
     if (config) {
-      auto connection = pipeline::db::connect(url);
-      pqxx::nontransaction txn(*connection);
-      const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
-      if (!rows.empty()) {
-        const std::string pipeline_name = rows[0][0].c_str();
+      database.attempt([&](pqxx::connection& connection) {
+        pqxx::nontransaction txn(connection);
+        const auto rows = txn.exec_params(std::string(sql::kCliQuarantinePipeline), options->id);
+        if (rows.empty()) return;
+        const std::string pipeline_name = pipeline::db::Row(rows[0]).text("pipeline");
         destinations = config->destination_names(pipeline_name);
         if (config->pipelines.contains(pipeline_name)) entity = &config->entity_of(pipeline_name);
-      }
+      });
     }
     try {
-      const auto result = pipeline::release_quarantined(url, options->id, destinations, current_user(),
+      const auto result = pipeline::release_quarantined(database, options->id, destinations, current_user(),
                                                         quarantine_decoder(), {}, *entity);
       std::cout << "quarantine entry " << options->id << " released in run " << result.run_id << ": "
                 << pipeline::to_string(result.outcome) << "\n";

@@ -90,7 +90,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
   list->add_option("--destination", options->destination, "Only events for this destination");
   list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(whole_number());
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    auto connection = options->database.connect_existing(options->database.load_config());
     pipeline::relay::OutboxFilter filter;
     if (!options->status.empty()) filter.status = options->status;
     if (!options->destination.empty()) filter.destination = options->destination;
@@ -109,7 +109,7 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
   id_option->excludes(all_dead_option);
   retry->callback([&, options, id_option] {
     if (id_option->count() == 0 && !options->all_dead) throw UsageError("outbox retry needs an event ID or --all-dead");
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = options->database.connect(options->database.load_config());
     if (options->all_dead) {
       std::cout << pipeline::relay::retry_dead_outbox_events(*connection) << " dead event(s) re-driven\n";
     } else if (pipeline::relay::retry_outbox_event(*connection, options->id)) {

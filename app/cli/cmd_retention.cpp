@@ -45,7 +45,7 @@ void register_retention_command(CLI::App& root, int& exit_code) {
       retention_options.redelivery = redelivery(pipeline::RelayConfig{});
     }
     retention_options.dry_run = options->dry_run;
-    auto connection = pipeline::db::connect(options->database.connect_url(config));
+    auto connection = options->database.connect(config);
     const auto results = retention::run_retention(*connection, retention_options);
     std::cout << "kind\t" << (options->dry_run ? "would_delete" : "deleted") << '\n';
     for (const auto& result : results) {

@@ -118,7 +118,7 @@ void register_status_command(CLI::App& root, int& exit_code) {
   command->add_flag("--json", options->json, "Print one JSON document {\"pipelines\":[…]} (fields in docs/api.md)");
   command->callback([&, options] {
     const auto config = options->database.load_config();
-    auto connection = pipeline::db::connect(options->database.existing_url(config));
+    auto connection = options->database.connect_existing(config);
     const pipeline::Config* config_pointer = config ? &*config : nullptr;
     const std::vector<std::string> known = status::known_pipelines(*connection, config_pointer);
     std::vector<std::string> names = known;

@@ -59,7 +59,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
   auto* list = views->add_subcommand("list", "Every version of every view, its status and lag");
   options->database.add_to(*list);
   list->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.existing_url(options->database.load_config()));
+    auto connection = options->database.connect_existing(options->database.load_config());
     const auto versions = pipeline::views::list_views(*connection);
     std::cout << "view\tversion\ttable\tstatus\tlag_seconds\tpending\tdead\tcreated_at\tposition\n";
     std::set<std::string> stuck;
@@ -87,21 +87,21 @@ void register_views_command(CLI::App& root, int& exit_code) {
   add_name_and_version(*rebuild, *options);
   rebuild->callback([&, options] {
     const auto config = options->database.load_config();
-    const std::string url = options->database.connect_url(config);
+    const pipeline::db::Database database(options->database.connect_url(config));
     // A view reflects the pipelines that list it: a snapshot of the state is its content only
     // when those are all the pipelines that wrote the state.
     const std::vector<std::string> feeders =
         config ? config->pipelines_feeding(options->name) : std::vector<std::string>{};
     as_usage_errors([&] {
       const auto source = [&] {
-        auto connection = pipeline::db::connect(url);
+        auto connection = database.connect();
         return pipeline::views::rebuild_source(*connection, options->name, feeders);
       }();
       spdlog::info("rebuilding {} from {}", pipeline::views::table_name(options->name, options->version),
                    source == pipeline::views::RebuildSource::kSnapshot
                        ? "a snapshot of transaction_state (every pipeline that wrote it feeds the view)"
                        : "the full history of its events in the outbox");
-      const auto rows = pipeline::views::rebuild_view(url, options->name, options->version, source);
+      const auto rows = pipeline::views::rebuild_view(database, options->name, options->version, source);
       std::cout << pipeline::views::table_name(options->name, options->version) << " is live with " << rows
                 << " rows; retire the old version with `tidemark views drop " << options->name
                 << " --version M` once readers use the new one\n";
@@ -113,7 +113,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
   options->database.add_to(*drop);
   add_name_and_version(*drop, *options);
   drop->callback([&, options] {
-    auto connection = pipeline::db::connect(options->database.connect_url(options->database.load_config()));
+    auto connection = options->database.connect(options->database.load_config());
     as_usage_errors([&] { pipeline::views::drop_view(*connection, options->name, options->version); });
     std::cout << pipeline::views::table_name(options->name, options->version) << " retired\n";
     exit_code = kExitOk;
@@ -138,7 +138,7 @@ void register_views_command(CLI::App& root, int& exit_code) {
       throw UsageError("--retention '" + options->retention + "' is not a duration: an integer with ms, s, m or h");
     }
     const pipeline::RelayConfig relay_config = config ? config->relay : pipeline::RelayConfig{};
-    auto connection = pipeline::db::connect(options->database.connect_url(config));
+    auto connection = options->database.connect(config);
     as_usage_errors([&] {
       const auto deleted = pipeline::views::cleanup_inbox(*connection, *retention, redelivery(relay_config));
       std::cout << deleted << " inbox record(s) older than " << options->retention << " deleted\n";

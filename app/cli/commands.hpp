@@ -2,6 +2,7 @@
 // The tidemark command line: each command group lives in its own app/cmd_*.cpp and is
 // registered explicitly in main.cpp, so one list shows every command.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -9,8 +10,8 @@
 #include <pqxx/connection>
 
 #include "app/config/config.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "pipeline/core/error.hpp"
-#include "pipeline/store/cluster.hpp"
 
 namespace tidemark::app {
 
@@ -39,6 +40,10 @@ struct DatabaseOptions {
   // The same for read-only commands, which never create a database: with none configured
   // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
   std::string existing_url(const std::optional<pipeline::Config>& config) const;
+  // connect_url and existing_url, keeping the connection that applied the migrations for the
+  // command's own statements (one connection per command).
+  std::unique_ptr<pqxx::connection> connect(const std::optional<pipeline::Config>& config) const;
+  std::unique_ptr<pqxx::connection> connect_existing(const std::optional<pipeline::Config>& config) const;
   // For `check`: connects once to the database the others would use, creating, starting and
   // migrating nothing, and hands that connection to `inspect` when given (read-only checks).
   // Returns where the URL came from; UsageError when it cannot be reached.
@@ -52,12 +57,16 @@ struct DatabaseOptions {
     std::string source;  // where the URL came from, for messages
   };
   Location locate(const std::optional<pipeline::Config>& config, Embedded embedded) const;
-  std::string resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
+  struct Resolved {
+    std::string url;
+    std::unique_ptr<pqxx::connection> connection;  // migrated
+  };
+  Resolved resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
 };
 
 // UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
 // home and `tidemark db start`.
-void require_embedded_cluster(const pipeline::db::Cluster& cluster);
+void require_embedded_cluster(const pipeline::cluster::Cluster& cluster);
 
 // Creates or brings up to date the table of every entity `config` declares (docs/entities.md
 // "The table": `migrate --config` and `serve` at its start do, `check` never does) and tells

@@ -7,7 +7,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/logging.hpp"
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -78,7 +78,7 @@ std::optional<pipeline::Config> DatabaseOptions::load_config() const {
   return config;
 }
 
-void require_embedded_cluster(const pipeline::db::Cluster& cluster) {
+void require_embedded_cluster(const pipeline::cluster::Cluster& cluster) {
   if (cluster.initialized()) return;
   throw UsageError("no database configured and no embedded cluster under $TIDEMARK_HOME (" + cluster.home().string() +
                    "): start one with `tidemark db start` (same TIDEMARK_HOME), or name a database with "
@@ -103,7 +103,7 @@ DatabaseOptions::Location DatabaseOptions::locate(const std::optional<pipeline::
     source = "database: in " + config_file;
   }
   if (url.empty()) {
-    pipeline::db::Cluster cluster(pipeline::db::default_home());
+    pipeline::cluster::Cluster cluster(pipeline::cluster::default_home());
     if (embedded != Embedded::kCreate) require_embedded_cluster(cluster);
     if (embedded == Embedded::kAsItIs && !cluster.running()) {
       throw UsageError("the embedded cluster under " + cluster.home().string() +
@@ -125,25 +125,36 @@ UsageError malformed_url(const std::string& source, const std::exception& error)
 
 }  // namespace
 
-std::string DatabaseOptions::resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const {
-  const auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
+DatabaseOptions::Resolved DatabaseOptions::resolve(const std::optional<pipeline::Config>& config,
+                                                   bool create_embedded) const {
+  auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
+  Resolved resolved{std::move(url), nullptr};
   try {
     pipeline::db::with_retries({}, "connecting to the database to apply migrations", [&] {
-      auto connection = pipeline::db::connect(url);
-      pipeline::db::migrate(*connection);
+      resolved.connection = pipeline::db::connect(resolved.url);
+      pipeline::db::migrate(*resolved.connection);
     });
   } catch (const pipeline::db::InvalidDatabaseUrl& error) {
     throw malformed_url(source, error);
   }
-  return url;
+  return resolved;
 }
 
 std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& config) const {
-  return resolve(config, /*create_embedded=*/true);
+  return resolve(config, /*create_embedded=*/true).url;
 }
 
 std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>& config) const {
-  return resolve(config, /*create_embedded=*/false);
+  return resolve(config, /*create_embedded=*/false).url;
+}
+
+std::unique_ptr<pqxx::connection> DatabaseOptions::connect(const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/true).connection;
+}
+
+std::unique_ptr<pqxx::connection> DatabaseOptions::connect_existing(
+    const std::optional<pipeline::Config>& config) const {
+  return resolve(config, /*create_embedded=*/false).connection;
 }
 
 std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config,

@@ -1,11 +1,11 @@
 #include "app/retention/retention.hpp"
 
-#include <iterator>
 
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/duration.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::retention {
@@ -30,12 +30,14 @@ std::int64_t by_primary_key(pqxx::connection& connection, std::string_view kind,
     const auto row = txn.exec_params1(std::string(statement), static_cast<long long>(from),
                                       static_cast<long long>(window.count()), static_cast<long long>(options.chunk));
     txn.commit();
-    if (row[0].is_null()) return total;
-    const auto deleted = row[1].as<std::int64_t>();
+    const pipeline::db::Row chunk(row);
+    const auto last_id = chunk.optional<std::int64_t>("last_id");
+    if (!last_id) return total;
+    const auto deleted = chunk.get<std::int64_t>("deleted");
     total += deleted;
     if (deleted > 0 && options.on_chunk) options.on_chunk(kind, deleted);
-    if (!row[2].as<bool>()) return total;
-    from = row[0].as<std::int64_t>() + 1;
+    if (!chunk.get<bool>("any_older")) return total;
+    from = *last_id + 1;
   }
 }
 
@@ -44,10 +46,11 @@ std::int64_t by_primary_key(pqxx::connection& connection, std::string_view kind,
 std::vector<std::string> outbox_kept(pqxx::connection& connection) {
   std::vector<std::string> kept;
   pqxx::read_transaction txn(connection);
-  for (const auto& row : txn.exec(std::string(sql::kRetentionViewsRebuilding))) {
-    const auto name = row[0].as<std::string>();
+  for (const auto& rebuilding : txn.exec(std::string(sql::kRetentionViewsRebuilding))) {
+    const pipeline::db::Row row(rebuilding);
+    const auto name = row.get<std::string>("name");
     kept.push_back("outbox rows of destination " + name + " kept: view " + name + " version " +
-                   row[1].as<std::string>() + " is being built, and its rebuild replays the destination's outbox");
+                   row.get<std::string>("version") + " is being built, and its rebuild replays the destination's outbox");
   }
   return kept;
 }
@@ -70,8 +73,10 @@ std::vector<KindResult> dry_run(pqxx::connection& connection, const Options& opt
       std::string(sql::kRetentionDryRun), static_cast<long long>(windows.outbox.count()),
       static_cast<long long>(windows.runs.count()), static_cast<long long>(windows.quarantine.count()),
       static_cast<long long>(windows.requests.count()), static_cast<long long>(windows.inbox.count()));
-  for (std::size_t i = 0; i < std::size(kKinds); ++i) {
-    results.push_back(KindResult{std::string(kKinds[i]), row[static_cast<int>(i)].as<std::int64_t>(), {}});
+  // dry_run.sql names each count by its kind.
+  const pipeline::db::Row counts(row);
+  for (const std::string_view kind : kKinds) {
+    results.push_back(KindResult{std::string(kind), counts.get<std::int64_t>(std::string(kind).c_str()), {}});
   }
   for (auto& result : results) {
     if (result.kind == "outbox") result.kept = kept;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/serve/http_message.hpp"
 #include "app/serve/log_throttle.hpp"
@@ -45,7 +45,7 @@ struct ApiOptions {
 // The API: the route table (route -> handler, in api.cpp) behind the router.
 class Api {
  public:
-  Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics,
+  Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::Database& pool, metrics::Metrics& metrics,
       PipelineMetrics& pipeline_metrics, ApiOptions options);
   Api(const Api&) = delete;  // the route table holds a reference to context_
   Api& operator=(const Api&) = delete;

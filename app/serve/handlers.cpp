@@ -5,6 +5,8 @@
 
 #include <boost/json.hpp>
 
+#include "pipeline/store/pg/row.hpp"
+
 namespace tidemark::app::serve {
 
 HttpResponse json_response(int status, const boost::json::value& body) {
@@ -30,7 +32,7 @@ HttpResponse stored_document(ApiContext& context, const std::string& id, std::st
   context.pool.with_connection(what, [&](pqxx::connection& connection) {
     pqxx::nontransaction txn(connection);
     const auto rows = txn.exec_params(std::string(statement), *number);
-    if (!rows.empty()) json = rows[0][0].c_str();
+    if (!rows.empty()) json = pipeline::db::Row(rows[0]).text("document");
   });
   if (!json) return error_response(404, missing + " " + id);
   return HttpResponse{200, "application/json", *json + "\n", {}};

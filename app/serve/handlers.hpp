@@ -16,7 +16,7 @@
 #include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/run_queue.hpp"
 #include "metrics/metrics.hpp"
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
 
@@ -26,7 +26,7 @@ struct ApiOptions;
 struct ApiContext {
   const pipeline::Config& config;
   RunQueue& runs;
-  pipeline::db::ConnectionPool& pool;
+  pipeline::db::Database& pool;
   metrics::Metrics& metrics;
   PipelineMetrics& pipeline_metrics;
   const ApiOptions& options;
@@ -37,8 +37,8 @@ HttpResponse json_response(int status, const boost::json::value& body);
 HttpResponse error_response(int status, const std::string& message);
 // A path or query integer > 0, else nullopt.
 std::optional<std::int64_t> positive_integer(std::string_view text);
-// One stored JSON document by its id (a path segment): the first column of `statement`'s
-// row for that id, or 404 "`missing` ID" (for an id that is not a positive integer too).
+// One stored JSON document by its id (a path segment): the column `document` of
+// `statement`'s row for that id, or 404 "`missing` ID" (for an id that is not a positive integer too).
 HttpResponse stored_document(ApiContext& context, const std::string& id, std::string_view statement,
                              std::string_view what, const std::string& missing);
 

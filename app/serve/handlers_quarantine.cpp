@@ -13,6 +13,7 @@
 #include "app/wiring/run_request.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/run/quarantine_release.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/pipeline_entity.hpp"
 #include "sql/statements.hpp"
@@ -59,23 +60,24 @@ HttpResponse list_quarantine(ApiContext& context, const HttpRequest& request, co
     more = false;
     // One row more than the limit tells whether another page follows.
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineList), pipeline, limit + 1, after);
-    for (const auto& row : rows) {
+    for (const auto& listed_row : rows) {
       if (listed == limit || (listed > 0 && entries.size() >= kListPageBytes)) {
         more = true;
         break;
       }
-      boost::json::object entry = boost::json::parse(row[1].c_str()).as_object();
+      const pipeline::db::Row row(listed_row);
+      boost::json::object entry = boost::json::parse(row.text("document")).as_object();
       std::string raw(entry["raw"].as_string());
       if (raw.size() > kListRawBytes) {
         // Never inside a UTF-8 sequence: back to the start of the one the cut would split.
         raw.resize(pipeline::utf8_prefix_length(raw, kListRawBytes));
       }
       entry["raw"] = raw;
-      entry["raw_truncated"] = row[2].as<std::size_t>() > raw.size();
+      entry["raw_truncated"] = row.get<std::size_t>("raw_length") > raw.size();
       status::redact_urls_shown(entry);
       if (listed++ > 0) entries += ',';
       entries += boost::json::serialize(entry);
-      last_id = row[0].as<std::int64_t>();
+      last_id = row.get<std::int64_t>("id");
     }
   });
   boost::json::value next = nullptr;
@@ -98,7 +100,7 @@ HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, cons
     entry.reset();
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineShow), *entry_id);
     if (rows.empty()) return;
-    entry = boost::json::parse(rows[0][0].c_str()).as_object();
+    entry = boost::json::parse(pipeline::db::Row(rows[0]).text("document")).as_object();
     status::redact_urls_shown(*entry);
     // Beside the record, what its entity's table stores for its key, read by the declaration
     // its table was last brought up to date to (else the config's): null when the record has
@@ -128,7 +130,7 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
     pqxx::nontransaction txn(connection);
     const auto rows = txn.exec_params(std::string(sql::kServeQuarantineEntry), *entry_id);
     if (rows.empty()) return;
-    pipeline = rows[0][0].c_str();
+    pipeline = pipeline::db::Row(rows[0]).text("pipeline");
   });
   if (!pipeline) return error_response(404, "no quarantine entry " + id);
   const std::vector<std::string> destinations = context.config.destination_names(*pipeline);
@@ -141,7 +143,7 @@ HttpResponse release_quarantine_entry(ApiContext& context, const HttpRequest&, c
   // cannot hold its entity, or the pipeline held by another run or release (ReleaseBusy names
   // it): each a conflict the router answers 409 with its message.
   const pipeline::ReleaseResult result = pipeline::release_quarantined(
-      context.pool.url(), *entry_id, destinations, "api", quarantine_decoder(), {}, entity);
+      context.pool, *entry_id, destinations, "api", quarantine_decoder(), {}, entity);
   const std::string outcome(pipeline::to_string(result.outcome));
   // The release is a one-record batch in the ledger: the exposed counts follow it.
   pipeline::OutcomeCounts counts;

@@ -5,11 +5,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
 
-PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics)
+PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics)
     : metrics_(metrics) {
   for (const auto& [name, pipeline] : config.pipelines) {
     entities_[name] = pipeline.entity;
@@ -41,9 +42,9 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::C
     pool.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {
       pqxx::nontransaction txn(connection);
       for (const auto& [name, pipeline] : config.pipelines) {
-        const auto row = txn.exec_params1(std::string(sql::kServeCheckpointTime), name);
-        if (!row[0].is_null()) {
-          metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(row[0].as<double>());
+        const pipeline::db::Row row(txn.exec_params1(std::string(sql::kServeCheckpointTime), name));
+        if (const auto updated_at = row.optional<double>("updated_at")) {
+          metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(*updated_at);
         }
       }
     });

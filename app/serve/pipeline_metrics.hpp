@@ -11,7 +11,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/run/run_controller.hpp"
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
 
@@ -20,7 +20,7 @@ class PipelineMetrics {
   // Every series of the config's pipelines exists from the start, so rates and alerts see
   // zeros rather than gaps; the checkpoint gauge starts at the last advance recorded in
   // the database (not at 0, which would look stuck).
-  PipelineMetrics(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, metrics::Metrics& metrics);
+  PipelineMetrics(const pipeline::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics);
 
   // A batch committed for pipeline `name`: a run's, or a quarantine release's.
   void batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts);

@@ -10,6 +10,7 @@
 #include "app/wiring/run_request.hpp"
 #include "pipeline/store/committer.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -24,7 +25,7 @@ constexpr const char* kStoppedBeforeStart = "tidemark serve stopped before the r
 
 }  // namespace
 
-RunQueue::RunQueue(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, PipelineMetrics& metrics, asio::io_context& io)
+RunQueue::RunQueue(const pipeline::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, asio::io_context& io)
     : config_(config),
       pool_(pool),
       metrics_(metrics),
@@ -45,23 +46,38 @@ RunQueue::~RunQueue() {
   run_threads_.join();
 }
 
+namespace {
+
+// A row of sql/serve/find_request.sql.
+struct FoundRequest {
+  std::string pipeline;
+  std::optional<std::int64_t> run_id;  // none: bound while the config had no such pipeline
+  std::string status;
+  static FoundRequest read(const pipeline::db::Row& row) {
+    return {row.text("pipeline"), row.optional<std::int64_t>("run_id"), row.text("status")};
+  }
+};
+
+}  // namespace
+
 std::optional<TriggerResult> RunQueue::find_request(pqxx::transaction_base& txn, const std::string& request_id,
                                                     const std::string& pipeline) {
-  const auto rows = txn.exec_params(std::string(sql::kServeFindRequest), request_id);
-  if (rows.empty()) return std::nullopt;
+  const auto request =
+      pipeline::db::read_first<FoundRequest>(txn.exec_params(std::string(sql::kServeFindRequest), request_id));
+  if (!request) return std::nullopt;
   TriggerResult found;
   found.repeated = true;
-  if (rows[0][0].c_str() != pipeline) {
-    found.other_pipeline = rows[0][0].c_str();
+  if (request->pipeline != pipeline) {
+    found.other_pipeline = request->pipeline;
     return found;
   }
-  if (rows[0][1].is_null()) {
+  if (!request->run_id) {
     // Bound while the config had no such pipeline, which it has now: asks for a run like a new id.
     txn.exec_params(std::string(sql::kServeUnbindRequest), request_id, pipeline);
     return std::nullopt;
   }
-  found.run_id = rows[0][1].as<std::int64_t>();
-  found.status = rows[0][2].c_str();
+  found.run_id = *request->run_id;
+  found.status = request->status;
   return found;
 }
 
@@ -70,9 +86,11 @@ std::string RunQueue::bind_request(const std::string& request_id, const std::str
   pool_.with_connection("recording a webhook-id", [&](pqxx::connection& connection) {
     pqxx::work txn(connection);
     // Also an id past retention.requests whose run is kept belongs to that run's pipeline.
-    const auto rows = txn.exec_params(std::string(sql::kServeFindRequest), request_id);
-    bound = rows.empty() ? txn.exec_params1(std::string(sql::kServeBindRequest), request_id, pipeline)[0].c_str()
-                         : rows[0][0].c_str();
+    const auto request =
+        pipeline::db::read_first<FoundRequest>(txn.exec_params(std::string(sql::kServeFindRequest), request_id));
+    bound = request ? request->pipeline
+                    : pipeline::db::Row(txn.exec_params1(std::string(sql::kServeBindRequest), request_id, pipeline))
+                          .text("pipeline");
     txn.commit();
   });
   return bound;

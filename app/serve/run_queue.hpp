@@ -24,7 +24,7 @@
 #include "app/config/config.hpp"
 #include "app/serve/pipeline_metrics.hpp"
 #include "pipeline/run/run_controller.hpp"
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
 
@@ -47,7 +47,7 @@ struct TriggerResult {
 class RunQueue {
  public:
   // `io` runs the queue's timers; it need not run yet.
-  RunQueue(const pipeline::Config& config, pipeline::db::ConnectionPool& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
+  RunQueue(const pipeline::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
   ~RunQueue();
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
@@ -112,7 +112,7 @@ class RunQueue {
                                             const std::string& pipeline);
 
   pipeline::Config config_;
-  pipeline::db::ConnectionPool& pool_;
+  pipeline::db::Database& pool_;
   PipelineMetrics& metrics_;
   boost::asio::io_context& io_;
   std::map<std::string, std::unique_ptr<Slot>> slots_;

@@ -19,7 +19,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "app/retention/retention.hpp"
 #include "app/serve/http_server.hpp"
 #include "app/serve/pipeline_metrics.hpp"
@@ -250,7 +250,7 @@ struct Service::Impl {
   metrics::Metrics metrics;  // before the sinks, which count into it
   pipeline::relay::Sinks sinks;
   asio::io_context io{1};
-  pipeline::db::ConnectionPool pool;
+  pipeline::db::Database pool;
   PipelineMetrics pipeline_metrics;
   std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;

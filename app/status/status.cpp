@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include "pipeline/core/sink.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/views/admin.hpp"
 #include "sql/statements.hpp"
 
@@ -19,7 +20,7 @@ boost::json::array runs_in(pqxx::transaction_base& txn, const RunFilter& filter)
   boost::json::array runs;
   for (const auto& row : txn.exec_params(std::string(sql::kStatusRuns), filter.pipeline, filter.status, filter.before,
                                          filter.limit)) {
-    boost::json::object run = boost::json::parse(row[0].c_str()).as_object();
+    boost::json::object run = boost::json::parse(pipeline::db::Row(row).text("run")).as_object();
     redact_urls_shown(run);
     runs.push_back(std::move(run));
   }
@@ -56,7 +57,9 @@ std::vector<std::string> known_pipelines(pqxx::connection& connection, const pip
     for (const auto& [name, pipeline] : config->pipelines) names.insert(name);
   }
   pqxx::nontransaction txn(connection);
-  for (const auto& row : txn.exec(std::string(sql::kStatusKnownPipelines))) names.insert(row[0].as<std::string>());
+  for (const auto& row : txn.exec(std::string(sql::kStatusKnownPipelines))) {
+    names.insert(pipeline::db::Row(row).get<std::string>("pipeline"));
+  }
   return {names.begin(), names.end()};
 }
 
@@ -65,7 +68,9 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
   const bool configured = config != nullptr && config->pipelines.count(name) != 0;
   if (!configured) {
     pqxx::nontransaction txn(connection);
-    if (!txn.exec_params1(std::string(sql::kStatusPipelineKnown), name)[0].as<bool>()) return std::nullopt;
+    if (!pipeline::db::Row(txn.exec_params1(std::string(sql::kStatusPipelineKnown), name)).get<bool>("known")) {
+      return std::nullopt;
+    }
   }
 
   // configured: null without a config, which cannot tell.
@@ -77,14 +82,17 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
     pqxx::nontransaction txn(connection);
     const auto last = runs_in(txn, RunFilter{name, "", 0, 1});
     status["last_run"] = last.empty() ? boost::json::value(nullptr) : last.front();
-    const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kStatusPipeline), name)[0].c_str());
+    const auto stored = boost::json::parse(
+        pipeline::db::Row(txn.exec_params1(std::string(sql::kStatusPipeline), name)).text("document"));
     for (const auto& [key, value] : stored.as_object()) status[key] = value;
     for (auto& checkpoint : status["checkpoints"].as_array()) redact_urls_shown(checkpoint.as_object());
-    for (const auto& row : txn.exec_params(std::string(sql::kStatusDestinationEvents), name)) {
-      events[row[0].as<std::string>()] = EventCounts{row[1].as<std::int64_t>(), row[2].as<std::int64_t>()};
+    for (const auto& listed : txn.exec_params(std::string(sql::kStatusDestinationEvents), name)) {
+      const pipeline::db::Row row(listed);
+      events[row.get<std::string>("destination")] =
+          EventCounts{row.get<std::int64_t>("pending"), row.get<std::int64_t>("dead")};
     }
     for (const auto& row : txn.exec(std::string(sql::kStatusRegisteredViews))) {
-      registered_views.insert(row[0].as<std::string>());
+      registered_views.insert(pipeline::db::Row(row).get<std::string>("name"));
     }
   }
 

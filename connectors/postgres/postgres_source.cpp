@@ -8,6 +8,8 @@
 #include "pipeline/core/json_value.hpp"
 #include "pipeline/core/validate.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
+#include "pipeline/store/pg/row.hpp"
+#include "sql/statements.hpp"
 
 namespace tidemark::connectors::postgres {
 
@@ -15,37 +17,32 @@ namespace {
 
 namespace db = pipeline::db;
 
-// The relation the config names, resolved as SQL resolves a name (unquoted parts fold to
-// lower case, the search_path finds an unqualified one).
-constexpr const char* kRelation =
-    "SELECT c.oid::bigint, c.relkind::text, quote_ident(n.nspname) || '.' || quote_ident(c.relname) "
-    "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = to_regclass($1)";
-// Every column, in table order: its name, as an identifier, its type (for the casts of a
-// resume), NOT NULL, and its collation when it has one (the order a text cursor sorts in).
-constexpr const char* kColumns =
-    "SELECT a.attname::text, quote_ident(a.attname), format_type(a.atttypid, NULL), a.attnotnull, "
-    "(SELECT quote_ident(n.nspname) || '.' || quote_ident(co.collname) FROM pg_collation co "
-    "JOIN pg_namespace n ON n.oid = co.collnamespace WHERE co.oid = a.attcollation) "
-    "FROM pg_attribute a WHERE a.attrelid = $1::oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum";
-// Whether a unique index (valid, not partial, no expressions) has only cursor columns as its
-// keys: then no two rows share a cursor tuple, and a batch that ends inside a run of equal
-// values cannot skip the rest of the run.
-constexpr const char* kCursorIsUnique =
-    "SELECT EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = $1::oid AND i.indisunique AND i.indisvalid "
-    "AND i.indpred IS NULL AND i.indexprs IS NULL AND (SELECT bool_and(a.attname = ANY($2::text[])) "
-    "FROM pg_attribute a WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey[0:i.indnkeyatts - 1])))";
-// The snapshot's xmin as an xid (the low 32 bits of the xid8), to compare rows' xmin with.
-constexpr const char* kSnapshotXmin =
-    "SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::numeric % 4294967296)::text";
+// A row of sql/postgres_source/relation.sql.
+struct Relation {
+  std::string oid;
+  std::string kind;  // pg_class.relkind
+  std::string quoted_name;
+  static Relation read(const db::Row& row) {
+    return {row.text("oid"), row.text("kind"), row.text("quoted_name")};
+  }
+};
 
-// The source's session: fixed settings, so that a cursor value's text (its ::text output) and
-// a timestamp's JSON are the same whatever the server's or role's defaults; read-only.
+// A row of sql/postgres_source/columns.sql.
+struct CatalogColumn {
+  std::string name, quoted, type;
+  std::string collation;  // "" for none
+  bool not_null = false;
+  static CatalogColumn read(const db::Row& row) {
+    return {row.text("name"), row.text("quoted_name"), row.text("type"), row.text("collation"),
+            row.get<bool>("not_null")};
+  }
+};
+
+// The source's session, with the fixed settings of sql/postgres_source/session.sql.
 std::unique_ptr<pqxx::connection> open_session(const std::string& url) {
   auto connection = db::connect(url);
   pqxx::nontransaction setup(*connection);
-  setup.exec(
-      "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; SET IntervalStyle = 'postgres'; "
-      "SET extra_float_digits = 1; SET client_encoding = 'UTF8'; SET default_transaction_read_only = on");
+  setup.exec(std::string(sql::kPostgresSourceSession));
   setup.commit();
   return connection;
 }
@@ -96,13 +93,14 @@ void PostgresSource::describe_source(pqxx::connection& connection, const pipelin
   // Afresh on every attempt: a retry after an outage must not add the columns twice.
   columns_.clear();
   pqxx::read_transaction txn(connection);
-  const auto relation = txn.exec_params(kRelation, options_.table);
-  if (relation.empty() || relation[0][0].is_null()) {
+  const auto relation =
+      db::read_first<Relation>(txn.exec_params(std::string(sql::kPostgresSourceRelation), options_.table));
+  if (!relation) {
     fail("table", "no table or view " + options_.table + " in the source database (or this role cannot see it)");
   }
-  const std::string oid = relation[0][0].c_str();
-  const char kind = relation[0][1].c_str()[0];
-  const std::string quoted_relation = relation[0][2].c_str();
+  const std::string& oid = relation->oid;
+  const char kind = relation->kind.front();
+  const std::string& quoted_relation = relation->quoted_name;
   const bool table = kind == 'r' || kind == 'p';
   if (!table && kind != 'v' && kind != 'm' && kind != 'f') {
     fail("table", options_.table + " is not a table or a view");
@@ -112,15 +110,7 @@ void PostgresSource::describe_source(pqxx::connection& connection, const pipelin
                             " is a view: use the default safety_lag, or read the table itself");
   }
 
-  struct CatalogColumn {
-    std::string name, quoted, type, collation;
-    bool not_null = false;
-  };
-  std::vector<CatalogColumn> catalog;
-  for (const auto& row : txn.exec_params(kColumns, oid)) {
-    catalog.push_back({row[0].c_str(), row[1].c_str(), row[2].c_str(), row[4].is_null() ? "" : row[4].c_str(),
-                       row[3].as<bool>()});
-  }
+  const auto catalog = db::read_all<CatalogColumn>(txn.exec_params(std::string(sql::kPostgresSourceColumns), oid));
   std::vector<std::string> names;
   for (const auto& column : catalog) names.push_back(column.name);
   const auto find = [&](const std::string& name) -> const CatalogColumn* {
@@ -142,7 +132,10 @@ void PostgresSource::describe_source(pqxx::connection& connection, const pipelin
     }
     cursor.push_back(column);
   }
-  if (table && !txn.exec_params(kCursorIsUnique, oid, db::text_array_literal(options_.cursor))[0][0].as<bool>()) {
+  if (table && !db::Row(txn.exec_params(std::string(sql::kPostgresSourceCursorIsUnique), oid,
+                                        db::text_array_literal(options_.cursor))
+                           .at(0))
+                    .get<bool>("is_unique")) {
     fail("cursor", "(" + joined(options_.cursor) + ") is not unique in " + options_.table +
                        " (no unique index on cursor columns only), so rows sharing a cursor value could be skipped "
                        "between batches: end the cursor with a unique column, e.g. the primary key");
@@ -228,7 +221,7 @@ void PostgresSource::describe_source(pqxx::connection& connection, const pipelin
   };
   first_query_ = query(0);
   next_query_ = query(arity);
-  order_query_ = "SELECT " + earlier + ") < " + later + ")";
+  order_query_ = "SELECT " + earlier + ") < " + later + ") AS precedes";
 }
 
 CursorValues PostgresSource::cursor_of(const pipeline::Position& position) const {
@@ -265,7 +258,7 @@ void PostgresSource::fetch(std::size_t limit) {
         if (snapshot) {
           // One snapshot for its xmin and the rows it shows.
           pqxx::transaction<pqxx::isolation_level::repeatable_read, pqxx::readwrite_policy::read_only> txn(*connection_);
-          parameters[protection] = txn.exec(kSnapshotXmin)[0][0].c_str();
+          parameters[protection] = db::Row(txn.exec(std::string(sql::kPostgresSourceSnapshotXmin)).at(0)).text("xmin");
           rows = txn.exec_params(query, pqxx::prepare::make_dynamic_params(parameters));
           txn.commit();
         } else {
@@ -344,7 +337,8 @@ bool PostgresSource::precedes(const pipeline::Position& earlier, const pipeline:
       try {
         if (!order_connection_) order_connection_ = open_session(url_);
         pqxx::read_transaction txn(*order_connection_);
-        result = txn.exec_params(order_query_, pqxx::prepare::make_dynamic_params(parameters))[0][0].as<bool>();
+        result = db::Row(txn.exec_params(order_query_, pqxx::prepare::make_dynamic_params(parameters)).at(0))
+                     .get<bool>("precedes");
         txn.commit();
       } catch (...) {
         order_connection_.reset();

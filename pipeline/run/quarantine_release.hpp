@@ -46,11 +46,14 @@ struct ReleaseBusy : PipelineBusy {
 // db::PipelineEntityMismatch when the pipeline loads another entity than `entity` (recorded
 // at its first run), ReleaseEntityMismatch when `entity` is not the entity the entry was
 // quarantined as, and ReleaseBusy when another run holds the pipeline.
+// The entry is read on one of `database`'s pooled connections (one attempt, as a command
+// reports the first failure); the commit takes a session of its own, which holds the
+// pipeline's lock, and retries by `retry`.
 // `destinations` are those of the entry's pipeline (from the config; none without one).
 // `decoder` decodes the entry's raw text by its stored format and decode_context, into the
 // fields of `entity`, the entity of the entry's pipeline (from the config), whose table is
 // brought up to date first and which validates the record again by its current declaration.
-ReleaseResult release_quarantined(const std::string& database_url, std::int64_t id,
+ReleaseResult release_quarantined(db::Database& database, std::int64_t id,
                                   const std::vector<std::string>& destinations, const std::string& released_by,
                                   const RecordDecoder& decoder, const db::RetryPolicy& retry = {},
                                   const EntityDeclaration& entity = built_in_transaction_entity());

@@ -13,6 +13,7 @@
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/store/entity_sql.hpp"
 #include "pipeline/store/pipeline_entity.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
@@ -152,7 +153,7 @@ std::optional<Position> stored_checkpoint(pqxx::connection& connection, const st
   pqxx::nontransaction txn(connection);
   const auto rows = txn.exec_params(std::string(sql::kRunStoredCheckpoint), pipeline, source);
   if (rows.empty()) return std::nullopt;
-  return Position{rows[0][0].c_str()};
+  return Position{db::Row(rows[0]).text("position")};
 }
 
 RunSummary run_pipeline(const RunRequest& request) {

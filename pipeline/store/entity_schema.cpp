@@ -7,6 +7,7 @@
 
 #include "pipeline/store/entity_sql.hpp"
 #include "pipeline/store/migrate.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
@@ -126,8 +127,9 @@ Comparison compare_table(pqxx::transaction_base& txn, const EntityDeclaration& e
   if (entities_recorded) {
     const auto owner = txn.exec_params(std::string(sql::kEntityTableOwner), entity.table);
     comparison.recorded = !owner.empty();
-    if (comparison.recorded && owner[0][0].as<std::string>() != entity.name) {
-      comparison.problems.push_back("table " + entity.table + " belongs to entity " + owner[0][0].as<std::string>() +
+    const std::string owner_name = comparison.recorded ? db::Row(owner[0]).get<std::string>("name") : "";
+    if (comparison.recorded && owner_name != entity.name) {
+      comparison.problems.push_back("table " + entity.table + " belongs to entity " + owner_name +
                                     "; entity " + entity.name + " cannot use it");
       comparison.recorded = false;
       return comparison;
@@ -170,7 +172,8 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
 
 EntityTableCheck check_entity_table(pqxx::connection& connection, const EntityDeclaration& entity) {
   pqxx::read_transaction txn(connection);
-  const bool entities_recorded = txn.exec(std::string(sql::kEntityRegistryExists))[0][0].as<bool>();
+  const bool entities_recorded =
+      db::Row(txn.exec(std::string(sql::kEntityRegistryExists)).at(0)).get<bool>("registry_exists");
   Comparison comparison = compare_table(txn, entity, entities_recorded);
   EntityTableCheck check;
   check.exists = comparison.exists;

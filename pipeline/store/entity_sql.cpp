@@ -151,11 +151,8 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
   return out;
 }
 
-// A template's placeholders ({{name}}) and their values; a later entry wins.
-using Placeholders = std::vector<std::pair<std::string_view, std::string>>;
+}  // namespace
 
-// `text` with each {{name}} replaced by its value, in one pass (a value is never scanned
-// again). A placeholder without a value is a bug in this file, caught by every test.
 std::string fill(std::string_view text, const Placeholders& values) {
   std::string out;
   std::size_t at = 0;
@@ -163,7 +160,7 @@ std::string fill(std::string_view text, const Placeholders& values) {
     const auto close = text.find("}}", open);
     const auto name = close == std::string_view::npos ? text.substr(open) : text.substr(open + 2, close - open - 2);
     const auto value = std::find_if(values.rbegin(), values.rend(), [&](const auto& v) { return v.first == name; });
-    if (value == values.rend()) throw std::logic_error("sql/entity: no value for placeholder " + std::string(name));
+    if (value == values.rend()) throw std::logic_error("sql/: no value for placeholder " + std::string(name));
     out += text.substr(at, open - at);
     out += value->second;
     at = close + 2;
@@ -171,8 +168,6 @@ std::string fill(std::string_view text, const Placeholders& values) {
   out += text.substr(at);
   return out;
 }
-
-}  // namespace
 
 std::string quote_identifier(std::string_view name) {
   std::string out = "\"";

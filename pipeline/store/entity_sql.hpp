@@ -6,6 +6,7 @@
 // values only ever travel as COPY data and parameters.
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pipeline/core/entity.hpp"
@@ -17,6 +18,13 @@ namespace tidemark::pipeline::db {
 std::string quote_identifier(std::string_view name);
 // `text` as a PostgreSQL string literal: 'text', with any `'` doubled.
 std::string quote_literal(std::string_view text);
+
+// A template's placeholders ({{name}}) and their values; a later entry wins.
+using Placeholders = std::vector<std::pair<std::string_view, std::string>>;
+// `text` (a statement of sql/ with placeholders) with each {{name}} replaced by its value, in
+// one pass (a value is never scanned again). A placeholder without a value is a bug in the
+// caller, caught by every test (std::logic_error).
+std::string fill(std::string_view text, const Placeholders& values);
 
 // The column type a field of `spec`'s type is stored in, as format_type spells it:
 // text, bigint, numeric(p,s), timestamp with time zone, date, boolean, jsonb.

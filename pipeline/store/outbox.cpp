@@ -1,6 +1,7 @@
 #include "pipeline/store/outbox.hpp"
 
 #include "pipeline/core/sink.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -13,19 +14,20 @@ std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxF
                                     static_cast<long long>(filter.limit), filter.after_id);
   std::vector<OutboxEntry> entries;
   entries.reserve(rows.size());
-  for (const auto& row : rows) {
+  for (const auto& listed : rows) {
+    const db::Row row(listed);
     OutboxEntry entry;
-    entry.id = row[0].as<std::int64_t>();
-    entry.destination = row[1].as<std::string>();
-    entry.status = row[2].as<std::string>();
-    entry.attempts = row[3].as<int>();
-    entry.idempotency_key = row[4].as<std::string>();
-    entry.next_attempt_at = row[5].as<std::string>();
-    entry.last_error = redact_urls(row[6].as<std::string>());  // rows recorded before redaction too
-    entry.delivered_at = row[7].as<std::string>();
-    if (!row[8].is_null()) entry.partition_key = row[8].as<std::string>();
-    if (!row[9].is_null()) entry.sequence = row[9].as<std::int64_t>();
-    entry.created_at = row[10].as<std::string>();
+    entry.id = row.get<std::int64_t>("id");
+    entry.destination = row.get<std::string>("destination");
+    entry.status = row.get<std::string>("status");
+    entry.attempts = row.get<int>("attempts");
+    entry.idempotency_key = row.get<std::string>("idempotency_key");
+    entry.next_attempt_at = row.get<std::string>("next_attempt_at");
+    entry.last_error = redact_urls(row.get<std::string>("last_error"));  // rows recorded before redaction too
+    entry.delivered_at = row.get<std::string>("delivered_at");
+    if (auto partition_key = row.optional<std::string>("partition_key")) entry.partition_key = std::move(*partition_key);
+    if (auto sequence = row.optional<std::int64_t>("sequence")) entry.sequence = *sequence;
+    entry.created_at = row.get<std::string>("created_at");
     entries.push_back(std::move(entry));
   }
   return entries;

@@ -6,6 +6,7 @@
 #include <random>
 #include <utility>
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -60,7 +61,8 @@ std::vector<PartitionLease> PartitionLeases::balance(pqxx::connection& connectio
   txn.exec_params(std::string(sql::kLeaseTake), pipeline_, partitions_, worker_id_, timeout_ms);
   std::vector<PartitionLease> owned;
   for (const auto& row : txn.exec_params(std::string(sql::kLeaseOwned), pipeline_, partitions_, worker_id_)) {
-    owned.push_back({row[0].as<int>(), row[1].as<std::int64_t>()});
+    const db::Row lease(row);
+    owned.push_back({lease.get<int>("partition"), lease.get<std::int64_t>("epoch")});
   }
   txn.commit();
   return owned;

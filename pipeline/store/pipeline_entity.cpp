@@ -1,5 +1,6 @@
 #include "pipeline/store/pipeline_entity.hpp"
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::db {
@@ -19,7 +20,7 @@ std::string mismatch_message(const std::string& pipeline, const std::string& rec
 std::optional<std::string> recorded_pipeline_entity(pqxx::transaction_base& txn, const std::string& pipeline) {
   const auto rows = txn.exec_params(std::string(sql::kEntityPipelineEntity), pipeline);
   if (rows.empty()) return std::nullopt;
-  return rows[0][0].c_str();
+  return Row(rows[0]).text("entity");
 }
 
 void keep_pipeline_entity(pqxx::connection& connection, const std::string& pipeline, const EntityDeclaration& entity,
@@ -41,25 +42,26 @@ std::optional<std::string> change_pipeline_entity(pqxx::connection& connection, 
 
 std::optional<EntityDeclaration> recorded_entity(pqxx::transaction_base& txn, const std::string& name) {
   if (name == kBuiltInEntityName) return built_in_transaction_entity();
-  if (!txn.exec(std::string(sql::kEntityRegistryExists))[0][0].as<bool>()) return std::nullopt;
+  if (!Row(txn.exec(std::string(sql::kEntityRegistryExists)).at(0)).get<bool>("registry_exists")) return std::nullopt;
   const auto rows = txn.exec_params(std::string(sql::kEntityRecordedDeclaration), name);
   if (rows.empty()) return std::nullopt;
+  const Row declaration(rows[0]);
   EntityDeclaration entity;
   entity.name = name;
-  entity.table = rows[0][0].c_str();
-  entity.key = rows[0][1].c_str();
-  entity.revision = rows[0][2].c_str();
-  entity.partition_by = rows[0][3].is_null() ? entity.key : rows[0][3].c_str();
-  entity.extra_fields = extra_fields_from_string(rows[0][4].is_null() ? "" : rows[0][4].c_str())
-                            .value_or(ExtraFields::kIgnore);
+  entity.table = declaration.text("table_name");
+  entity.key = declaration.text("key");
+  entity.revision = declaration.text("revision");
+  entity.partition_by = declaration.optional<std::string>("partition_by").value_or(entity.key);
+  entity.extra_fields = extra_fields_from_string(declaration.text("extra_fields")).value_or(ExtraFields::kIgnore);
   for (const auto& row : txn.exec_params(std::string(sql::kEntityRecordedFields), name)) {
+    const Row recorded(row);
     FieldSpec field;
-    field.name = row[0].c_str();
-    field.type = field_type_from_string(row[1].c_str()).value_or(FieldType::kText);
-    field.required = !row[2].is_null() && row[2].as<bool>();
-    if (!row[3].is_null()) field.max_length = row[3].as<std::size_t>();
-    if (!row[4].is_null()) field.precision = row[4].as<int>();
-    if (!row[5].is_null()) field.scale = row[5].as<int>();
+    field.name = recorded.text("name");
+    field.type = field_type_from_string(recorded.text("type")).value_or(FieldType::kText);
+    field.required = recorded.optional<bool>("required").value_or(false);
+    if (auto max_length = recorded.optional<std::size_t>("max_length")) field.max_length = *max_length;
+    if (auto precision = recorded.optional<int>("precision")) field.precision = *precision;
+    if (auto scale = recorded.optional<int>("scale")) field.scale = *scale;
     entity.fields.push_back(std::move(field));
   }
   return entity;

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -22,12 +23,13 @@ constexpr std::string_view kLockNotAvailable = "55P03";
 void take_pipeline_lock(pqxx::connection& connection, const std::string& pipeline, PipelineLock lock) {
   const std::string key = lock_key(pipeline, lock);
   pqxx::nontransaction txn(connection);
-  if (txn.exec_params1(std::string(sql::kRunTryLockPipeline), key)[0].as<bool>()) return;
+  if (db::Row(txn.exec_params1(std::string(sql::kRunTryLockPipeline), key)).get<bool>("locked")) return;
   const auto holder = txn.exec_params(std::string(sql::kRunPipelineLockHolder), key);
   std::string who = "another process";
   if (!holder.empty()) {
-    who = "backend pid " + std::string(holder[0][0].c_str()) + " (" + holder[0][1].c_str() + ", connected since " +
-          holder[0][2].c_str() + ")";
+    const db::Row backend(holder[0]);
+    who = "backend pid " + backend.text("pid") + " (" + backend.text("application_name") + ", connected since " +
+          backend.text("connected_since") + ")";
   }
   throw PipelineBusy("pipeline '" + pipeline + "' is already running: " + who +
                      " holds it. Wait for that run to finish, then run again.");

@@ -1,5 +1,6 @@
 #include "pipeline/views/account_balance.hpp"
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::views {
@@ -34,7 +35,9 @@ class AccountBalanceView final : public View {
       return ApplyOutcome::kApplied;
     }
     const auto current = txn.exec_params(statement(sql::kViewsAccountBalanceVersion, table), event.partition_key);
-    if (!current.empty() && current[0][0].as<std::int64_t>() >= event.sequence) return ApplyOutcome::kAlreadyApplied;
+    if (!current.empty() && db::Row(current[0]).get<std::int64_t>("version") >= event.sequence) {
+      return ApplyOutcome::kAlreadyApplied;
+    }
     return ApplyOutcome::kGap;
   }
 
@@ -60,16 +63,18 @@ std::optional<AccountBalance> read_account_balance(pqxx::connection& connection,
   pqxx::read_transaction txn(connection);
   const auto live = txn.exec_params(
       std::string(sql::kViewsLiveVersion), std::string(kAccountBalance));
-  if (live.empty() || live[0][0].is_null()) return std::nullopt;
+  const auto live_version = live.empty() ? std::nullopt : db::Row(live[0]).optional<int>("version");
+  if (!live_version) return std::nullopt;
   AccountBalance reading;
-  reading.view_version = live[0][0].as<int>();
+  reading.view_version = *live_version;
   const auto rows = txn.exec_params(
       statement(sql::kViewsReadAccountBalance, txn.quote_name(table_name(kAccountBalance, reading.view_version))),
       account_id);
   if (!rows.empty()) {
-    reading.balance = rows[0][0].c_str();
-    reading.sequence = rows[0][1].as<std::int64_t>();
-    reading.updated_at = rows[0][2].c_str();
+    const db::Row row(rows[0]);
+    reading.balance = row.text("balance");
+    reading.sequence = row.get<std::int64_t>("version");
+    reading.updated_at = row.text("updated_at");
   }
   return reading;
 }

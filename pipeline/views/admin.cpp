@@ -9,6 +9,7 @@
 #include "pipeline/core/duration.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/views/registry.hpp"
 #include "sql/statements.hpp"
 
@@ -30,14 +31,15 @@ std::int64_t replay(pqxx::connection& connection, const View& view, int version,
   std::vector<ViewEvent> events;
   {
     pqxx::read_transaction txn(connection);
-    for (const auto& row : txn.exec_params(query, name)) {
+    for (const auto& replayed : txn.exec_params(query, name)) {
+      const db::Row row(replayed);
       relay::OutboxEvent outbox;
-      outbox.id = row[0].as<std::int64_t>();
+      outbox.id = row.get<std::int64_t>("id");
       outbox.destination = name;
-      outbox.idempotency_key = row[1].as<std::string>();
-      outbox.partition_key = row[2].is_null() ? std::string() : row[2].as<std::string>();
-      outbox.sequence = row[3].is_null() ? 0 : row[3].as<std::int64_t>();
-      outbox.payload = row[4].as<std::string>();
+      outbox.idempotency_key = row.get<std::string>("idempotency_key");
+      outbox.partition_key = row.text("partition_key");
+      outbox.sequence = row.optional<std::int64_t>("sequence").value_or(0);
+      outbox.payload = row.get<std::string>("payload");
       if (auto event = parse_view_event(outbox)) events.push_back(std::move(*event));
     }
   }
@@ -96,11 +98,12 @@ class SessionLock {
 // Under the view's lock, which retention's outbox chunks take too.
 void refuse_trimmed_history(pqxx::transaction_base& txn, const View& known) {
   const std::string view(known.name());
-  const auto trimmed = txn.exec_params(std::string(sql::kViewsTrimmedHistory), view);
-  if (trimmed.empty()) return;
+  const auto rows = txn.exec_params(std::string(sql::kViewsTrimmedHistory), view);
+  if (rows.empty()) return;
+  const db::Row trimmed(rows[0]);
   throw ViewError("view " + view + " cannot be rebuilt from full history: retention deleted " +
-                  trimmed[0][0].as<std::string>() + " delivered events of destination " + view +
-                  " (the latest delivered at " + trimmed[0][1].as<std::string>() +
+                  trimmed.get<std::string>("deleted_rows") + " delivered events of destination " + view +
+                  " (the latest delivered at " + trimmed.get<std::string>("newest_deleted_at") +
                   ", past retention.outbox), so a replay would miss them. Keep the live version" +
                   (known.snapshot_statement()
                        ? ", or rebuild from a snapshot (views rebuild --config, when every pipeline that writes "
@@ -115,7 +118,7 @@ std::vector<int> receiving_versions(pqxx::transaction_base& txn, const std::stri
   std::vector<int> versions;
   for (const auto& row : txn.exec_params(
            std::string(sql::kViewsReceivingVersions), view)) {
-    versions.push_back(row[0].as<int>());
+    versions.push_back(db::Row(row).get<int>("version"));
   }
   return versions;
 }
@@ -139,16 +142,17 @@ void ensure_first_versions(pqxx::connection& connection, const std::vector<std::
 std::vector<ViewVersion> list_views(pqxx::connection& connection) {
   pqxx::read_transaction txn(connection);
   std::vector<ViewVersion> versions;
-  for (const auto& row : txn.exec(std::string(sql::kViewsList))) {
+  for (const auto& listed : txn.exec(std::string(sql::kViewsList))) {
+    const db::Row row(listed);
     ViewVersion version;
-    version.name = row[0].as<std::string>();
-    version.version = row[1].as<int>();
-    version.status = row[2].as<std::string>();
-    version.position = row[3].as<std::string>();
-    version.created_at = row[4].as<std::string>();
-    version.lag_seconds = row[5].as<double>();
-    version.pending = row[6].as<std::int64_t>();
-    version.dead = row[7].as<std::int64_t>();
+    version.name = row.get<std::string>("name");
+    version.version = row.get<int>("version");
+    version.status = row.get<std::string>("status");
+    version.position = row.get<std::string>("position");
+    version.created_at = row.get<std::string>("created_at");
+    version.lag_seconds = row.get<double>("lag_seconds");
+    version.pending = row.get<std::int64_t>("pending");
+    version.dead = row.get<std::int64_t>("dead");
     versions.push_back(std::move(version));
   }
   return versions;
@@ -162,15 +166,15 @@ RebuildSource rebuild_source(pqxx::connection& connection, const std::string& vi
   const std::string list = db::text_array_literal(feeders);
   const auto others = txn.exec_params(
       std::string(sql::kViewsOtherFeeders), list);
-  return others[0][0].as<bool>() ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
+  return db::Row(others.at(0)).get<bool>("others_feed") ? RebuildSource::kFullHistory : RebuildSource::kSnapshot;
 }
 
-std::int64_t rebuild_view(const std::string& database_url, const std::string& view_name, int version,
+std::int64_t rebuild_view(const db::Database& database, const std::string& view_name, int version,
                           RebuildSource source) {
   const View& view = known_view(view_name);
   if (version < 1) throw ViewError("--version must be 1 or more");
   const std::string table = table_name(view_name, version);
-  auto connection = db::connect(database_url);
+  auto connection = database.connect();
   std::string position = "full history";
   {
     // Registering the version makes the relay feed it from now on. From a snapshot, the
@@ -185,7 +189,7 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
     if (!from_snapshot) refuse_trimmed_history(txn, view);
     txn.exec(statement(view.create_statement(), table));
     if (from_snapshot) {
-      position = txn.exec(std::string(sql::kViewsSnapshotPosition))[0][0].as<std::string>();
+      position = db::Row(txn.exec(std::string(sql::kViewsSnapshotPosition)).at(0)).get<std::string>("snapshot");
       txn.exec(statement(*snapshot, table));
     }
     txn.exec_params(std::string(sql::kViewsRegisterVersion), view_name,
@@ -201,7 +205,7 @@ std::int64_t rebuild_view(const std::string& database_url, const std::string& vi
   pqxx::work txn(*connection);
   txn.exec_params(std::string(sql::kViewsMarkLive), view_name,
                   version);
-  const auto rows = txn.exec(statement(sql::kViewsCountRows, table))[0][0].as<std::int64_t>();
+  const auto rows = db::Row(txn.exec(statement(sql::kViewsCountRows, table)).at(0)).get<std::int64_t>("row_count");
   txn.commit();
   spdlog::info("view {} is live: {} rows, {} events replayed from the outbox", table, rows, replayed);
   return rows;
@@ -212,12 +216,12 @@ void drop_view(pqxx::connection& connection, const std::string& view, int versio
   txn.exec_params(std::string(sql::kViewsLockView), view);
   const auto status = txn.exec_params(std::string(sql::kViewsVersionStatus), view, version);
   const std::string table = table_name(view, version);
-  if (status.empty() || status[0][0].as<std::string>() == "retired") {
+  if (status.empty() || db::Row(status[0]).get<std::string>("status") == "retired") {
     throw ViewError("view " + table + " does not exist or is already retired; see `tidemark views list`");
   }
   const auto others = txn.exec_params(
       std::string(sql::kViewsOtherLiveVersions), view, version);
-  if (others[0][0].as<std::int64_t>() == 0) {
+  if (db::Row(others.at(0)).get<std::int64_t>("live_versions") == 0) {
     throw ViewError("view " + table + " is the only live version of " + view +
                     "; rebuild another version first (`tidemark views rebuild " + view + " --version N`)");
   }
@@ -254,8 +258,9 @@ std::map<std::string, ViewHealth> view_health(pqxx::connection& connection, cons
   const std::string array = db::text_array_literal(names);
   pqxx::read_transaction txn(connection);
   std::map<std::string, ViewHealth> health;
-  for (const auto& row : txn.exec_params(std::string(sql::kViewsLag), array)) {
-    health[row[0].as<std::string>()] = ViewHealth{row[1].as<double>(), row[2].as<std::int64_t>()};
+  for (const auto& listed : txn.exec_params(std::string(sql::kViewsLag), array)) {
+    const db::Row row(listed);
+    health[row.get<std::string>("name")] = ViewHealth{row.get<double>("lag_seconds"), row.get<std::int64_t>("dead")};
   }
   return health;
 }

@@ -13,6 +13,7 @@
 #include <pqxx/pqxx>
 
 #include "pipeline/core/sink.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "pipeline/views/view.hpp"
 
 namespace tidemark::pipeline::views {
@@ -55,8 +56,9 @@ RebuildSource rebuild_source(pqxx::connection& connection, const std::string& vi
 // then marks it live. A snapshot is one REPEATABLE READ transaction that registers the
 // version; full history replays the outbox (daily_totals through its own inbox). Live
 // events reach it from the moment it is registered. Returns the number of rows of the new
-// version. ViewError when the view is unknown or the version exists.
-std::int64_t rebuild_view(const std::string& database_url, const std::string& view, int version,
+// version. ViewError when the view is unknown or the version exists. Runs on a session of its
+// own (Database::connect), which holds the view's lock from the registration to the end.
+std::int64_t rebuild_view(const db::Database& database, const std::string& view, int version,
                           RebuildSource source);
 
 // Retires one version: drops its table and its inbox rows. ViewError when it is the last

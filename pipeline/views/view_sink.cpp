@@ -17,7 +17,7 @@ struct ViewSinkLane {
   ViewSinkLane(const ViewSinkLane&) = delete;
   ViewSinkLane& operator=(const ViewSinkLane&) = delete;
 
-  db::ConnectionPool database;
+  db::Database database;
   // One thread for the applies of every view sink: they overlap the relay's own work, and
   // one apply (one connection of the pool) runs at a time, as when the relay applied them
   // itself.
@@ -26,7 +26,7 @@ struct ViewSinkLane {
 
 namespace {
 
-relay::DeliveryResult apply(const View& view, const std::string& name, db::ConnectionPool& database,
+relay::DeliveryResult apply(const View& view, const std::string& name, db::Database& database,
                             const relay::OutboxEvent& event) {
   const auto view_event = parse_view_event(event);
   if (!view_event) return relay::DeliveryResult::dead("the payload lacks a field the view " + name + " needs");

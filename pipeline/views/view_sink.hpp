@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "pipeline/core/sink.hpp"
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "pipeline/views/view.hpp"
 
 namespace tidemark::pipeline::views {

@@ -2,11 +2,11 @@
 -- NULL = any). $4 is the id to list after (0: from the oldest), for paging by id: a page
 -- never repeats an event of an earlier one.
 SELECT id, destination, status, attempts, idempotency_key,
-       to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
-       coalesce(last_error, ''),
-       coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), ''),
+       to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS next_attempt_at,
+       coalesce(last_error, '') AS last_error,
+       coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '') AS delivered_at,
        partition_key, sequence,
-       to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+       to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at
 FROM outbox
 WHERE ($1::text IS NULL OR status = $1)
   AND ($2::text IS NULL OR destination = $2)

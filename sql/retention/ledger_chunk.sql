@@ -27,6 +27,6 @@ WITH chunk AS (
     superseded = d.superseded + EXCLUDED.superseded, duplicate = d.duplicate + EXCLUDED.duplicate,
     invalid = d.invalid + EXCLUDED.invalid, conflict = d.conflict + EXCLUDED.conflict
 )
-SELECT (SELECT max(id) FROM chunk),
-       (SELECT count(*) FROM deleted),
-       COALESCE((SELECT bool_or(committed_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false)
+SELECT (SELECT max(id) FROM chunk) AS last_id,
+       (SELECT count(*) FROM deleted) AS deleted,
+       COALESCE((SELECT bool_or(committed_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false) AS any_older

@@ -22,6 +22,6 @@ WITH chunk AS (
      SET deleted_rows = t.deleted_rows + EXCLUDED.deleted_rows,
          newest_deleted_at = GREATEST(t.newest_deleted_at, EXCLUDED.newest_deleted_at)
 )
-SELECT (SELECT max(id) FROM chunk),
-       (SELECT count(*) FROM deleted),
-       COALESCE((SELECT bool_or(created_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false)
+SELECT (SELECT max(id) FROM chunk) AS last_id,
+       (SELECT count(*) FROM deleted) AS deleted,
+       COALESCE((SELECT bool_or(created_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false) AS any_older

@@ -9,6 +9,6 @@ WITH chunk AS (
    WHERE q.id = c.id AND c.released_at < now() - $2::bigint * interval '1 millisecond'
   RETURNING q.id
 )
-SELECT (SELECT max(id) FROM chunk),
-       (SELECT count(*) FROM deleted),
-       COALESCE((SELECT bool_or(created_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false)
+SELECT (SELECT max(id) FROM chunk) AS last_id,
+       (SELECT count(*) FROM deleted) AS deleted,
+       COALESCE((SELECT bool_or(created_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false) AS any_older

@@ -23,6 +23,6 @@ WITH chunk AS (
     runs = d.runs + EXCLUDED.runs, succeeded = d.succeeded + EXCLUDED.succeeded,
     stopped = d.stopped + EXCLUDED.stopped, failed = d.failed + EXCLUDED.failed
 )
-SELECT (SELECT max(id) FROM chunk),
-       (SELECT count(*) FROM deleted),
-       COALESCE((SELECT bool_or(requested_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false)
+SELECT (SELECT max(id) FROM chunk) AS last_id,
+       (SELECT count(*) FROM deleted) AS deleted,
+       COALESCE((SELECT bool_or(requested_at < now() - $2::bigint * interval '1 millisecond') FROM chunk), false) AS any_older

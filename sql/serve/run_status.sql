@@ -15,7 +15,7 @@ SELECT json_build_object(
   'invalid', COALESCE(sum(l.invalid), 0)::bigint,
   'conflict', COALESCE(sum(l.conflict), 0)::bigint,
   'checkpoint', (SELECT end_position FROM batch_ledger WHERE run_id = r.id ORDER BY batch_no DESC LIMIT 1)
-)::text
+)::text AS document
 FROM runs r
 LEFT JOIN batch_ledger l ON l.run_id = r.id
 WHERE r.id = $1

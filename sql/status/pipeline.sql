@@ -8,4 +8,4 @@ SELECT json_build_object(
                   FROM checkpoint WHERE pipeline = $1),
   'open_quarantine', (SELECT count(*) FROM quarantine WHERE pipeline = $1 AND released_at IS NULL),
   'files_read', (SELECT count(*) FROM tidemark_source_files WHERE pipeline = $1)
-)::text
+)::text AS document

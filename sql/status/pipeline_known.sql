@@ -3,4 +3,4 @@
 -- probe is one index lookup, whatever the history's size.
 SELECT EXISTS (SELECT 1 FROM runs WHERE pipeline = $1)
     OR EXISTS (SELECT 1 FROM checkpoint WHERE pipeline = $1)
-    OR EXISTS (SELECT 1 FROM quarantine WHERE pipeline = $1 AND released_at IS NULL)
+    OR EXISTS (SELECT 1 FROM quarantine WHERE pipeline = $1 AND released_at IS NULL) AS known

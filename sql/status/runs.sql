@@ -14,7 +14,7 @@ SELECT json_build_object(
   'inserted', l.inserted, 'updated', l.updated, 'unchanged', l.unchanged, 'stale', l.stale,
   'superseded', l.superseded, 'duplicate', l.duplicate, 'invalid', l.invalid, 'conflict', l.conflict,
   'checkpoint', (SELECT end_position FROM batch_ledger WHERE run_id = r.id ORDER BY batch_no DESC LIMIT 1)
-)::text
+)::text AS run
 FROM (
   SELECT * FROM runs
   WHERE ($1 = '' OR pipeline = $1) AND ($2 = '' OR status = $2) AND ($3 = 0 OR id < $3)

@@ -1,2 +1,2 @@
 -- The rows of one version's table (reported when a rebuild goes live).
-SELECT count(*) FROM {table}
+SELECT count(*) AS row_count FROM {table}

@@ -2,8 +2,8 @@
 -- the age in seconds of its oldest event not yet applied (pending or dead: a dead event is
 -- never applied, so the view lags behind it until it is retried or the view rebuilt), and
 -- how many of its events are dead.
-SELECT d.name, COALESCE(extract(epoch FROM now() - min(o.created_at)), 0)::float8,
-       count(o.id) FILTER (WHERE o.status = 'dead')
+SELECT d.name, COALESCE(extract(epoch FROM now() - min(o.created_at)), 0)::float8 AS lag_seconds,
+       count(o.id) FILTER (WHERE o.status = 'dead') AS dead
   FROM unnest($1::text[]) AS d(name)
   LEFT JOIN outbox o ON o.destination = d.name AND (o.status = 'pending' OR o.status = 'dead')
  GROUP BY d.name

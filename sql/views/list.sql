@@ -3,10 +3,10 @@
 -- predecessor (pending) or gave up waiting (dead) is not applied, so it counts: a view
 -- never shows lag 0 while one of its events is stuck.
 SELECT v.name, v.version, v.status, v.position,
-       to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+       to_char(v.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS created_at,
        COALESCE(extract(epoch FROM now() - p.oldest), 0)::float8 AS lag_seconds,
-       COALESCE(p.pending, 0),
-       COALESCE(p.dead, 0)
+       COALESCE(p.pending, 0) AS pending,
+       COALESCE(p.dead, 0) AS dead
   FROM views v
   LEFT JOIN LATERAL (
     SELECT min(o.created_at) AS oldest, count(*) FILTER (WHERE o.status = 'pending') AS pending,

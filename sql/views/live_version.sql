@@ -1,2 +1,2 @@
 -- The newest live version of view $1 (NULL when none is live): reads go to it.
-SELECT max(version) FROM views WHERE name = $1 AND status = 'live'
+SELECT max(version) AS version FROM views WHERE name = $1 AND status = 'live'

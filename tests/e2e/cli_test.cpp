@@ -21,7 +21,7 @@
 #include <boost/json.hpp>
 #include <pqxx/pqxx>
 
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -459,7 +459,7 @@ TEST(CliDb, StartStatusUrlStopManageTheClusterUnderTidemarkHome) {
     std::filesystem::path home;
     ~Cleanup() {
       try {
-        pipeline::db::Cluster(home).destroy();
+        pipeline::cluster::Cluster(home).destroy();
       } catch (const std::exception&) {
       }
     }

@@ -15,7 +15,7 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
 
@@ -81,7 +81,7 @@ class Home {
   explicit Home(const fs::path& path) : path_(path) { options_.env["TIDEMARK_HOME"] = path_.string(); }
   ~Home() {
     try {
-      pipeline::db::Cluster(path_).destroy();
+      pipeline::cluster::Cluster(path_).destroy();
     } catch (const std::exception&) {
     }
   }
@@ -90,7 +90,7 @@ class Home {
 
   const fs::path& path() const { return path_; }
   ProcessResult tidemark(const std::vector<std::string>& args) const { return run_tidemark(args, options_); }
-  pipeline::db::Cluster cluster() const { return pipeline::db::Cluster(path_); }
+  pipeline::cluster::Cluster cluster() const { return pipeline::cluster::Cluster(path_); }
 
  private:
   fs::path path_;
@@ -102,7 +102,7 @@ void require_root_and_nobody() {
 }
 
 // The address any local user could try: the cluster's port, user postgres, no password.
-std::string bare_address(const pipeline::db::Cluster& cluster) {
+std::string bare_address(const pipeline::cluster::Cluster& cluster) {
   return "postgresql://postgres@127.0.0.1:" + std::to_string(cluster.port()) + "/postgres";
 }
 

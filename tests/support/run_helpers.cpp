@@ -99,7 +99,7 @@ void wait_for_tidemark_backends(const std::string& url, int count) {
 
 void wait_for_no_tidemark_backends(const std::string& url) { wait_for_tidemark_backends(url, 0); }
 
-std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action) {
+std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action, int kept) {
   pqxx::connection connection(url);
   pqxx::nontransaction txn(connection);
   // This session's own start is counted once its statistics are flushed, which the next
@@ -110,7 +110,7 @@ std::int64_t sessions_opened_by(const std::string& url, const std::function<void
   };
   const std::int64_t before = sessions();
   action();
-  wait_for_tidemark_backends(txn, 0);
+  wait_for_tidemark_backends(txn, kept);
   return sessions() - before;
 }
 

@@ -48,8 +48,9 @@ void wait_for_no_tidemark_backends(const std::string& url);
 void wait_for_tidemark_backends(const std::string& url, int count);
 
 // How many sessions `action` opened to the database of `url` (pg_stat_database.sessions,
-// read once every tidemark backend it started has ended and so reported itself).
-std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action);
+// read once every tidemark backend it started has ended and so reported itself), while
+// `kept` tidemark backends opened before it stay connected (a db::Database's pool).
+std::int64_t sessions_opened_by(const std::string& url, const std::function<void()>& action, int kept = 0);
 
 // Terminates every tidemark backend of `db` and waits until they are gone; returns how many.
 int terminate_tidemark_backends(const TestDatabase& db);

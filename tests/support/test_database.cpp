@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 
@@ -27,13 +27,13 @@ namespace fs = std::filesystem;
 // copies (ctest runs each test in a process of its own, and initdb was most of a database
 // test's start-up). Made once under an exclusive lock; "ready" is written once it is
 // stopped, so a seed left half-made by a killed process is made again.
-const pipeline::db::Cluster& seed_cluster() {
-  static const pipeline::db::Cluster seed = [] {
+const pipeline::cluster::Cluster& seed_cluster() {
+  static const pipeline::cluster::Cluster seed = [] {
     const fs::path home = fs::temp_directory_path() / ("tidemark-test-seed-v1-" + std::to_string(getuid()));
     const fs::path lock_path = home.string() + ".lock";
     const int lock = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (lock < 0 || flock(lock, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path.string());
-    pipeline::db::Cluster cluster(home, /*durable=*/false);
+    pipeline::cluster::Cluster cluster(home, /*durable=*/false);
     if (!fs::exists(home / "ready")) {
       cluster.destroy();
       cluster.start("postgres");
@@ -48,7 +48,7 @@ const pipeline::db::Cluster& seed_cluster() {
 
 // The binary's one cluster: created on first use, destroyed when the binary exits.
 struct SharedCluster {
-  pipeline::db::Cluster cluster;
+  pipeline::cluster::Cluster cluster;
   SharedCluster()
       : cluster(fs::temp_directory_path() / ("tidemark-test-" + std::to_string(getpid())), /*durable=*/false,
                 &seed_cluster()) {

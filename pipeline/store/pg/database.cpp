@@ -141,6 +141,49 @@ std::unique_ptr<pqxx::connection> connect(const std::string& url) {
   return connection;
 }
 
+Database::Database(std::string url, RetryPolicy retries, Work setup)
+    : url_(std::move(url)), retries_(retries), setup_(std::move(setup)) {}
+
+void Database::with_connection(std::string_view what, const Work& work) {
+  with_retries(retries_, what, [&] { attempt(work); });
+}
+
+void Database::attempt(const Work& work) {
+  auto connection = take();
+  try {
+    work(*connection);
+  } catch (const pqxx::broken_connection&) {
+    throw;  // dropped with `connection`
+  } catch (...) {
+    give_back(std::move(connection));
+    throw;
+  }
+  give_back(std::move(connection));
+}
+
+std::unique_ptr<pqxx::connection> Database::connect() const { return db::connect(url_); }
+
+std::unique_ptr<pqxx::connection> Database::take() {
+  std::unique_ptr<pqxx::connection> connection;
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      connection = std::move(idle_.back());
+      idle_.pop_back();
+    }
+  }
+  if (!connection || !connection->is_open()) {
+    connection = db::connect(url_);
+    if (setup_) setup_(*connection);
+  }
+  return connection;
+}
+
+void Database::give_back(std::unique_ptr<pqxx::connection> connection) {
+  std::lock_guard lock(mutex_);
+  idle_.push_back(std::move(connection));
+}
+
 bool is_unique_violation(const std::exception& error) {
   return dynamic_cast<const pqxx::unique_violation*>(&error) != nullptr;
 }

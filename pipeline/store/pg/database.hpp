@@ -1,13 +1,17 @@
 #pragma once
 // The edge between Tidemark and libpqxx: connecting, classifying failures into "the world
-// failed, retry" and "fix the code or the data", and bounded retries.
+// failed, retry" and "fix the code or the data", bounded retries, and db::Database, the one
+// handle components are given instead of a URL (apart from the commit's own sessions, see
+// pipeline/store/committer.hpp).
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -65,6 +69,44 @@ std::string with_connect_timeout(const std::string& url);
 // the process is still there. InvalidDatabaseUrl or ConnectionRejected for permanent
 // failures (see is_transient).
 std::unique_ptr<pqxx::connection> connect(const std::string& url);
+
+// Work that someone is waiting for (an API request): a few seconds at most; /readyz reports
+// the rest.
+inline constexpr RetryPolicy kShortRetries{3, std::chrono::milliseconds(50), std::chrono::milliseconds(500)};
+
+// One database: where it is, how its transient failures are retried, and a pool of its
+// connections, reused between pieces of work and dropped when broken. Thread-safe.
+class Database {
+ public:
+  using Work = std::function<void(pqxx::connection&)>;
+  // `setup` runs once on every new pooled connection (prepared statements).
+  explicit Database(std::string url, RetryPolicy retries = kShortRetries, Work setup = {});
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  const std::string& url() const { return url_; }
+  const RetryPolicy& retries() const { return retries_; }
+  // Runs `work` on a pooled connection, retrying transient failures by the policy
+  // (RetriesExhausted when it is spent); `what` names it in logs and errors.
+  void with_connection(std::string_view what, const Work& work);
+  // Runs `work` once on a pooled connection; every failure propagates as thrown. For callers
+  // whose retry is their own (the relay redelivers an event a view could not apply).
+  void attempt(const Work& work);
+  // A connection of the caller's own, not pooled and not retried (db::connect): for a session
+  // whose state outlives one piece of work (session locks, LISTEN, a long read) or a command
+  // that reports the first failure as it is.
+  std::unique_ptr<pqxx::connection> connect() const;
+
+ private:
+  std::unique_ptr<pqxx::connection> take();
+  void give_back(std::unique_ptr<pqxx::connection> connection);
+
+  std::string url_;
+  RetryPolicy retries_;
+  Work setup_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<pqxx::connection>> idle_;
+};
 
 // A unique constraint refused a row (SQLSTATE 23505): callers above the store ask this
 // rather than catch pqxx's exception class.

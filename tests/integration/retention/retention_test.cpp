@@ -149,16 +149,16 @@ TEST(RetentionTest, AFullHistoryRebuildIsRefusedOnceRetentionDeletedItsDestinati
             "account_balance:1,daily_totals:1");
   namespace views = pipeline::views;
   try {
-    views::rebuild_view(db.url(), views::kDailyTotals, 1, views::RebuildSource::kFullHistory);
+    views::rebuild_view(pipeline::db::Database(db.url()), views::kDailyTotals, 1, views::RebuildSource::kFullHistory);
     FAIL() << "the rebuild from full history was not refused";
   } catch (const views::ViewError& error) {
     EXPECT_THAT(error.what(), HasSubstr("cannot be rebuilt from full history: retention deleted 1 delivered events"));
   }
-  EXPECT_THROW(views::rebuild_view(db.url(), views::kAccountBalance, 1, views::RebuildSource::kFullHistory),
+  EXPECT_THROW(views::rebuild_view(pipeline::db::Database(db.url()), views::kAccountBalance, 1, views::RebuildSource::kFullHistory),
                views::ViewError);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM views"), "0");
   EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v1') IS NULL"), "t");
-  EXPECT_EQ(views::rebuild_view(db.url(), views::kAccountBalance, 1, views::RebuildSource::kSnapshot), 0);
+  EXPECT_EQ(views::rebuild_view(pipeline::db::Database(db.url()), views::kAccountBalance, 1, views::RebuildSource::kSnapshot), 0);
   EXPECT_EQ(db.scalar("SELECT status FROM views WHERE name = 'account_balance'"), "live");
 }
 
@@ -171,7 +171,7 @@ TEST(RetentionTest, ARebuildWaitingForAChunksLockSeesWhatTheChunkDeleted) {
   chunk.exec("SELECT pg_advisory_xact_lock(hashtext('tidemark view daily_totals'))");
   chunk.exec("INSERT INTO tidemark_outbox_trimmed VALUES ('daily_totals', 3, now() - interval '8 days')");
   auto rebuilding = std::async(std::launch::async, [&] {
-    pipeline::views::rebuild_view(db.url(), pipeline::views::kDailyTotals, 1,
+    pipeline::views::rebuild_view(pipeline::db::Database(db.url()), pipeline::views::kDailyTotals, 1,
                                   pipeline::views::RebuildSource::kFullHistory);
   });
   auto observer = db.connect();

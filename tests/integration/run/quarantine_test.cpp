@@ -48,7 +48,8 @@ class QuarantineTest : public ::testing::Test {
   ReleaseResult release(std::int64_t id) {
     // The release takes the pipeline's lock: wait for the previous run to let go of it.
     testing::wait_for_no_tidemark_backends(db_.url());
-    return release_quarantined(db_.url(), id, {"ledger"}, "tester", decoder_, testing::fast_retries());
+    db::Database database(db_.url());
+    return release_quarantined(database, id, {"ledger"}, "tester", decoder_, testing::fast_retries());
   }
   // Releases the entry `id` of an invalid record: it must be quarantined again, identically.
   void expect_released_as_invalid_again(std::int64_t id) {
@@ -94,6 +95,28 @@ TEST_F(QuarantineTest, CsvRecordWithAnEmbeddedNewlineIsKeptAsReceivedAndReleased
   EXPECT_EQ(entries[1][9], "in.csv:5 (byte " + std::to_string(next_byte) + ")");
 
   expect_released_as_invalid_again(latest_entry() - 1);
+}
+
+// serve's API hands a release its Database, whose pool has a connection open already: the
+// release reads the entry on it, and opens only the commit's session (before issue 37 it
+// opened a connection of its own too).
+TEST_F(QuarantineTest, AReleaseOpensOnlyTheCommitsSessionBesideItsDatabasesPool) {
+  send("in.csv", kHeader + "tx-1,1,not-a-number,\n");
+  const std::int64_t id = latest_entry();
+  testing::wait_for_no_tidemark_backends(db_.url());
+  db::Database database(db_.url());
+  // The pooled session reports its own start now, not while the release runs.
+  database.with_connection("warming the pool", [](pqxx::connection& connection) {
+    pqxx::nontransaction(connection).exec("SELECT pg_stat_force_next_flush()");
+  });
+
+  ReleaseResult result;
+  const std::int64_t opened = testing::sessions_opened_by(
+      db_.url(),
+      [&] { result = release_quarantined(database, id, {"ledger"}, "tester", decoder_, testing::fast_retries()); },
+      /*kept=*/1);
+  EXPECT_EQ(result.outcome, Outcome::kInvalid);
+  EXPECT_EQ(opened, 1);
 }
 
 TEST_F(QuarantineTest, CsvRecordWithInvalidUtf8AndNulBytesKeepsItsExactBytesAndIsReleasedIdentically) {

@@ -1,6 +1,6 @@
-// db::ConnectionPool, the one way components get a connection: made by db::connect, reused,
+// db::Database (its pool), the one way components get a connection: made by db::connect, reused,
 // replaced when broken; with_connection retries a transient failure, attempt() never does.
-#include "pipeline/store/pg/connection_pool.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -30,7 +30,7 @@ void terminate(const TestDatabase& db, const std::string& pid) {
 TEST(ConnectionPool, ReusesAConnectionMadeByConnectAndSetUpOnce) {
   TestDatabase db;
   int setups = 0;
-  ConnectionPool pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
+  Database pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
   std::string first;
   std::string name;
   pool.with_connection("reading the backend", [&](pqxx::connection& connection) {
@@ -47,7 +47,7 @@ TEST(ConnectionPool, ReusesAConnectionMadeByConnectAndSetUpOnce) {
 
 TEST(ConnectionPool, AnErrorOnAHealthyConnectionKeepsIt) {
   TestDatabase db;
-  ConnectionPool pool(db.url());
+  Database pool(db.url());
   std::string first;
   pool.attempt([&](pqxx::connection& connection) { first = backend_pid(connection); });
   EXPECT_THROW(pool.attempt([](pqxx::connection& connection) {
@@ -63,7 +63,7 @@ TEST(ConnectionPool, AnErrorOnAHealthyConnectionKeepsIt) {
 TEST(ConnectionPool, ABrokenConnectionIsReplacedAndPreparedAgain) {
   TestDatabase db;
   int setups = 0;
-  ConnectionPool pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
+  Database pool(db.url(), kShortRetries, [&](pqxx::connection&) { ++setups; });
   std::string first;
   pool.attempt([&](pqxx::connection& connection) { first = backend_pid(connection); });
   terminate(db, first);

@@ -276,12 +276,12 @@ TEST(ViewsTest, NewVersionAfterTheOldProcessedEverythingIsComplete) {
   drain(db, false);
   expect_views_match_state(db, 1);
   // v1's inbox records (consumer daily_totals_v1) do not mark anything done for v2.
-  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
-  EXPECT_GT(rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kSnapshot), 0);
+  EXPECT_GT(rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
+  EXPECT_GT(rebuild_view(pipeline::db::Database(db.url()), kAccountBalance, 2, RebuildSource::kSnapshot), 0);
   expect_views_match_state(db, 2);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1'"),
             db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v2'"));
-  EXPECT_THROW(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), ViewError);
+  EXPECT_THROW(rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 2, RebuildSource::kFullHistory), ViewError);
 
   // Cut over: retire v1; the last live version cannot be retired.
   auto connection = db.connect();
@@ -316,8 +316,8 @@ TEST(ViewsTest, RebuildWhileBatchesKeepLoadingEndsEqualToTheOldVersionAndState) 
   });
   while (loaded < 3) std::this_thread::sleep_for(5ms);
   const int loaded_at_start = loaded;
-  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kSnapshot);
-  rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory);
+  rebuild_view(pipeline::db::Database(db.url()), kAccountBalance, 2, RebuildSource::kSnapshot);
+  rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 2, RebuildSource::kFullHistory);
   const int loaded_at_end = loaded;
   rebuilt = true;
   loading.join();
@@ -346,7 +346,7 @@ TEST(ViewsTest, ARebuildsReplayWaitsForALiveApplyInProgressInsteadOfInterleaving
   pqxx::work live(*applying);
   live.exec("SELECT version FROM views WHERE name = 'daily_totals' AND status <> 'retired' ORDER BY version FOR SHARE");
   rebuilding = std::async(std::launch::async, [&] {
-    return rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory);
+    return rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 2, RebuildSource::kFullHistory);
   });
   // The event: the rebuild's backend waiting for a lock on its replay's first statement, or
   // the rebuild ending without having waited.
@@ -398,7 +398,7 @@ TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt
   EXPECT_EQ(rebuild_source(*connection, kAccountBalance, {"orders", "refunds"}), RebuildSource::kSnapshot);
   EXPECT_EQ(rebuild_source(*connection, kAccountBalance, {}), RebuildSource::kFullHistory);
   EXPECT_EQ(rebuild_source(*connection, kDailyTotals, {"orders", "refunds"}), RebuildSource::kFullHistory);
-  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kFullHistory);
+  rebuild_view(pipeline::db::Database(db.url()), kAccountBalance, 2, RebuildSource::kFullHistory);
   EXPECT_EQ(balances(db, 2), balances(db, 1));
   EXPECT_EQ(versions(db, 2), versions(db, 1));
 }
@@ -422,10 +422,10 @@ TEST(ViewsTest, AnOldGapStallsTheLiveVersionAndARebuildFromFullHistoryOrASnapsho
   auto connection = db.connect();
   EXPECT_EQ(view_health(*connection, {kAccountBalance}).at(kAccountBalance).dead, 1);
 
-  rebuild_view(db.url(), kAccountBalance, 2, RebuildSource::kFullHistory);
+  rebuild_view(pipeline::db::Database(db.url()), kAccountBalance, 2, RebuildSource::kFullHistory);
   EXPECT_EQ(balances(db, 2), (Rows{{"a", "15.00"}}));
   EXPECT_EQ(versions(db, 2), (Rows{{"a", "3"}}));
-  rebuild_view(db.url(), kAccountBalance, 3, RebuildSource::kSnapshot);
+  rebuild_view(pipeline::db::Database(db.url()), kAccountBalance, 3, RebuildSource::kSnapshot);
   EXPECT_EQ(balances(db, 3), (Rows{{"a", "15.00"}}));
   EXPECT_EQ(versions(db, 3), (Rows{{"a", "3"}}));
 }
@@ -548,7 +548,7 @@ TEST(ViewsTest, DailyTotalsReplayedNewestFirstWithoutItsInboxChangesNothing) {
   db.scalar("DELETE FROM inbox WHERE consumer = 'daily_totals_v1' RETURNING 1");
   replay_daily_totals_newest_first(db, 1);
   expect_views_match_state(db, 1);
-  EXPECT_GT(rebuild_view(db.url(), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
+  EXPECT_GT(rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 2, RebuildSource::kFullHistory), 0);
   EXPECT_EQ(days(db, 2), days(db, 1));
   EXPECT_EQ(counted_transactions(db, 2), counted_transactions(db, 1));
 }
@@ -609,7 +609,7 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
   EXPECT_EQ(db.scalar("SELECT to_regclass('outbox_destination_partition') IS NULL"), "t");
   // The pending batches and the building version's replay then count as if nothing happened.
   drain(db, false);
-  rebuild_view(db.url(), kDailyTotals, 4, RebuildSource::kFullHistory);
+  rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 4, RebuildSource::kFullHistory);
   expect_views_match_state(db, 1);
   replay_daily_totals_newest_first(db, 2);
   EXPECT_EQ(days(db, 2), expected_days(db));

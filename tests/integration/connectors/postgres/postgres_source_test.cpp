@@ -142,7 +142,8 @@ TEST_F(PostgresSourceTest, AQuarantinedRowIsItsJsonObjectAndIsReleased) {
 
   // With a longer max_length the same raw row is valid: the release decodes it as the run did.
   testing::wait_for_no_tidemark_backends(target_.url());
-  const auto released = pipeline::release_quarantined(target_.url(), std::stoll(entry[0][0]), {}, "tester", decoder_,
+  pipeline::db::Database database(target_.url());
+  const auto released = pipeline::release_quarantined(database, std::stoll(entry[0][0]), {}, "tester", decoder_,
                                                        testing::fast_retries(), orders_entity(64));
   EXPECT_EQ(released.outcome, pipeline::Outcome::kInserted);
   EXPECT_EQ(query_rows(target_, "SELECT amount::text, note FROM orders WHERE order_id = '7'"),

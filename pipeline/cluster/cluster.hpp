@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace tidemark::pipeline::db {
+namespace tidemark::pipeline::cluster {
 
 class Cluster {
  public:
@@ -63,4 +63,4 @@ class Cluster {
 // The embedded default: $TIDEMARK_HOME, or ./.tidemark.
 std::filesystem::path default_home();
 
-}  // namespace tidemark::pipeline::db
+}  // namespace tidemark::pipeline::cluster

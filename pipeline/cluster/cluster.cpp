@@ -1,4 +1,4 @@
-#include "pipeline/store/cluster.hpp"
+#include "pipeline/cluster/cluster.hpp"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -29,8 +29,9 @@
 #include "pipeline/core/percent_encode.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/store/pg/database.hpp"
+#include "sql/statements.hpp"
 
-namespace tidemark::pipeline::db {
+namespace tidemark::pipeline::cluster {
 
 namespace fs = std::filesystem;
 
@@ -404,7 +405,7 @@ void Cluster::start(const std::string& database) {
   require_password_authentication();
   auto admin = db::connect(url("postgres"));
   pqxx::nontransaction txn(*admin);
-  if (txn.exec_params("SELECT 1 FROM pg_database WHERE datname = $1", database).empty()) {
+  if (txn.exec_params(std::string(sql::kClusterDatabaseExists), database).empty()) {
     try {
       txn.exec("CREATE DATABASE " + txn.quote_name(database));
     } catch (const pqxx::sql_error& error) {
@@ -429,7 +430,7 @@ void Cluster::require_password_authentication() {
     txn.exec("ALTER ROLE postgres PASSWORD " + txn.quote(password));
     const ServerUser owner = server_user();
     write_private_file(hba, kHba, &owner);
-    txn.exec("SELECT pg_reload_conf()");
+    txn.exec(std::string(sql::kClusterReloadConfig));
   }
   // pg_reload_conf() only signals the postmaster: wait until it refuses a wrong password.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -491,4 +492,4 @@ std::string Cluster::status_text() const {
   return out.str();
 }
 
-}  // namespace tidemark::pipeline::db
+}  // namespace tidemark::pipeline::cluster
