@@ -2,15 +2,9 @@
 
 #include <algorithm>
 
+#include "pipeline/core/names.hpp"
+
 namespace tidemark::connectors::nats_sink {
-
-namespace {
-
-bool is_plain_token_char(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-}
-
-}  // namespace
 
 std::string subject_token(std::string_view key) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -18,7 +12,7 @@ std::string subject_token(std::string_view key) {
   token.reserve(key.size());
   for (const char c : key) {
     const auto byte = static_cast<unsigned char>(c);
-    if (is_plain_token_char(byte)) {
+    if (pipeline::is_name_char(c)) {
       token += c;
     } else {
       token += '%';
