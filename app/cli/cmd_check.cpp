@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "app/cli/commands.hpp"
-#include "app/wiring/sinks.hpp"
+#include "app/wiring/registry.hpp"
 #include "pipeline/store/entity_schema.hpp"
 #include "pipeline/views/registry.hpp"
 
@@ -38,40 +38,19 @@ std::vector<pipeline::DestinationConfig> destinations_by_line(const pipeline::Co
 
 // What the config's parsing cannot see: the environment the relay will read its secrets
 // from, and which views Tidemark ships. The same checks as the relay's and serve's start-up
-// (app/wiring), with the line of the destination.
+// (each destination kind's in app/wiring/registry), with the line of the destination.
 void check_destinations(const pipeline::Config& config, const std::string& file, Findings& findings) {
   for (const auto& destination : destinations_by_line(config)) {
-    const std::string& name = destination.name;
-    if (destination.kind == pipeline::DestinationKind::kHttp) {
-      try {
-        webhook_options(destination, config.relay);
-      } catch (const pipeline::ConfigError& error) {
-        findings.errors.push_back(at_line(file, destination) + error.what());
-      }
-    } else if (destination.kind == pipeline::DestinationKind::kNats) {
-      try {
-        nats_options(destination, config.relay);
-      } catch (const pipeline::ConfigError& error) {
-        findings.errors.push_back(at_line(file, destination) + error.what());
-      }
-    } else if (pipeline::views::find_view(name) == nullptr) {
-      findings.errors.push_back(at_line(file, destination) + "destination '" + name +
-                                "' is of kind view, but tidemark has no such view (" +
-                                pipeline::views::view_list(", ") + ")");
+    for (const auto& error : destination_check(destination.kind)(destination, config)) {
+      findings.errors.push_back(at_line(file, destination) + error);
     }
   }
 }
 
-// A postgres source reads its database's URL from the environment when a run opens it.
-void check_postgres_sources(const pipeline::Config& config, Findings& findings) {
+// What each source reads from the environment when a run opens it (a postgres source's URL).
+void check_sources(const pipeline::Config& config, Findings& findings) {
   for (const auto& [name, pipeline] : config.pipelines) {
-    const auto& postgres = pipeline.source.postgres;
-    if (pipeline.source.kind != pipeline::SourceKind::kPostgres) continue;
-    const char* url = std::getenv(postgres.url_env.c_str());
-    if (url == nullptr || *url == '\0') {
-      findings.errors.push_back(postgres.origin + ".url_env: environment variable " + postgres.url_env +
-                                " is not set (it must hold the source database's URL)");
-    }
+    for (auto& error : source_check(pipeline.source)(pipeline.source)) findings.errors.push_back(std::move(error));
   }
 }
 
@@ -151,7 +130,7 @@ void register_check_command(CLI::App& root, int& exit_code) {
     findings.errors = std::move(parsed.errors);
     check_destinations(parsed.config, file, findings);
     check_snapshot_views(parsed.config, file, findings);
-    check_postgres_sources(parsed.config, findings);
+    check_sources(parsed.config, findings);
     std::string database = "not checked (--offline)";
     if (!options->offline) {
       try {

@@ -35,11 +35,12 @@ pipeline::PipelineConfig find_pipeline(const pipeline::Config& config, const Nat
 // The nats source of the named pipeline; UsageError when there is none.
 connectors::nats::NatsSourceOptions nats_source(const NatsOptions& options) {
   const pipeline::SourceConfig source = find_pipeline(pipeline::load_config(options.config_file), options).source;
-  if (source.kind != pipeline::SourceKind::kNats) {
-    throw UsageError("pipeline " + options.pipeline + " reads a kind " + std::string(pipeline::to_string(source.kind)) +
+  const auto* nats = source.get_if<connectors::nats::NatsSourceOptions>();
+  if (nats == nullptr) {
+    throw UsageError("pipeline " + options.pipeline + " reads a kind " + std::string(source.kind()) +
                      " source, not nats: tidemark nats mapping applies to nats sources only");
   }
-  return source.nats;
+  return *nats;
 }
 
 // Prints an existing stream's differences; returns whether there were any.
@@ -100,11 +101,12 @@ int setup(const NatsOptions& options) {
       sinks.push_back(found->second);
     }
   }
-  if (pipeline.source.kind != pipeline::SourceKind::kNats && sinks.empty()) {
+  const auto* nats = pipeline.source.get_if<connectors::nats::NatsSourceOptions>();
+  if (nats == nullptr && sinks.empty()) {
     throw UsageError("pipeline " + options.pipeline + " has neither a nats source nor a nats destination: "
                      "tidemark nats setup has nothing to create");
   }
-  int differing = pipeline.source.kind == pipeline::SourceKind::kNats ? setup_source(pipeline.source.nats) : 0;
+  int differing = nats != nullptr ? setup_source(*nats) : 0;
   for (const auto& sink : sinks) differing += setup_destination(sink, config.relay) ? 1 : 0;
   if (differing > 0) {
     std::cerr << "tidemark nats setup: " << differing << " stream(s) differ from " << options.config_file

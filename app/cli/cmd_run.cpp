@@ -60,31 +60,33 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
     pipeline = found->second;
     // --source and --format name a file; silently reading the config's table or API instead
     // would load something else than the user asked for.
-    if (pipeline.source.kind != pipeline::SourceKind::kFile && (!options.source.empty() || !options.format.empty())) {
+    if (!pipeline.source.capabilities().takes_file_override && (!options.source.empty() || !options.format.empty())) {
       throw UsageError(std::string(options.source.empty() ? "--format" : "--source") + " applies to file sources only: " +
-                       "pipeline " + options.pipeline + " reads its kind " +
-                       std::string(pipeline::to_string(pipeline.source.kind)) + " source as " +
+                       "pipeline " + options.pipeline + " reads its kind " + std::string(pipeline.source.kind()) +
+                       " source as " +
                        options.database.config_file + " configures it");
     }
   } else if (options.source.empty()) {
     throw UsageError("--source PATH is required without --config (a .csv/.jsonl/.ndjson file or a folder)");
   }
   bool format_known = config.has_value();  // the config's pipeline has one
+  // Without a config the source is a file source (SourceOptions' first alternative).
+  auto* file = pipeline.source.get_if<connectors::file::FileSourceOptions>();
   if (!options.source.empty()) {
-    pipeline.source.path = options.source;
+    file->path = options.source;
     // A new path brings its own format when its extension tells one (ignoring case, as in the config).
     if (const auto format =
             connectors::file::format_from_extension(options.source, connectors::file::ExtensionCase::kIgnore)) {
-      pipeline.source.format = *format;
+      file->format = *format;
       format_known = true;
     }
   }
   if (!options.format.empty()) {
-    pipeline.source.format = connectors::file::parse_format(options.format).value();  // CLI11 checked: csv or jsonl
+    file->format = connectors::file::parse_format(options.format).value();  // CLI11 checked: csv or jsonl
     format_known = true;
   }
   if (!format_known) {
-    throw UsageError("cannot tell the format of " + pipeline.source.path +
+    throw UsageError("cannot tell the format of " + file->path +
                      " from its extension: pass --format csv or --format jsonl");
   }
   if (options.batch_size > 0) pipeline.batch_size = options.batch_size;
@@ -96,11 +98,13 @@ PlannedRun build_request(const RunOptions& options, const std::optional<pipeline
     }
   }
   if (options.accept_gap) {
-    if (pipeline.source.kind != pipeline::SourceKind::kNats) {
+    // A gap is a nats partition's own notion (its stream lost messages past the checkpoint).
+    auto* nats = pipeline.source.get_if<connectors::nats::NatsSourceOptions>();
+    if (nats == nullptr) {
       throw UsageError("--accept-gap applies to nats sources only: pipeline " + options.pipeline + " reads a kind " +
-                       std::string(pipeline::to_string(pipeline.source.kind)) + " source");
+                       std::string(pipeline.source.kind()) + " source");
     }
-    pipeline.source.nats.accept_gap = true;
+    nats->accept_gap = true;
   }
   std::vector<pipeline::RunRequest> requests = partition_requests(
       pipeline, config ? config->entity(pipeline.entity) : pipeline::built_in_transaction_entity());
@@ -224,9 +228,9 @@ int run_command(const RunOptions& options, Committed& committed) {
   PlannedRun planned = build_request(options, config);
   const std::string database_url = options.database.connect_url(config);
   // A bar on a terminal; the per-batch log lines otherwise. Created before the run's threads.
-  // The bar measures bytes of files: a nats source logs its batches instead.
+  // The bar measures bytes of files: a partitioned source logs its batches instead.
   const std::unique_ptr<ProgressBar> bar =
-      planned.source.kind == pipeline::SourceKind::kNats ? nullptr : ProgressBar::for_terminal();
+      planned.source.capabilities().partitioned ? nullptr : ProgressBar::for_terminal();
   // SIGINT/SIGTERM: the batch in hand commits, the run ends `stopped` and the next run
   // goes on from its checkpoint; a second signal exits at once (the open batch rolls back).
   std::atomic<bool> stop{false};
@@ -238,8 +242,11 @@ int run_command(const RunOptions& options, Committed& committed) {
       ++committed.batches;
     };
     if (bar) {
-      request.open_source = [open = request.open_source, source = planned.source, bar = bar.get()] {
-        return with_progress(open(), std::make_shared<const SourceBytes>(source.path, source.format), *bar);
+      // Only a file source's input has a size in bytes; another's bar has no total.
+      const auto* file = planned.source.get_if<connectors::file::FileSourceOptions>();
+      request.open_source = [open = request.open_source, path = file != nullptr ? file->path : std::string(),
+                             format = file != nullptr ? file->format : pipeline::Format::kCsv, bar = bar.get()] {
+        return with_progress(open(), std::make_shared<const SourceBytes>(path, format), *bar);
       };
     }
     request.stop_requested = &stop;
@@ -247,17 +254,17 @@ int run_command(const RunOptions& options, Committed& committed) {
   block_stop_signals();
   PartitionedSummary partitioned;
   partitioned.total.pipeline = options.pipeline;  // also when this worker took no partition
-  const bool partitioned_source = planned.source.kind == pipeline::SourceKind::kNats;
+  const bool partitioned_source = planned.source.capabilities().partitioned;
   partitioned.partitioned = partitioned_source;
   // A partitioned source's run is a worker's (docs/scale-out.md "Workers"): it runs the
   // partitions it can take, each under its lease instead of the pipeline's lock, beside other
   // workers. A dry run writes nothing and keeps to the pipeline's lock.
   std::unique_ptr<pipeline::PartitionWorker> worker;
   if (partitioned_source && !options.dry_run) {
-    const auto& nats = planned.source.nats;
-    worker = std::make_unique<pipeline::PartitionWorker>(database_url, options.pipeline, nats.partitions,
-                                                         pipeline::LeaseSettings{nats.owner_timeout,
-                                                                                 nats.rebalance_interval});
+    const pipeline::SourceConfig& source = planned.source;
+    worker = std::make_unique<pipeline::PartitionWorker>(
+        database_url, options.pipeline, source.partition_count(),
+        pipeline::LeaseSettings{source.owner_timeout(), source.rebalance_interval()});
     std::vector<pipeline::RunRequest> owned;
     for (const pipeline::PartitionLease& lease : worker->balance()) {
       owned.push_back(std::move(planned.requests[static_cast<std::size_t>(lease.partition)]));
@@ -282,7 +289,7 @@ int run_command(const RunOptions& options, Committed& committed) {
               partitioned.total = summary;
             } else {
               const int partition = request.partition ? request.partition->lease.partition : static_cast<int>(i);
-              add_partition(partitioned, connectors::nats::partition_stream(planned.source.nats, partition), summary);
+              add_partition(partitioned, planned.source.partition_name(partition), summary);
             }
           }
         } catch (const pipeline::db::EntitySchemaError& error) {

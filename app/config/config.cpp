@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <set>
+#include <span>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -19,6 +21,7 @@
 
 #include "app/config/cron.hpp"
 #include "connectors/nats_sink/subject.hpp"
+#include "pipeline/core/names.hpp"
 
 namespace tidemark::pipeline {
 
@@ -43,10 +46,6 @@ bool is_env_var_name(std::string_view text) {
 }
 
 // Each kind with its name (YAML, stored, printed): the one place either is spelt.
-constexpr std::pair<std::string_view, SourceKind> kSourceKinds[] = {{"file", SourceKind::kFile},
-                                                                   {"postgres", SourceKind::kPostgres},
-                                                                   {"http", SourceKind::kHttp},
-                                                                   {"nats", SourceKind::kNats}};
 constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {
     {"http", DestinationKind::kHttp}, {"view", DestinationKind::kView}, {"nats", DestinationKind::kNats}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
@@ -61,7 +60,7 @@ std::string_view name_of(Kind kind, const std::pair<std::string_view, Kind> (&na
   return "unknown";  // only a value cast from outside the enumerators
 }
 
-std::string join(std::initializer_list<std::string_view> words) {
+std::string join(std::span<const std::string_view> words) {
   std::string out;
   for (const auto word : words) {
     if (!out.empty()) out += ", ";
@@ -167,6 +166,29 @@ struct LocatedError : ConfigError {
   LocatedError(int at, const std::string& message) : ConfigError(message), line(at) {}
   int line;
 };
+
+class Parser;
+
+// Each source kind as the config sees it: its YAML name, what it can do, and how its options
+// are read (source_descriptors(), after the parser: one line per kind, in the order of
+// SourceOptions' alternatives; app/wiring/registry.cpp says how each opens).
+struct SourceDescriptor {
+  std::string_view name;
+  SourceCapabilities capabilities;
+  SourceOptions (Parser::*read)(const Entry& map);
+};
+const std::vector<SourceDescriptor>& source_descriptors();
+
+// "file, postgres, http or nats": the kinds a source may name.
+std::string source_kind_names() {
+  std::string names;
+  const auto& kinds = source_descriptors();
+  for (std::size_t i = 0; i < kinds.size(); ++i) {
+    if (i > 0) names += i + 1 == kinds.size() ? " or " : ", ";
+    names += kinds[i].name;
+  }
+  return names;
+}
 
 // Parsing goes on after an error wherever what follows does not depend on the part that
 // failed (each section, entity, pipeline, key of a pipeline, destination and relay setting),
@@ -329,6 +351,10 @@ class Parser {
   // An unknown or repeated key is reported and left out; the others are parsed.
   Fields fields(const Entry& map, std::initializer_list<std::string_view> allowed,
                 std::string_view secret_hint = "") {
+    return fields(map, std::span<const std::string_view>(allowed.begin(), allowed.size()), secret_hint);
+  }
+
+  Fields fields(const Entry& map, std::span<const std::string_view> allowed, std::string_view secret_hint = "") {
     if (!map.value.IsMap()) fail_value(map, "a map with keys " + join(allowed));
     Fields out;
     for (const auto& pair : map.value) {
@@ -388,70 +414,150 @@ class Parser {
     return *value;
   }
 
+  // ---- Declared fields: each key of a section spelt once, beside how its value is read ----
+
+  // One key of a section (of the options `Options`) and how its value is read into them.
+  template <typename Options>
+  struct Field {
+    std::string_view key;
+    std::function<void(Parser&, const Entry&, Options&)> read;
+    bool required = false;  // a missing key is an error (unless a misspelt key explains it)
+  };
+
+  // What reading a section found: its keys, and those whose value was refused.
+  struct ReadFields {
+    Fields keys;
+    std::set<std::string_view> failed;
+    bool read(std::string_view key) const { return !failed.contains(key); }
+  };
+
+  // Reads the keys `schema` declares into `options`, in its order: the section takes those
+  // keys and no others, and each is read on its own (one that fails keeps its default, and
+  // the others are still read). A required key that is missing ends the section.
+  template <typename Options>
+  ReadFields read_fields(const Entry& map, const std::vector<Field<Options>>& schema, Options& options,
+                         std::string_view secret_hint = "") {
+    std::vector<std::string_view> allowed;
+    for (const auto& field : schema) allowed.push_back(field.key);
+    ReadFields out{fields(map, allowed, secret_hint), {}};
+    for (const auto& field : schema) {
+      const Entry* entry = field.required ? &require(out.keys, map, field.key) : find(out.keys, field.key);
+      if (entry != nullptr && !attempt([&] { field.read(*this, *entry, options); })) out.failed.insert(field.key);
+    }
+    return out;
+  }
+
+  // The type an option holds: a std::optional's value type, else itself.
+  template <typename Value>
+  struct Held {
+    using type = Value;
+  };
+  template <typename Value>
+  struct Held<std::optional<Value>> {
+    using type = Value;
+  };
+
+  // A positive duration (250ms, 30s, 5m, 2h).
+  template <typename Options, typename Value>
+  static Field<Options> duration_field(std::string_view key, Value Options::*member) {
+    return {key, [member](Parser& parser, const Entry& entry, Options& options) {
+              options.*member = parser.duration_value(entry);
+            }};
+  }
+
+  // An integer from `min` to `max`; `expected` says so in the message.
+  template <typename Options, typename Value>
+  static Field<Options> integer_field(std::string_view key, Value Options::*member, std::uint64_t min,
+                                      std::uint64_t max, std::string expected) {
+    return {key, [member, min, max, expected](Parser& parser, const Entry& entry, Options& options) {
+              options.*member = static_cast<typename Held<Value>::type>(parser.integer_value(entry, min, max, expected));
+            }};
+  }
+
+  template <typename Options>
+  static Field<Options> boolean_field(std::string_view key, bool Options::*member) {
+    return {key, [member](Parser& parser, const Entry& entry, Options& options) {
+              options.*member = parser.boolean_value(entry);
+            }};
+  }
+
+  // One of `names`, kept as written.
+  template <typename Options, typename Value>
+  static Field<Options> one_of_field(std::string_view key, Value Options::*member,
+                                     std::vector<std::string_view> names) {
+    return {key, [member, names](Parser& parser, const Entry& entry, Options& options) {
+              const auto text = parser.string_value(entry);
+              if (std::find(names.begin(), names.end(), text) == names.end()) {
+                parser.fail_value(entry, "one of " + join(names));
+              }
+              options.*member = text;
+            }};
+  }
+
+  // A key the section takes but reads elsewhere (a source's `kind`).
+  template <typename Options>
+  static Field<Options> read_elsewhere(std::string_view key) {
+    return {key, [](Parser&, const Entry&, Options&) {}};
+  }
+
   HttpConfig parse_http(const Entry& map) {
+    static const std::vector<Field<HttpConfig>> schema = {
+        {"listen",
+         [](Parser& parser, const Entry& listen, HttpConfig& http) {
+           const auto text = parser.string_value(listen);
+           const auto colon = text.rfind(':');
+           const auto port =
+               colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(text).substr(colon + 1));
+           if (colon == 0 || !port || *port > 65535) parser.fail_value(listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
+           http.listen = text;
+         }},
+        integer_field("max_connections", &HttpConfig::max_connections, 1, 1000000, "an integer from 1 to 1000000"),
+        boolean_field("allow_unauthenticated", &HttpConfig::allow_unauthenticated),
+        {"allowed_hosts",
+         [](Parser& parser, const Entry& list, HttpConfig& http) {
+           if (!list.value.IsSequence()) parser.fail_value(list, "a list of host names, e.g. [tidemark.internal]");
+           for (std::size_t i = 0; i < list.value.size(); ++i) {
+             const Entry item{list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"};
+             const std::string name = parser.string_value(item);
+             // A name or an IPv4 address (letters, digits, '.', '-'), or an IPv6 address in brackets: no port.
+             const bool bracketed = name.size() > 2 && name.front() == '[' && name.back() == ']' &&
+                                    name.find_first_not_of("0123456789abcdefABCDEF:.", 1) == name.size() - 1;
+             if (!bracketed &&
+                 (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                         "0123456789.-") != std::string::npos)) {
+               parser.fail_value(item, "a host name without a port (tidemark.internal, 10.0.0.5, [fd00::5])");
+             }
+             http.allowed_hosts.push_back(name);
+           }
+         }},
+    };
     HttpConfig http;
-    const auto keys = fields(map, {"listen", "max_connections", "allow_unauthenticated", "allowed_hosts"});
-    if (const auto* listen = find(keys, "listen")) {
-      attempt([&] {
-        const auto text = string_value(*listen);
-        const auto colon = text.rfind(':');
-        const auto port =
-            colon == std::string::npos ? std::nullopt : parse_unsigned(std::string_view(text).substr(colon + 1));
-        if (colon == 0 || !port || *port > 65535) fail_value(*listen, "HOST:PORT (e.g. 127.0.0.1:8080)");
-        http.listen = text;
-      });
-    }
-    if (const auto* entry = find(keys, "max_connections")) {
-      attempt([&] { http.max_connections = integer_value(*entry, 1, 1000000, "an integer from 1 to 1000000"); });
-    }
-    if (const auto* entry = find(keys, "allow_unauthenticated")) {
-      attempt([&] { http.allow_unauthenticated = boolean_value(*entry); });
-    }
-    if (const auto* list = find(keys, "allowed_hosts")) {
-      attempt([&] {
-        if (!list->value.IsSequence()) fail_value(*list, "a list of host names, e.g. [tidemark.internal]");
-        for (std::size_t i = 0; i < list->value.size(); ++i) {
-          const Entry item{list->key, list->value[i], list->path + "[" + std::to_string(i) + "]"};
-          const std::string name = string_value(item);
-          // A name or an IPv4 address (letters, digits, '.', '-'), or an IPv6 address in brackets: no port.
-          const bool bracketed = name.size() > 2 && name.front() == '[' && name.back() == ']' &&
-                                 name.find_first_not_of("0123456789abcdefABCDEF:.", 1) == name.size() - 1;
-          if (!bracketed && (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                                                    "0123456789.-") != std::string::npos)) {
-            fail_value(item, "a host name without a port (tidemark.internal, 10.0.0.5, [fd00::5])");
-          }
-          http.allowed_hosts.push_back(name);
-        }
-      });
-    }
+    read_fields(map, schema, http);
     return http;
   }
 
   // The names the --log-level and --log-format options take (app/cli/logging.cpp): checked
   // here so that a bad value is a config error at its line, like any other.
   LogConfig parse_log(const Entry& map) {
-    LogConfig log;
-    const auto keys = fields(map, {"level", "format"});
-    const auto one_of = [&](const Entry& entry, std::initializer_list<std::string_view> names) {
-      const auto text = string_value(entry);
-      if (std::find(names.begin(), names.end(), text) == names.end()) fail_value(entry, "one of " + join(names));
-      return text;
+    static const std::vector<Field<LogConfig>> schema = {
+        one_of_field("level", &LogConfig::level, {"trace", "debug", "info", "warn", "error"}),
+        one_of_field("format", &LogConfig::format, {"text", "json"}),
     };
-    if (const auto* entry = find(keys, "level")) {
-      attempt([&] { log.level = one_of(*entry, {"trace", "debug", "info", "warn", "error"}); });
-    }
-    if (const auto* entry = find(keys, "format")) attempt([&] { log.format = one_of(*entry, {"text", "json"}); });
+    LogConfig log;
+    read_fields(map, schema, log);
     return log;
   }
 
   RetentionConfig parse_retention(const Entry& map) {
+    static const std::vector<Field<RetentionConfig>> schema = {
+        duration_field("outbox", &RetentionConfig::outbox),
+        duration_field("runs", &RetentionConfig::runs),
+        duration_field("quarantine", &RetentionConfig::quarantine),
+        duration_field("requests", &RetentionConfig::requests),
+        duration_field("inbox", &RetentionConfig::inbox),
+    };
     RetentionConfig retention;
-    const auto keys = fields(map, {"outbox", "runs", "quarantine", "requests", "inbox"});
-    if (const auto* entry = find(keys, "outbox")) attempt([&] { retention.outbox = duration_value(*entry); });
-    if (const auto* entry = find(keys, "runs")) attempt([&] { retention.runs = duration_value(*entry); });
-    if (const auto* entry = find(keys, "quarantine")) attempt([&] { retention.quarantine = duration_value(*entry); });
-    if (const auto* entry = find(keys, "requests")) attempt([&] { retention.requests = duration_value(*entry); });
-    if (const auto* entry = find(keys, "inbox")) attempt([&] { retention.inbox = duration_value(*entry); });
+    read_fields(map, schema, retention);
     return retention;
   }
 
@@ -655,9 +761,10 @@ class Parser {
       attempt([&] {
         pipeline.schedule = parse_schedule(*schedule);
         // serve starts a nats pipeline's runs itself, whenever a partition it owns has news.
-        if (pipeline.source.kind == SourceKind::kNats) {
-          fail_at(*schedule, "a nats pipeline takes no schedule: serve consumes its partitions continuously "
-                             "(docs/scale-out.md \"serve\")");
+        if (pipeline.source.capabilities().partitioned) {
+          fail_at(*schedule, "a " + std::string(pipeline.source.kind()) +
+                                 " pipeline takes no schedule: serve consumes its partitions continuously "
+                                 "(docs/scale-out.md \"serve\")");
         }
       });
     }
@@ -668,18 +775,27 @@ class Parser {
   }
 
   SourceConfig parse_source(const Entry& map) {
-    // The kind decides which other keys a source takes.
+    // The kind decides which other keys a source takes; a source without one (or with one
+    // that no kind has, which the first kind's reader reports) reads files.
+    const auto& kinds = source_descriptors();
     if (map.value.IsMap()) {
       if (const YAML::Node kind = map.value["kind"]; kind && kind.IsScalar()) {
-        if (kind.Scalar() == "postgres") return parse_postgres_source(map);
-        if (kind.Scalar() == "http") return parse_http_source(map);
-        if (kind.Scalar() == "nats") return parse_nats_source(map);
+        for (const auto& descriptor : kinds) {
+          if (descriptor.name == kind.Scalar()) return {(this->*descriptor.read)(map)};
+        }
       }
     }
-    SourceConfig source;
+    return {(this->*kinds.front().read)(map)};
+  }
+
+  friend const std::vector<SourceDescriptor>& source_descriptors();
+
+  // kind: file (connectors/file/options.hpp).
+  SourceOptions parse_file_source(const Entry& map) {
+    connectors::file::FileSourceOptions source;
     const auto keys = fields(map, {"kind", "path", "format", "settle", "on_change"});
-    if (const auto* kind = find(keys, "kind")) {
-      source.kind = enum_value(*kind, kSourceKinds, "file, postgres, http or nats");
+    if (const auto* kind = find(keys, "kind"); kind != nullptr && string_value(*kind) != "file") {
+      fail_value(*kind, source_kind_names());
     }
     source.path = non_empty_string(require(keys, map, "path"));
     if (const auto* format = find(keys, "format")) {
@@ -709,10 +825,8 @@ class Parser {
 
   // kind: postgres (connectors/postgres/options.hpp). What only the source database's catalog
   // can tell (the columns, their types, a unique cursor) is checked when the source opens.
-  SourceConfig parse_postgres_source(const Entry& map) {
-    SourceConfig source;
-    source.kind = SourceKind::kPostgres;
-    connectors::postgres::Options& postgres = source.postgres;
+  SourceOptions parse_postgres_source(const Entry& map) {
+    connectors::postgres::Options postgres;
     const auto keys = fields(map, {"kind", "url_env", "table", "cursor", "columns", "consistency", "safety_lag"},
                              "; secrets are never in the file: url_env names the environment variable that holds "
                              "the source database's URL");
@@ -765,7 +879,7 @@ class Parser {
       fail_at(cursor, "a cursor of one column needs consistency: snapshot; safety_lag needs a timestamp first and "
                       "a unique column after it, e.g. cursor: [updated_at, id]");
     }
-    return source;
+    return postgres;
   }
 
   // ---- kind: http (connectors/http_api, docs/sources.md "http") ----
@@ -787,12 +901,10 @@ class Parser {
     return *path;
   }
 
-  SourceConfig parse_http_source(const Entry& map) {
+  SourceOptions parse_http_source(const Entry& map) {
     using connectors::http_api::PageFormat;
     using connectors::http_api::Paging;
-    SourceConfig source;
-    source.kind = SourceKind::kHttp;
-    auto& http = source.http;
+    connectors::http_api::HttpSourceOptions http;
     const auto keys = fields(map, {"kind", "url", "records", "next", "format", "auth", "max_rps", "ca_file", "timeout",
                                    "max_attempts"},
                              "; secrets are never in the file: use auth: {header: NAME, value_env: VARIABLE}");
@@ -843,9 +955,7 @@ class Parser {
                                   "; the value comes from the environment variable value_env names");
         const auto& header = require(parts, *auth, "header");
         http.auth_header = non_empty_string(header);
-        if (!std::all_of(http.auth_header.begin(), http.auth_header.end(), [](char c) {
-              return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_';
-            })) {
+        if (!is_name(http.auth_header)) {
           fail_value(header, "a header name (letters, digits, '-' and '_')");
         }
         const auto& value_env = require(parts, *auth, "value_env");
@@ -879,76 +989,67 @@ class Parser {
         http.max_attempts = static_cast<int>(integer_value(*max_attempts, 1, 100, "an integer from 1 to 100"));
       });
     }
-    return source;
+    return http;
   }
   // ---- end of kind: http ----
 
   // ---- kind: nats (connectors/nats, docs/sources.md "nats") ----
-  SourceConfig parse_nats_source(const Entry& map) {
-    SourceConfig source;
-    source.kind = SourceKind::kNats;
-    auto& nats = source.nats;
-    const auto keys = fields(map, {"kind", "servers", "stream", "partitions", "replicas", "format", "duplicate_window",
-                                   "max_age", "max_bytes", "owner_timeout", "rebalance_interval"});
+  SourceOptions parse_nats_source(const Entry& map) {
+    using connectors::nats::NatsSourceOptions;
+    static const std::vector<Field<NatsSourceOptions>> schema = {
+        read_elsewhere<NatsSourceOptions>("kind"),
+        {"servers",
+         [](Parser& parser, const Entry& servers, NatsSourceOptions& nats) {
+           if (!servers.value.IsSequence() || servers.value.size() == 0) {
+             parser.fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
+           }
+           for (std::size_t i = 0; i < servers.value.size(); ++i) {
+             const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
+             const std::string url = parser.string_value(server);
+             if (!url.starts_with("nats://") || url.size() == 7) parser.fail_value(server, "a URL nats://HOST:PORT");
+             nats.servers.push_back(url);
+           }
+         },
+         true},
+        {"stream",
+         [](Parser& parser, const Entry& stream, NatsSourceOptions& nats) {
+           nats.stream = parser.non_empty_string(stream);
+           // The name is a subject token and part of each stream's name: nothing JetStream or a
+           // subject would read as a separator or a wildcard. So the name rule, stricter than the
+           // JetStream rule a destination's stream follows (connectors/nats_sink is_stream_name),
+           // which names one existing stream and goes into no subject.
+           if (!is_name(nats.stream)) {
+             parser.fail_value(stream, "a stream name of letters, digits, '_' and '-' (e.g. ORDERS)");
+           }
+         },
+         true},
+        integer_field("partitions", &NatsSourceOptions::partitions, 1, 1024, "an integer from 1 to 1024"),
+        // JetStream replicates a stream on at most 5 servers.
+        integer_field("replicas", &NatsSourceOptions::replicas, 1, 5, "an integer from 1 to 5"),
+        {"format",
+         [](Parser& parser, const Entry& format, NatsSourceOptions&) {
+           if (parser.string_value(format) != "jsonl") parser.fail_value(format, "jsonl (each message is one JSON object)");
+         }},
+        duration_field("duplicate_window", &NatsSourceOptions::duplicate_window),
+        duration_field("max_age", &NatsSourceOptions::max_age),
+        integer_field("max_bytes", &NatsSourceOptions::max_bytes, 1, std::uint64_t{1} << 62,
+                      "a positive number of bytes"),
+        duration_field("owner_timeout", &NatsSourceOptions::owner_timeout),
+        duration_field("rebalance_interval", &NatsSourceOptions::rebalance_interval),
+    };
+    NatsSourceOptions nats;
+    const auto read = read_fields(map, schema, nats);
     nats.origin = message_at(mark_of(map), map.path);
-    const auto& servers = require(keys, map, "servers");
-    attempt([&] {
-      if (!servers.value.IsSequence() || servers.value.size() == 0) {
-        fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
-      }
-      for (std::size_t i = 0; i < servers.value.size(); ++i) {
-        const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
-        const std::string url = string_value(server);
-        if (!url.starts_with("nats://") || url.size() == 7) fail_value(server, "a URL nats://HOST:PORT");
-        nats.servers.push_back(url);
-      }
-    });
-    const auto& stream = require(keys, map, "stream");
-    attempt([&] {
-      nats.stream = non_empty_string(stream);
-      // The name is a subject token and part of each stream's name: nothing JetStream or a
-      // subject would read as a separator or a wildcard.
-      if (!std::all_of(nats.stream.begin(), nats.stream.end(), [](char c) {
-            return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-          })) {
-        fail_value(stream, "a stream name of letters, digits, '_' and '-' (e.g. ORDERS)");
-      }
-    });
-    if (const auto* partitions = find(keys, "partitions")) {
-      attempt([&] { nats.partitions = static_cast<int>(integer_value(*partitions, 1, 1024, "an integer from 1 to 1024")); });
-    }
-    if (const auto* replicas = find(keys, "replicas")) {
-      // JetStream replicates a stream on at most 5 servers.
-      attempt([&] { nats.replicas = static_cast<int>(integer_value(*replicas, 1, 5, "an integer from 1 to 5")); });
-    }
-    if (const auto* format = find(keys, "format")) {
-      attempt([&] {
-        if (string_value(*format) != "jsonl") fail_value(*format, "jsonl (each message is one JSON object)");
-      });
-    }
-    if (const auto* window = find(keys, "duplicate_window")) {
-      attempt([&] { nats.duplicate_window = duration_value(*window); });
-    }
-    if (const auto* max_age = find(keys, "max_age")) attempt([&] { nats.max_age = duration_value(*max_age); });
-    if (const auto* max_bytes = find(keys, "max_bytes")) {
-      attempt([&] {
-        nats.max_bytes = static_cast<std::int64_t>(
-            integer_value(*max_bytes, 1, std::uint64_t{1} << 62, "a positive number of bytes"));
-      });
-    }
-    const auto* owner_timeout = find(keys, "owner_timeout");
-    if (owner_timeout) attempt([&] { nats.owner_timeout = duration_value(*owner_timeout); });
-    if (const auto* interval = find(keys, "rebalance_interval")) {
-      attempt([&] { nats.rebalance_interval = duration_value(*interval); });
-      // A live worker beats every rebalance_interval: at least twice per owner_timeout, or a
-      // late beat would hand its partitions to another worker while it still works.
+    // A live worker beats every rebalance_interval: at least twice per owner_timeout, or a
+    // late beat would hand its partitions to another worker while it still works.
+    if (const auto* interval = find(read.keys, "rebalance_interval")) {
       attempt([&] {
         if (2 * nats.rebalance_interval > nats.owner_timeout) {
           fail_value(*interval, "a duration of at most half the owner_timeout (" +
                                     format_duration(nats.owner_timeout) + ")");
         }
       });
-    } else if (owner_timeout) {
+    } else if (const auto* owner_timeout = find(read.keys, "owner_timeout")) {
       attempt([&] {
         if (2 * nats.rebalance_interval > nats.owner_timeout) {
           fail_value(*owner_timeout, "a duration of at least twice the rebalance_interval (" +
@@ -956,7 +1057,7 @@ class Parser {
         }
       });
     }
-    return source;
+    return nats;
   }
   // ---- end of kind: nats ----
 
@@ -970,18 +1071,19 @@ class Parser {
     }
     if (every != nullptr) schedule.every = WrittenDuration{duration_value(*every), every->value.Scalar()};
     if (cron != nullptr) {
-      schedule.cron = string_value(*cron);
-      // The scheduler's own parser: what passes here is what `serve` runs on.
+      const std::string text = string_value(*cron);
+      // Parsed once, here: what passes is what `serve` runs on.
       std::string error;
-      const auto expression = CronExpression::parse(*schedule.cron, error);
+      const auto expression = CronExpression::parse(text, error);
       if (!expression) {
         fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'",
                    error);
       }
       // As the scheduler refuses it: a day that no month has (30 2 *) never comes.
       if (!expression->next_after(std::chrono::system_clock::now())) {
-        fail_at(*cron, "\"" + *schedule.cron + "\" never matches (no such day in the months it names)");
+        fail_at(*cron, "\"" + text + "\" never matches (no such day in the months it names)");
       }
+      schedule.cron = WrittenCron{*expression, text};
     }
     return schedule;
   }
@@ -1104,33 +1206,22 @@ class Parser {
   }
 
   RelayConfig parse_relay(const Entry& map) {
+    static const std::vector<Field<RelayConfig>> schema = {
+        integer_field("max_attempts", &RelayConfig::max_attempts, 1, 1000, "an integer from 1 to 1000"),
+        duration_field("base_delay", &RelayConfig::base_delay),
+        duration_field("max_delay", &RelayConfig::max_delay),
+        integer_field("max_in_flight", &RelayConfig::max_in_flight, 1, 1024, "an integer from 1 to 1024"),
+        duration_field("connect_timeout", &RelayConfig::connect_timeout),
+        duration_field("request_timeout", &RelayConfig::request_timeout),
+    };
     RelayConfig relay;
-    const auto keys =
-        fields(map, {"max_attempts", "base_delay", "max_delay", "max_in_flight", "connect_timeout", "request_timeout"});
-    bool delays_read = true;  // the two delays are compared only when both were read (or defaulted)
-    if (const auto* entry = find(keys, "max_attempts")) {
-      attempt([&] { relay.max_attempts = static_cast<int>(integer_value(*entry, 1, 1000, "an integer from 1 to 1000")); });
-    }
-    if (const auto* entry = find(keys, "base_delay")) {
-      delays_read = attempt([&] { relay.base_delay = duration_value(*entry); }) && delays_read;
-    }
-    if (const auto* entry = find(keys, "max_delay")) {
-      delays_read = attempt([&] { relay.max_delay = duration_value(*entry); }) && delays_read;
-    }
-    if (const auto* entry = find(keys, "max_in_flight")) {
-      attempt([&] { relay.max_in_flight = integer_value(*entry, 1, 1024, "an integer from 1 to 1024"); });
-    }
-    if (const auto* entry = find(keys, "connect_timeout")) {
-      attempt([&] { relay.connect_timeout = duration_value(*entry); });
-    }
-    if (const auto* entry = find(keys, "request_timeout")) {
-      attempt([&] { relay.request_timeout = duration_value(*entry); });
-    }
-    if (delays_read && relay.max_delay < relay.base_delay) {
-      if (const auto* max_delay = find(keys, "max_delay")) {
+    const auto read = read_fields(map, schema, relay);
+    // The two delays are compared only when both were read (or defaulted).
+    if (read.read("base_delay") && read.read("max_delay") && relay.max_delay < relay.base_delay) {
+      if (const auto* max_delay = find(read.keys, "max_delay")) {
         fail_at(*max_delay, "must not be shorter than relay.base_delay");
       }
-      fail_at(require(keys, map, "base_delay"), "must not be longer than relay.max_delay (5m by default)");
+      fail_at(require(read.keys, map, "base_delay"), "must not be longer than relay.max_delay (5m by default)");
     }
     return relay;
   }
@@ -1156,7 +1247,76 @@ std::vector<std::string> PipelineConfig::destination_names() const {
   return names;
 }
 
-std::string_view to_string(SourceKind kind) { return name_of(kind, kSourceKinds); }
+namespace {
+
+const std::vector<SourceDescriptor>& source_descriptors() {
+  static const std::vector<SourceDescriptor> descriptors = {
+      {"file", {.takes_file_override = true, .counts_reread_files = true}, &Parser::parse_file_source},
+      {"postgres", {}, &Parser::parse_postgres_source},
+      {"http", {}, &Parser::parse_http_source},
+      {"nats", {.partitioned = true}, &Parser::parse_nats_source},
+  };
+  return descriptors;
+}
+
+const SourceDescriptor& descriptor_of(const SourceConfig& source) { return source_descriptors().at(source.options.index()); }
+
+}  // namespace
+
+std::string_view SourceConfig::kind() const { return descriptor_of(*this).name; }
+
+const SourceCapabilities& SourceConfig::capabilities() const { return descriptor_of(*this).capabilities; }
+
+// The partitioned kind's options: nats is the one so far (a second would answer through its
+// descriptor instead).
+namespace {
+
+const connectors::nats::NatsSourceOptions& partitioned_options(const SourceConfig& source) {
+  const auto* nats = source.get_if<connectors::nats::NatsSourceOptions>();
+  if (nats == nullptr) {
+    throw std::logic_error("a kind " + std::string(source.kind()) + " source is not partitioned");
+  }
+  return *nats;
+}
+
+}  // namespace
+
+int SourceConfig::partition_count() const {
+  return capabilities().partitioned ? partitioned_options(*this).partitions : 1;
+}
+
+SourceConfig SourceConfig::partition(int partition) const {
+  auto options = partitioned_options(*this);
+  options.partition = partition;
+  return {options};
+}
+
+std::string SourceConfig::partition_name(int partition) const {
+  return connectors::nats::partition_stream(partitioned_options(*this), partition);
+}
+
+Duration SourceConfig::owner_timeout() const { return partitioned_options(*this).owner_timeout; }
+
+Duration SourceConfig::rebalance_interval() const { return partitioned_options(*this).rebalance_interval; }
+
+std::vector<std::pair<std::string, SourceConfig::ShownValue>> SourceConfig::shown() const {
+  struct Shown {
+    std::vector<std::pair<std::string, ShownValue>> operator()(const connectors::file::FileSourceOptions& file) const {
+      return {{"path", file.path}, {"format", std::string(to_string(file.format))}};
+    }
+    std::vector<std::pair<std::string, ShownValue>> operator()(const connectors::postgres::Options& postgres) const {
+      return {{"table", postgres.table}, {"cursor", postgres.cursor}};
+    }
+    std::vector<std::pair<std::string, ShownValue>> operator()(
+        const connectors::http_api::HttpSourceOptions& http) const {
+      return {{"url", http.url}};  // the API redacts its credentials
+    }
+    std::vector<std::pair<std::string, ShownValue>> operator()(const connectors::nats::NatsSourceOptions& nats) const {
+      return {{"stream", nats.stream}, {"partitions", std::int64_t{nats.partitions}}};
+    }
+  };
+  return std::visit(Shown{}, options);
+}
 
 std::string_view to_string(DestinationKind kind) { return name_of(kind, kDestinationKinds); }
 
@@ -1216,11 +1376,7 @@ ConfigError::ConfigError(std::vector<std::string> errors)
       }()),
       errors_(std::move(errors)) {}
 
-bool is_valid_name(std::string_view text) {
-  return !text.empty() && text.size() <= kMaxNameLength && std::all_of(text.begin(), text.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
+bool is_valid_name(std::string_view text) { return is_name(text, kMaxNameLength); }
 
 ConfigCheck check_config(std::string_view yaml_text, std::string_view file_name) {
   Parser parser(file_name);

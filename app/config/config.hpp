@@ -10,10 +10,13 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
-#include "connectors/file/change_policy.hpp"
+#include "app/config/cron.hpp"
 #include "connectors/file/format.hpp"
+#include "connectors/file/options.hpp"
 #include "connectors/postgres/options.hpp"
 #include "connectors/http_api/http_source.hpp"
 #include "connectors/nats/options.hpp"
@@ -40,37 +43,63 @@ class ConfigError : public tidemark::Error {
 inline constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9, '_' and '-'";
 bool is_valid_name(std::string_view text);
 
-// The kinds the config names, parsed once from their YAML names; to_string gives that name
-// back (API and JSON output). app/wiring/registry maps each kind to its factory.
-enum class SourceKind { kFile, kPostgres, kHttp, kNats };
+// What a source kind can do. Callers ask these, never which kind a source is: each kind
+// says what it can do in its descriptor (app/config/source_kinds.cpp).
+struct SourceCapabilities {
+  bool takes_file_override = false;  // `run --source/--format` replace its path and format
+  // Read as partitions (partition_count()), each a run of its own under a worker's lease;
+  // serve consumes it continuously, so no schedule or webhook starts its runs.
+  bool partitioned = false;
+  bool counts_reread_files = false;  // it reports files read again (tidemark_source_files_reread_total)
+  bool measures_bytes = false;       // its input has a size in bytes: a run on a terminal draws a progress bar
+};
+
+// The destination kinds the config names, parsed once from their YAML names; to_string gives
+// that name back (API and JSON output). app/wiring/registry maps each kind to its factory.
 enum class DestinationKind { kHttp, kView, kNats };
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
 // What started a run; to_string is the name runs.trigger, JSON output and the API carry.
-// kStream: serve started the run because a nats partition it owns holds new messages.
+// kStream: serve started the run because a partition it owns holds new messages.
 enum class Trigger { kCli, kSchedule, kWebhook, kStream };
 
-std::string_view to_string(SourceKind kind);
 std::string_view to_string(DestinationKind kind);
 std::string_view to_string(Trigger trigger);
 
+// Each source kind's own options, as its connector declares them (connectors/<kind>/options.hpp
+// or its header): the alternative held says which kind the source is.
+using SourceOptions = std::variant<connectors::file::FileSourceOptions, connectors::postgres::Options,
+                                   connectors::http_api::HttpSourceOptions, connectors::nats::NatsSourceOptions>;
+
 struct SourceConfig {
-  SourceKind kind = SourceKind::kFile;
-  // kind file:
-  std::string path;                     // a file or a folder, relative to the working directory
-  Format format = Format::kCsv;         // from `format:` or the path's extension
-  // A file's last line without a newline is read only once the file's size and mtime have
-  // not changed for this long (0: at once); until then it may be half written.
-  Duration settle = std::chrono::seconds(2);
-  // What a run does with a file whose content up to where an earlier run read it changed.
-  connectors::file::ChangePolicy on_change = connectors::file::ChangePolicy::kReread;
-  // kind postgres: a table or view of another database, read by keyset (docs/sources.md).
-  connectors::postgres::Options postgres;
-  // kind: http, a paged JSON API (docs/sources.md "http"); the auth value is read from its
-  // environment variable when the source opens, never kept here.
-  connectors::http_api::HttpSourceOptions http;
-  // kind: nats, partitioned JetStream streams (docs/sources.md "nats", docs/scale-out.md).
-  connectors::nats::NatsSourceOptions nats;
+  SourceOptions options;
+
+  // Its kind's YAML name (`kind:`), as JSON output and messages give it.
+  std::string_view kind() const;
+  const SourceCapabilities& capabilities() const;
+  // How many partitions it is read as: 1 unless partitioned.
+  int partition_count() const;
+  // A partitioned source's partition `partition`: its own source, and its name in a run's
+  // summary (a nats partition's stream, ORDERS_3).
+  SourceConfig partition(int partition) const;
+  std::string partition_name(int partition) const;
+  // A partitioned source's workers: one silent for owner_timeout is dead and its partitions
+  // are taken; each beats and balances every rebalance_interval (docs/scale-out.md "Workers").
+  Duration owner_timeout() const;
+  Duration rebalance_interval() const;
+  // What GET /v1/pipelines shows of it after its kind, by key in order: what tells the
+  // source apart (a path, a table, a URL), never a secret.
+  using ShownValue = std::variant<std::string, std::int64_t, std::vector<std::string>>;
+  std::vector<std::pair<std::string, ShownValue>> shown() const;
+  // The options of kind `Options`; nullptr when the source is of another kind.
+  template <typename Options>
+  const Options* get_if() const {
+    return std::get_if<Options>(&options);
+  }
+  template <typename Options>
+  Options* get_if() {
+    return std::get_if<Options>(&options);
+  }
 };
 
 // A duration and its text as the config writes it: messages quote the text (`every: 60s`
@@ -80,9 +109,16 @@ struct WrittenDuration {
   std::string text;
 };
 
+// A cron expression, parsed once by the config (what passes there is what `serve` runs on),
+// and its text as the config writes it.
+struct WrittenCron {
+  CronExpression expression;
+  std::string text;
+};
+
 struct ScheduleConfig {
   std::optional<WrittenDuration> every;  // schedule: {every: 5m}
-  std::optional<std::string> cron;  // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
+  std::optional<WrittenCron> cron;       // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
 };
 
 struct DestinationConfig {

@@ -1,6 +1,9 @@
 // Run triggers (POST /v1/pipelines/{name}/runs), GET /v1/runs/{id}, GET /v1/runs,
 // GET /v1/pipelines, GET /v1/pipelines/{name}.
 #include <ctime>
+#include <type_traits>
+#include <variant>
+#include <vector>
 
 #include <boost/json.hpp>
 #include <boost/url/encode.hpp>
@@ -99,10 +102,10 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
     if (bound != pipeline) return other_pipeline(bound);
     return reject_webhook(context, "unknown_pipeline", 404, "no pipeline named \"" + pipeline + "\" in the config");
   }
-  if (context.config.pipelines.at(pipeline).source.kind == pipeline::SourceKind::kNats) {
+  if (const auto& source = context.config.pipelines.at(pipeline).source; source.capabilities().partitioned) {
     return reject_webhook(context, "streamed", 409,
-                          "pipeline \"" + pipeline + "\" reads a nats source: serve consumes its partitions "
-                          "continuously, so a run cannot be triggered");
+                          "pipeline \"" + pipeline + "\" reads a " + std::string(source.kind()) +
+                              " source: serve consumes its partitions continuously, so a run cannot be triggered");
   }
   const auto result = context.runs.trigger(trigger);
   if (!result) return reject_webhook(context, "unavailable", 503, "tidemark serve is shutting down");
@@ -147,30 +150,23 @@ HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& ro
 
 namespace {
 
-// What a pipeline reads, by the keys its kind has (a postgres or http source has no path).
+// What a pipeline reads: its kind, then what its kind shows (a postgres or http source has no path).
 boost::json::object source_document(const pipeline::SourceConfig& source) {
-  boost::json::object document{{"kind", to_string(source.kind)}};
-  switch (source.kind) {
-    case pipeline::SourceKind::kFile:
-      document["path"] = source.path;
-      document["format"] = to_string(source.format);
-      break;
-    case pipeline::SourceKind::kPostgres: {
-      document["table"] = source.postgres.table;
-      boost::json::array cursor;
-      for (const auto& column : source.postgres.cursor) cursor.emplace_back(column);
-      document["cursor"] = std::move(cursor);
-      break;
-    }
-    case pipeline::SourceKind::kHttp:
-      document["url"] = source.http.url;
-      status::redact_urls_shown(document);  // its credentials and api_key stay in the config
-      break;
-    case pipeline::SourceKind::kNats:
-      document["stream"] = source.nats.stream;
-      document["partitions"] = source.nats.partitions;
-      break;
+  boost::json::object document{{"kind", source.kind()}};
+  for (const auto& [key, shown] : source.shown()) {
+    std::visit(
+        [&document, &key = key](const auto& value) {
+          if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::vector<std::string>>) {
+            boost::json::array list;
+            for (const auto& item : value) list.emplace_back(item);
+            document[key] = std::move(list);
+          } else {
+            document[key] = value;
+          }
+        },
+        shown);
   }
+  status::redact_urls_shown(document);  // an http source's credentials and api_key stay in the config
   return document;
 }
 

@@ -19,8 +19,8 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::D
           {{"pipeline", name}, {"entity", pipeline.entity}, {"outcome", std::string(pipeline::to_string(outcome))}});
     }
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
-    // serve starts a nats pipeline's runs itself, as its streams fill (stream_consumers.hpp).
-    const bool streamed = pipeline.source.kind == pipeline::SourceKind::kNats;
+    // serve starts a partitioned pipeline's runs itself, as its streams fill (stream_consumers.hpp).
+    const bool streamed = pipeline.source.capabilities().partitioned;
     const auto triggers = streamed ? std::vector<pipeline::Trigger>{pipeline::Trigger::kStream}
                                    : std::vector<pipeline::Trigger>{pipeline::Trigger::kSchedule,
                                                                     pipeline::Trigger::kWebhook};
@@ -31,12 +31,14 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::D
     }
     if (streamed) {
       metrics_.nats_partitions_owned.Add({{"pipeline", name}});
-      for (int partition = 0; partition < pipeline.source.nats.partitions; ++partition) {
+      for (int partition = 0; partition < pipeline.source.partition_count(); ++partition) {
         metrics_.nats_partitions_refused_total.Add({{"pipeline", name}, {"partition", std::to_string(partition)}});
       }
     }
     metrics_.batch_duration_seconds.Add({{"pipeline", name}}, metrics::duration_buckets());
-    if (pipeline.source.kind == pipeline::SourceKind::kFile) metrics_.source_files_reread_total.Add({{"pipeline", name}});
+    if (pipeline.source.capabilities().counts_reread_files) {
+      metrics_.source_files_reread_total.Add({{"pipeline", name}});
+    }
   }
   try {
     pool.with_connection("reading checkpoint times", [&](pqxx::connection& connection) {

@@ -6,16 +6,8 @@ namespace tidemark::app::serve {
 
 Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) {
   if (config.cron) {
-    std::string error;
-    cron_ = pipeline::CronExpression::parse(*config.cron, error);
-    if (!cron_) {
-      throw pipeline::ConfigError("pipelines." + pipeline + ".schedule.cron \"" + *config.cron + "\": " + error);
-    }
-    if (!cron_->next_after(std::chrono::system_clock::now())) {
-      throw pipeline::ConfigError("pipelines." + pipeline + ".schedule.cron \"" + *config.cron +
-                                  "\": matches no date (check the day-of-month and month fields)");
-    }
-    text_ = "cron \"" + *config.cron + "\" (UTC)";
+    cron_ = config.cron->expression;  // parsed and checked by the config
+    text_ = "cron \"" + config.cron->text + "\" (UTC)";
   } else if (config.every && config.every->value.count() > 0) {
     every_ = config.every->value;
     text_ = "every " + config.every->text;

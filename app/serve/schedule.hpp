@@ -15,7 +15,8 @@ using pipeline::TimePoint;
 // coalesce: the next tick is always computed from now, never replayed one by one.
 class Schedule {
  public:
-  // ConfigError naming the pipeline and the expression when the cron text is not valid.
+  // ConfigError naming the pipeline when `every` is not longer than 0 (the config's cron
+  // expression comes parsed and checked).
   Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config);
   // `every` fires at start-up and then every interval; cron fires on matching minutes.
   TimePoint first(TimePoint now) const;

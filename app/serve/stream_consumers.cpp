@@ -49,10 +49,11 @@ StreamConsumers::~StreamConsumers() {
 
 void StreamConsumers::start() {
   for (const auto& [name, pipeline] : config_.pipelines) {
-    if (pipeline.source.kind != pipeline::SourceKind::kNats) continue;
+    if (!pipeline.source.capabilities().partitioned) continue;
     threads_.emplace_back([this, &pipeline = pipeline] { consume(pipeline); });
     spdlog::info("pipeline {}: consumed continuously ({} partitions of stream {})", name,
-                 pipeline.source.nats.partitions, pipeline.source.nats.stream);
+                 pipeline.source.partition_count(),
+                 std::get<connectors::nats::NatsSourceOptions>(pipeline.source.options).stream);
   }
 }
 
@@ -71,7 +72,8 @@ bool StreamConsumers::wait(std::chrono::milliseconds delay) {
 
 void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
   const std::string& name = pipeline.name;
-  const connectors::nats::NatsSourceOptions& nats = pipeline.source.nats;
+  // The consumer watches the partitions' streams for news: nats is the one partitioned kind.
+  const auto& nats = std::get<connectors::nats::NatsSourceOptions>(pipeline.source.options);
   const pipeline::LeaseSettings settings{nats.owner_timeout, nats.rebalance_interval};
   std::vector<pipeline::RunRequest> requests = partition_requests(pipeline, config_.entity(pipeline.entity));
   for (pipeline::RunRequest& request : requests) {

@@ -1,6 +1,8 @@
 #include "app/wiring/registry.hpp"
 
+#include <cstdlib>
 #include <stdexcept>
+#include <variant>
 
 #include "app/wiring/sinks.hpp"
 #include "connectors/file/file_source.hpp"
@@ -8,6 +10,7 @@
 #include "connectors/http_api/http_source.hpp"
 #include "connectors/nats/nats_source.hpp"
 #include "pipeline/core/validate.hpp"
+#include "pipeline/views/registry.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/run_request.hpp"
 
@@ -15,42 +18,102 @@ namespace tidemark::app {
 
 namespace {
 
-const std::vector<std::pair<pipeline::SourceKind, SourceFactory>>& source_factories() {
-  static const std::vector<std::pair<pipeline::SourceKind, SourceFactory>> factories = {
-      {pipeline::SourceKind::kFile,
-       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
-         return connectors::file::open_file_source(
-             source.path, source.format, source.settle,
-             std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)), source.on_change);
-       }},
-      // Rows decode through the quarantine's decoder: a release decodes a row's raw JSON
-      // object exactly as the run did.
-      {pipeline::SourceKind::kPostgres,
-       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
-         return connectors::postgres::open_postgres_source(source.postgres, entity, quarantine_decoder());
-       }},
-      {pipeline::SourceKind::kHttp,
-       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
-         return connectors::http_api::open_http_source(
-             source.http, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
-       }},
-      // One partition: source.nats.partition, set per partition by partition_requests.
-      {pipeline::SourceKind::kNats,
-       [](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
-         return connectors::nats::open_nats_partition(
-             source.nats, std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity)));
-       }},
+// How a source kind opens and what `check` asks of it, in the order of SourceOptions'
+// alternatives (pipeline::SourceConfig): one line per kind.
+struct SourceWiring {
+  SourceFactory open;
+  SourceCheck check = [](const pipeline::SourceConfig&) { return std::vector<std::string>{}; };
+};
+
+// A factory that hands `open` the options of its own kind.
+template <typename Options, typename Open>
+SourceFactory opening(Open open) {
+  return [open](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+    return open(std::get<Options>(source.options), entity);
   };
-  return factories;
 }
 
-const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>>& sink_factories() {
-  static const std::vector<std::pair<pipeline::DestinationKind, SinkFactory>> factories = {
-      {pipeline::DestinationKind::kHttp, [](const SinkContext& context) { return make_webhook_sinks(context.config); }},
+std::shared_ptr<const pipeline::RecordLayout> layout_of(const pipeline::EntityDeclaration& entity) {
+  return std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(entity));
+}
+
+// A postgres source reads its database's URL from the environment when a run opens it.
+std::vector<std::string> check_postgres_source(const pipeline::SourceConfig& source) {
+  const auto& postgres = std::get<connectors::postgres::Options>(source.options);
+  const char* url = std::getenv(postgres.url_env.c_str());
+  if (url != nullptr && *url != '\0') return {};
+  return {postgres.origin + ".url_env: environment variable " + postgres.url_env +
+          " is not set (it must hold the source database's URL)"};
+}
+
+const std::vector<SourceWiring>& source_wirings() {
+  static const std::vector<SourceWiring> wirings = {
+      {opening<connectors::file::FileSourceOptions>([](const auto& file, const auto& entity) {
+        return connectors::file::open_file_source(file.path, file.format, file.settle, layout_of(entity),
+                                                  file.on_change);
+      })},
+      // Rows decode through the quarantine's decoder: a release decodes a row's raw JSON
+      // object exactly as the run did.
+      {opening<connectors::postgres::Options>([](const auto& postgres, const auto& entity) {
+         return connectors::postgres::open_postgres_source(postgres, entity, quarantine_decoder());
+       }),
+       check_postgres_source},
+      {opening<connectors::http_api::HttpSourceOptions>([](const auto& http, const auto& entity) {
+        return connectors::http_api::open_http_source(http, layout_of(entity));
+      })},
+      // One partition: nats.partition, set per partition by partition_requests.
+      {opening<connectors::nats::NatsSourceOptions>([](const auto& nats, const auto& entity) {
+        return connectors::nats::open_nats_partition(nats, layout_of(entity));
+      })},
+  };
+  return wirings;
+}
+
+const SourceWiring& source_wiring(const pipeline::SourceConfig& source) {
+  const auto& wirings = source_wirings();
+  if (source.options.index() >= wirings.size()) {
+    throw std::invalid_argument("no factory is registered for source kind '" + std::string(source.kind()) + "'");
+  }
+  return wirings[source.options.index()];
+}
+
+// What `check` finds of a destination whose options the relay builds from the environment:
+// the relay's own start-up check.
+template <typename Options>
+DestinationCheck checking(Options (*options)(const pipeline::DestinationConfig&, const pipeline::RelayConfig&)) {
+  return [options](const pipeline::DestinationConfig& destination, const pipeline::Config& config) {
+    try {
+      options(destination, config.relay);
+    } catch (const pipeline::ConfigError& error) {
+      return std::vector<std::string>{error.what()};
+    }
+    return std::vector<std::string>{};
+  };
+}
+
+// A view destination names a view Tidemark ships.
+std::vector<std::string> check_view_destination(const pipeline::DestinationConfig& destination,
+                                                const pipeline::Config&) {
+  if (pipeline::views::find_view(destination.name) != nullptr) return {};
+  return {"destination '" + destination.name + "' is of kind view, but tidemark has no such view (" +
+          pipeline::views::view_list(", ") + ")"};
+}
+
+struct SinkWiring {
+  SinkFactory open;
+  DestinationCheck check;
+};
+
+const std::vector<std::pair<pipeline::DestinationKind, SinkWiring>>& sink_factories() {
+  static const std::vector<std::pair<pipeline::DestinationKind, SinkWiring>> factories = {
+      {pipeline::DestinationKind::kHttp,
+       {[](const SinkContext& context) { return make_webhook_sinks(context.config); }, checking(&webhook_options)}},
       {pipeline::DestinationKind::kView,
-       [](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); }},
+       {[](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); },
+        check_view_destination}},
       {pipeline::DestinationKind::kNats,
-       [](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); }},
+       {[](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); },
+        checking(&nats_options)}},
   };
   return factories;
 }
@@ -66,12 +129,16 @@ const Factory& find_factory(const std::vector<std::pair<Kind, Factory>>& factori
 
 }  // namespace
 
-const SourceFactory& source_factory(pipeline::SourceKind kind) {
-  return find_factory(source_factories(), kind, "source");
-}
+const SourceFactory& source_factory(const pipeline::SourceConfig& source) { return source_wiring(source).open; }
+
+const SourceCheck& source_check(const pipeline::SourceConfig& source) { return source_wiring(source).check; }
 
 const SinkFactory& sink_factory(pipeline::DestinationKind kind) {
-  return find_factory(sink_factories(), kind, "destination");
+  return find_factory(sink_factories(), kind, "destination").open;
+}
+
+const DestinationCheck& destination_check(pipeline::DestinationKind kind) {
+  return find_factory(sink_factories(), kind, "destination").check;
 }
 
 std::vector<pipeline::DestinationKind> sink_kinds() {

@@ -1,6 +1,8 @@
 #pragma once
 // Kind -> factory: the one table that says which code builds each source and sink kind the
-// config names. A new kind is a connector folder, an enumerator in app/config and one line here.
+// config names, and what `check` asks of the environment each will read. A new source kind is
+// a connector folder, its descriptor line in app/config/config.cpp (with its options an
+// alternative of SourceOptions) and one line here (docs/architecture.md "Where to add things").
 #include <functional>
 #include <memory>
 #include <string>
@@ -32,10 +34,19 @@ struct SinkContext {
 // Every sink of one destination kind, by destination name.
 using SinkFactory = std::function<pipeline::relay::Sinks(const SinkContext&)>;
 
+// What `tidemark check` finds wrong in the environment a source or a destination reads when
+// it opens (a variable that is not set): the messages, none when all is well.
+using SourceCheck = std::function<std::vector<std::string>(const pipeline::SourceConfig&)>;
+using DestinationCheck =
+    std::function<std::vector<std::string>(const pipeline::DestinationConfig&, const pipeline::Config&)>;
+
+// The factory of `source`'s kind; every kind the config admits has one.
+const SourceFactory& source_factory(const pipeline::SourceConfig& source);
+const SourceCheck& source_check(const pipeline::SourceConfig& source);
 // The factory of `kind`. The config parser admits only kinds that have one, so a kind without
 // one is a programming error: std::invalid_argument naming the kind.
-const SourceFactory& source_factory(pipeline::SourceKind kind);
 const SinkFactory& sink_factory(pipeline::DestinationKind kind);
+const DestinationCheck& destination_check(pipeline::DestinationKind kind);
 
 // Every destination kind with a sink factory, in registration order.
 std::vector<pipeline::DestinationKind> sink_kinds();

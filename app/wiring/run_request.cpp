@@ -16,7 +16,7 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
   request.max_batch_bytes = config.max_batch_bytes;
   request.max_rejected = config.max_rejected;
   request.destinations = config.destination_names();
-  request.open_source = [open = source_factory(config.source.kind), source = config.source, entity] {
+  request.open_source = [open = source_factory(config.source), source = config.source, entity] {
     return open(source, entity);
   };
   return request;
@@ -24,11 +24,11 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
 
 std::vector<pipeline::RunRequest> partition_requests(const pipeline::PipelineConfig& config,
                                                      const pipeline::EntityDeclaration& entity) {
-  if (config.source.kind != pipeline::SourceKind::kNats) return {request_from_config(config, entity)};
+  if (!config.source.capabilities().partitioned) return {request_from_config(config, entity)};
   std::vector<pipeline::RunRequest> requests;
-  for (int partition = 0; partition < config.source.nats.partitions; ++partition) {
+  for (int partition = 0; partition < config.source.partition_count(); ++partition) {
     pipeline::PipelineConfig one = config;
-    one.source.nats.partition = partition;
+    one.source = config.source.partition(partition);
     requests.push_back(request_from_config(one, entity));
   }
   return requests;

@@ -14,15 +14,13 @@
 #include "connectors/file/change_policy.hpp"
 #include "connectors/file/file_position.hpp"
 #include "connectors/file/format.hpp"
+#include "connectors/file/options.hpp"
 #include "connectors/file/read_only_file.hpp"
 #include "connectors/file/record_stream.hpp"
 #include "pipeline/core/source.hpp"
 
 namespace tidemark::connectors::file {
 
-// How long a file's last line without a newline must have been left alone (size and mtime
-// unchanged) before it is read as a record: until then it may be half written.
-inline constexpr std::chrono::milliseconds kDefaultSettle = std::chrono::seconds(2);
 // A file whose first this many records all fail to decode is not in the configured format
 // (looked at up to kFormatProbeBytes of their raw bytes, which bounds the look-ahead).
 inline constexpr std::size_t kFormatProbeRecords = 100;

@@ -2,19 +2,14 @@
 
 #include <algorithm>
 
+#include "pipeline/core/names.hpp"
 #include "pipeline/core/percent_encode.hpp"
 
 namespace tidemark::connectors::nats_sink {
 
-namespace {
-
-bool is_plain_token_char(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+std::string subject_token(std::string_view key) {
+  return pipeline::percent_encode(key, [](unsigned char byte) { return pipeline::is_name_char(static_cast<char>(byte)); });
 }
-
-}  // namespace
-
-std::string subject_token(std::string_view key) { return pipeline::percent_encode(key, is_plain_token_char); }
 
 std::string subject_for(std::string_view subject, std::string_view partition_key) {
   std::string out(subject);

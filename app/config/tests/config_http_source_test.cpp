@@ -21,9 +21,9 @@ TEST(ParseHttpSource, EveryKeyIsRead) {
                     "max_rps: 2.5, timeout: 10s, max_attempts: 4}"),
       "config.yaml");
   const auto& source = config.pipelines.at("orders").source;
-  EXPECT_EQ(source.kind, SourceKind::kHttp);
-  EXPECT_EQ(to_string(source.kind), "http");
-  const auto& http = source.http;
+  EXPECT_EQ(source.kind(), "http");
+  EXPECT_EQ(source.kind(), "http");
+  const auto& http = http_of(source);
   EXPECT_EQ(http.url, "https://api.example/v1/orders?since={checkpoint}");
   EXPECT_EQ(http.format, PageFormat::kJson);
   EXPECT_EQ(http.records, (JsonPath{"result", "items"}));
@@ -39,14 +39,14 @@ TEST(ParseHttpSource, EveryKeyIsRead) {
 TEST(ParseHttpSource, DefaultsAreOnePageNoAuthAndNoRateLimit) {
   // The configs are kept: a reference into a temporary one would dangle.
   const auto config = parse_config(pipeline_with("{kind: http, url: \"http://127.0.0.1:9/orders\"}"), "config.yaml");
-  const auto& http = config.pipelines.at("orders").source.http;
+  const auto& http = http_of(config.pipelines.at("orders").source);
   EXPECT_EQ(http.paging, Paging::kNone);
   EXPECT_TRUE(http.records.empty());
   EXPECT_TRUE(http.auth_header.empty());
   EXPECT_FALSE(http.max_rps.has_value());
   const auto ndjson_config = parse_config(
       pipeline_with("{kind: http, url: \"https://a/b\", format: ndjson, next: {link_header: next}}"), "config.yaml");
-  const auto& ndjson = ndjson_config.pipelines.at("orders").source.http;
+  const auto& ndjson = http_of(ndjson_config.pipelines.at("orders").source);
   EXPECT_EQ(ndjson.format, PageFormat::kNdjson);
   EXPECT_EQ(ndjson.paging, Paging::kLinkHeader);
   EXPECT_EQ(ndjson.next_relation, "next");

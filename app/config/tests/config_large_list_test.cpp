@@ -10,6 +10,7 @@
 #include <string>
 
 #include "app/config/config.hpp"
+#include "tests/unit/app/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {
@@ -71,8 +72,8 @@ TEST(ConfigLargeList, AnAliasedValueIsInterpolatedOnce) {
       "config.yaml");
   ::unsetenv("TIDEMARK_TEST_X");
   ::unsetenv("TIDEMARK_TEST_NESTED");
-  EXPECT_EQ(config.pipelines.at("p").source.path, "${TIDEMARK_TEST_X}.csv");
-  EXPECT_EQ(config.pipelines.at("q").source.path, "${TIDEMARK_TEST_X}.csv");
+  EXPECT_EQ(file_of(config.pipelines.at("p").source).path, "${TIDEMARK_TEST_X}.csv");
+  EXPECT_EQ(file_of(config.pipelines.at("q").source).path, "${TIDEMARK_TEST_X}.csv");
 }
 
 }  // namespace

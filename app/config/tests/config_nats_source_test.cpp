@@ -18,9 +18,9 @@ TEST(ParseNatsSource, EveryKeyIsRead) {
                     "max_bytes: 1073741824}"),
       "config.yaml");
   const auto& source = config.pipelines.at("orders").source;
-  EXPECT_EQ(source.kind, SourceKind::kNats);
-  EXPECT_EQ(to_string(source.kind), "nats");
-  const auto& nats = source.nats;
+  EXPECT_EQ(source.kind(), "nats");
+  EXPECT_EQ(source.kind(), "nats");
+  const auto& nats = nats_of(source);
   EXPECT_EQ(nats.servers, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://127.0.0.1:4223"}));
   EXPECT_EQ(nats.stream, "ORDERS");
   EXPECT_EQ(nats.partitions, 4);
@@ -36,7 +36,7 @@ TEST(ParseNatsSource, EveryKeyIsRead) {
 TEST(ParseNatsSource, DefaultsAreOnePartitionOneReplicaTheTwoMinuteWindowAndNoLimits) {
   const auto config = parse_config(pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS}"),
                                    "config.yaml");
-  const auto& nats = config.pipelines.at("orders").source.nats;
+  const auto& nats = nats_of(config.pipelines.at("orders").source);
   EXPECT_EQ(nats.partitions, 1);
   EXPECT_EQ(nats.replicas, 1);
   EXPECT_EQ(nats.duplicate_window, std::chrono::minutes(2));
@@ -48,12 +48,13 @@ TEST(ParseNatsSource, DefaultsAreOnePartitionOneReplicaTheTwoMinuteWindowAndNoLi
 // must beat at least twice per owner timeout.
 TEST(ParseNatsSource, WorkersTimingDefaultsAndItsRule) {
   const std::string head = "{kind: nats, servers: [nats://n1:4222], stream: ORDERS";
-  const auto defaults = parse_config(pipeline_with(head + "}"), "config.yaml").pipelines.at("orders").source.nats;
+  const auto defaults = nats_of(parse_config(pipeline_with(head + "}"), "config.yaml").pipelines.at("orders").source);
   EXPECT_EQ(defaults.owner_timeout, std::chrono::seconds(30));
   EXPECT_EQ(defaults.rebalance_interval, std::chrono::seconds(10));
-  const auto set = parse_config(pipeline_with(head + ", owner_timeout: 2s, rebalance_interval: 500ms}"), "config.yaml")
-                       .pipelines.at("orders")
-                       .source.nats;
+  const auto set = nats_of(
+      parse_config(pipeline_with(head + ", owner_timeout: 2s, rebalance_interval: 500ms}"), "config.yaml")
+          .pipelines.at("orders")
+          .source);
   EXPECT_EQ(set.owner_timeout, std::chrono::seconds(2));
   EXPECT_EQ(set.rebalance_interval, std::chrono::milliseconds(500));
   EXPECT_THAT(config_error(pipeline_with(head + ", rebalance_interval: 20s}")),
@@ -94,6 +95,25 @@ TEST(ParseNatsSourceErrors, ANatsPipelineTakesNoScheduleSinceServeConsumesItCont
               HasSubstr("config.yaml:4: pipelines.orders.schedule: a nats pipeline takes no schedule: serve consumes "
                         "its partitions continuously"));
   EXPECT_EQ(config_error(pipeline_with("{path: in.csv}") + "    schedule: {every: 1m}\n"), "");
+}
+
+// Callers ask a source what it can do, never which kind it is (issue 37): a nats source is
+// read as partitions, each its own source; a file source alone takes `run --source`.
+TEST(ParseNatsSource, ItsCapabilitiesAndPartitions) {
+  const auto config = parse_config(
+      pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS, partitions: 3}"), "config.yaml");
+  const auto& source = config.pipelines.at("orders").source;
+  EXPECT_EQ(source.kind(), "nats");
+  EXPECT_TRUE(source.capabilities().partitioned);
+  EXPECT_FALSE(source.capabilities().takes_file_override);
+  EXPECT_EQ(source.partition_count(), 3);
+  EXPECT_EQ(source.partition_name(2), "ORDERS_2");
+  EXPECT_EQ(nats_of(source.partition(2)).partition, 2);
+  const SourceConfig file;  // a file source, the default
+  EXPECT_FALSE(file.capabilities().partitioned);
+  EXPECT_TRUE(file.capabilities().takes_file_override);
+  EXPECT_EQ(file.partition_count(), 1);
+  EXPECT_THROW(file.partition(0), std::logic_error);
 }
 
 }  // namespace

@@ -25,28 +25,28 @@ TEST(ParsePostgresSource, ReadsEveryKey) {
       "      safety_lag: 30s\n",
       "config.yaml");
   const SourceConfig& source = config.pipelines.at("orders").source;
-  EXPECT_EQ(source.kind, SourceKind::kPostgres);
-  EXPECT_EQ(to_string(source.kind), "postgres");
-  EXPECT_EQ(source.postgres.url_env, "SOURCE_DB_URL");
-  EXPECT_EQ(source.postgres.table, "public.orders");
-  EXPECT_EQ(source.postgres.cursor, (std::vector<std::string>{"updated_at", "id"}));
-  EXPECT_EQ(source.postgres.columns,
+  EXPECT_EQ(source.kind(), "postgres");
+  EXPECT_EQ(source.kind(), "postgres");
+  EXPECT_EQ(postgres_of(source).url_env, "SOURCE_DB_URL");
+  EXPECT_EQ(postgres_of(source).table, "public.orders");
+  EXPECT_EQ(postgres_of(source).cursor, (std::vector<std::string>{"updated_at", "id"}));
+  EXPECT_EQ(postgres_of(source).columns,
             (std::vector<std::pair<std::string, std::string>>{{"order_id", "id"}, {"amount", "total"}}));
-  EXPECT_EQ(source.postgres.consistency, Consistency::kSafetyLag);
-  EXPECT_EQ(source.postgres.safety_lag, std::chrono::seconds(30));
-  EXPECT_EQ(source.postgres.origin, "config.yaml:3: pipelines.orders.source");
+  EXPECT_EQ(postgres_of(source).consistency, Consistency::kSafetyLag);
+  EXPECT_EQ(postgres_of(source).safety_lag, std::chrono::seconds(30));
+  EXPECT_EQ(postgres_of(source).origin, "config.yaml:3: pipelines.orders.source");
 }
 
 TEST(ParsePostgresSource, DefaultsToAFiveSecondSafetyLag) {
   const auto config = parse_config(pipeline_with("{kind: postgres, url_env: U, table: t, cursor: [ts, id]}"), "c.yaml");
-  EXPECT_EQ(config.pipelines.at("orders").source.postgres.consistency, Consistency::kSafetyLag);
-  EXPECT_EQ(config.pipelines.at("orders").source.postgres.safety_lag, std::chrono::seconds(5));
+  EXPECT_EQ(postgres_of(config.pipelines.at("orders").source).consistency, Consistency::kSafetyLag);
+  EXPECT_EQ(postgres_of(config.pipelines.at("orders").source).safety_lag, std::chrono::seconds(5));
 }
 
 TEST(ParsePostgresSource, SnapshotTakesACursorOfOneColumn) {
   const auto config =
       parse_config(pipeline_with("{kind: postgres, url_env: U, table: t, cursor: [id], consistency: snapshot}"), "c.yaml");
-  EXPECT_EQ(config.pipelines.at("orders").source.postgres.consistency, Consistency::kSnapshot);
+  EXPECT_EQ(postgres_of(config.pipelines.at("orders").source).consistency, Consistency::kSnapshot);
 }
 
 TEST(ParsePostgresSource, EachRuleIsAnErrorNamingTheKeyAndLine) {

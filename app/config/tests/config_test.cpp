@@ -55,9 +55,9 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
 
   const auto& transactions = config.pipelines.at("transactions");
   EXPECT_EQ(transactions.name, "transactions");
-  EXPECT_EQ(transactions.source.kind, SourceKind::kFile);
-  EXPECT_EQ(transactions.source.path, "data/in");
-  EXPECT_EQ(transactions.source.format, Format::kCsv);
+  EXPECT_EQ(transactions.source.kind(), "file");
+  EXPECT_EQ(file_of(transactions.source).path, "data/in");
+  EXPECT_EQ(file_of(transactions.source).format, Format::kCsv);
   EXPECT_EQ(transactions.batch_size, 500u);
   ASSERT_TRUE(transactions.schedule.has_value());
   EXPECT_EQ(transactions.schedule->every->value, minutes(5));
@@ -73,11 +73,11 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
   EXPECT_EQ(transactions.destinations[1].url, "");
 
   const auto& refunds = config.pipelines.at("refunds");
-  EXPECT_EQ(refunds.source.path, "data/refunds.ndjson");
-  EXPECT_EQ(refunds.source.format, Format::kJsonl);  // from the .ndjson extension
+  EXPECT_EQ(file_of(refunds.source).path, "data/refunds.ndjson");
+  EXPECT_EQ(file_of(refunds.source).format, Format::kJsonl);  // from the .ndjson extension
   EXPECT_EQ(refunds.batch_size, 10000u);
   ASSERT_TRUE(refunds.schedule.has_value());
-  EXPECT_EQ(refunds.schedule->cron, "*/15 1-5 * * 1,3");
+  EXPECT_EQ(refunds.schedule->cron->text, "*/15 1-5 * * 1,3");
   EXPECT_FALSE(refunds.schedule->every.has_value());
   EXPECT_TRUE(refunds.destinations.empty());
 
@@ -112,7 +112,7 @@ TEST(ParseConfig, OmittedSectionsTakeTheDefaults) {
 TEST(ParseConfig, SettleAndMaxRejectedDefaultToTwoSecondsAndUnlimited) {
   const Config config = parse_config(kPipelineHead, "config.yaml");
   const auto& pipeline = config.pipelines.at("transactions");
-  EXPECT_EQ(pipeline.source.settle, seconds(2));
+  EXPECT_EQ(file_of(pipeline.source).settle, seconds(2));
   EXPECT_FALSE(pipeline.max_rejected.has_value());
   EXPECT_EQ(pipeline.max_batch_bytes, 16u * 1024 * 1024);
 }
@@ -137,12 +137,12 @@ TEST(ParseConfig, SettleAndMaxRejectedAreRead) {
       "  b: {source: {path: b.csv, settle: 500ms}, max_rejected: 2.5%}\n",
       "config.yaml");
   const auto& a = config.pipelines.at("a");
-  EXPECT_EQ(a.source.settle, milliseconds(0));
+  EXPECT_EQ(file_of(a.source).settle, milliseconds(0));
   ASSERT_TRUE(a.max_rejected.has_value());
   EXPECT_EQ(a.max_rejected->count, 25u);
   EXPECT_FALSE(a.max_rejected->percent.has_value());
   const auto& b = config.pipelines.at("b");
-  EXPECT_EQ(b.source.settle, milliseconds(500));
+  EXPECT_EQ(file_of(b.source).settle, milliseconds(500));
   ASSERT_TRUE(b.max_rejected.has_value());
   EXPECT_EQ(b.max_rejected->percent, 2.5);
   EXPECT_EQ(b.max_rejected->text, "2.5%");
@@ -150,15 +150,15 @@ TEST(ParseConfig, SettleAndMaxRejectedAreRead) {
 
 TEST(ParseConfig, OnChangeDefaultsToRereadAndIsReadOrRefusedNamingLineAndKey) {
   using connectors::file::ChangePolicy;
-  EXPECT_EQ(parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions").source.on_change,
+  EXPECT_EQ(file_of(parse_config(kPipelineHead, "config.yaml").pipelines.at("transactions").source).on_change,
             ChangePolicy::kReread);
   const auto config = parse_config(
       "pipelines:\n"
       "  a: {source: {path: a.csv, on_change: fail}}\n"
       "  b: {source: {path: b.csv, on_change: reread}}\n",
       "config.yaml");
-  EXPECT_EQ(config.pipelines.at("a").source.on_change, ChangePolicy::kFail);
-  EXPECT_EQ(config.pipelines.at("b").source.on_change, ChangePolicy::kReread);
+  EXPECT_EQ(file_of(config.pipelines.at("a").source).on_change, ChangePolicy::kFail);
+  EXPECT_EQ(file_of(config.pipelines.at("b").source).on_change, ChangePolicy::kReread);
   EXPECT_THAT(config_error("pipelines:\n  p:\n    source: {path: a.csv, on_change: ignore}\n"),
               StartsWith("config.yaml:3: pipelines.p.source.on_change: expected reread or fail"));
 }
@@ -194,9 +194,8 @@ TEST(ParseConfig, EmptyFileIsAllDefaults) {
 
 TEST(ParseConfig, FormatComesFromTheExtension) {
   const auto format_of = [](const std::string& path) {
-    return parse_config("pipelines:\n  p:\n    source: {path: " + path + "}\n", "c.yaml")
-        .pipelines.at("p")
-        .source.format;
+    return file_of(parse_config("pipelines:\n  p:\n    source: {path: " + path + "}\n", "c.yaml").pipelines.at("p").source)
+        .format;
   };
   EXPECT_EQ(format_of("in.csv"), Format::kCsv);
   EXPECT_EQ(format_of("in.CSV"), Format::kCsv);
@@ -207,7 +206,7 @@ TEST(ParseConfig, FormatComesFromTheExtension) {
 
 // Kinds, formats and triggers are enums; their names (API output, runs.trigger) stay as they were.
 TEST(ParseConfig, KindFormatAndTriggerNames) {
-  EXPECT_EQ(to_string(SourceKind::kFile), "file");
+  EXPECT_EQ(SourceConfig{}.kind(), "file");
   EXPECT_EQ(to_string(DestinationKind::kHttp), "http");
   EXPECT_EQ(to_string(DestinationKind::kView), "view");
   EXPECT_EQ(to_string(Format::kCsv), "csv");
@@ -219,7 +218,7 @@ TEST(ParseConfig, KindFormatAndTriggerNames) {
 
 TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
   const auto config = parse_config("pipelines:\n  p:\n    source: {path: in.txt, format: jsonl}\n", "c.yaml");
-  EXPECT_EQ(config.pipelines.at("p").source.format, Format::kJsonl);
+  EXPECT_EQ(file_of(config.pipelines.at("p").source).format, Format::kJsonl);
 }
 
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
@@ -1030,7 +1029,7 @@ TEST(Interpolation, VariablesAndDefaultsInAnyValue) {
       "config.yaml");
   EXPECT_EQ(config.database, "postgresql://localhost/tm");  // the default when unset
   const auto& pipeline = config.pipelines.at("p");
-  EXPECT_EQ(pipeline.source.path, "/data/in/today.csv");  // the default when empty, as in the shell
+  EXPECT_EQ(file_of(pipeline.source).path, "/data/in/today.csv");  // the default when empty, as in the shell
   EXPECT_EQ(pipeline.batch_size, 250u);                    // a number too: the value is read after interpolation
   EXPECT_EQ(pipeline.destinations.at(0).url, "http://127.0.0.1:9000/events");  // set but empty, no default: ""
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batch_size: \"${TIDEMARK_TEST_DIR}\"\n"),
@@ -1041,9 +1040,10 @@ TEST(Interpolation, VariablesAndDefaultsInAnyValue) {
 TEST(Interpolation, DollarDollarBraceIsALiteralAndOtherDollarsAreThemselves) {
   const ScopedEnv value("TIDEMARK_TEST_X", "x");
   const auto path_of = [](const std::string& path) {
-    return parse_config("pipelines:\n  p:\n    source: {path: '" + path + "', format: csv}\n", "config.yaml")
-        .pipelines.at("p")
-        .source.path;
+    return file_of(parse_config("pipelines:\n  p:\n    source: {path: '" + path + "', format: csv}\n", "config.yaml")
+                       .pipelines.at("p")
+                       .source)
+        .path;
   };
   EXPECT_EQ(path_of("$${TIDEMARK_TEST_X}"), "${TIDEMARK_TEST_X}");
   EXPECT_EQ(path_of("a$$${TIDEMARK_TEST_X}"), "a$${TIDEMARK_TEST_X}");  // `$` then `$${`: both kept as written

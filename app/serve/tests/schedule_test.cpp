@@ -14,10 +14,18 @@ TimePoint at(int y, unsigned m, unsigned d, int hour, int minute, int second = 0
   return TimePoint(sys_days(year{y} / month{m} / day{d})) + hours(hour) + minutes(minute) + seconds(second);
 }
 
+// A cron schedule as the config gives it: parsed once, with its text.
+pipeline::WrittenCron cron(const std::string& text) {
+  std::string error;
+  return {pipeline::CronExpression::parse(text, error).value(), text};
+}
+
+// The config refuses it, so that serve never sees it.
 TEST(CronExpressionTest, AnImpossibleDateIsAConfigError) {
-  pipeline::ScheduleConfig config;
-  config.cron = "0 0 30 2 *";
-  EXPECT_THROW(Schedule("transactions", config), pipeline::ConfigError);
+  EXPECT_THROW(pipeline::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
+                                      "    schedule: {cron: \"0 0 30 2 *\"}\n",
+                                      "config.yaml"),
+               pipeline::ConfigError);
 }
 
 TEST(ScheduleTest, EveryFiresAtStartThenEachIntervalAndMissedTicksCoalesce) {
@@ -33,7 +41,7 @@ TEST(ScheduleTest, EveryFiresAtStartThenEachIntervalAndMissedTicksCoalesce) {
 
 TEST(ScheduleTest, CronMissedTicksCoalesceIntoTheNextMatchAfterNow) {
   pipeline::ScheduleConfig config;
-  config.cron = "*/5 * * * *";
+  config.cron = cron("*/5 * * * *");
   const Schedule schedule("transactions", config);
   const TimePoint tick = at(2024, 5, 1, 10, 0);
   EXPECT_EQ(schedule.first(tick - 1s), tick);
@@ -54,9 +62,9 @@ TEST(ScheduleTest, DescribeStatesEveryAsTheConfigWritesIt) {
   }
   EXPECT_EQ(pipeline::format_duration(61s), "61s");
   EXPECT_EQ(pipeline::format_duration(1500ms), "1500ms");
-  pipeline::ScheduleConfig cron;
-  cron.cron = "*/5 * * * *";
-  EXPECT_EQ(Schedule("transactions", cron).describe(), "cron \"*/5 * * * *\" (UTC)");
+  pipeline::ScheduleConfig config;
+  config.cron = cron("*/5 * * * *");
+  EXPECT_EQ(Schedule("transactions", config).describe(), "cron \"*/5 * * * *\" (UTC)");
 }
 
 }  // namespace
