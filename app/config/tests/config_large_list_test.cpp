@@ -10,7 +10,7 @@
 #include <string>
 
 #include "app/config/config.hpp"
-#include "tests/unit/app/config_errors.hpp"
+#include "app/config/tests/config_errors.hpp"
 
 namespace tidemark::pipeline {
 namespace {
