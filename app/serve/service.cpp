@@ -27,6 +27,7 @@
 #include "app/serve/schedule.hpp"
 #include "app/serve/stream_consumers.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "pipeline/core/backoff.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/views/views.hpp"
@@ -120,7 +121,8 @@ struct Service::Impl {
 
   void relay_ended(std::chrono::steady_clock::time_point started, const std::string& failure) {
     if (failure.empty()) return;  // stopped
-    if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_delay = kFirstRestartDelay;
+    if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_restart_delay.succeeded();
+    const std::chrono::milliseconds relay_delay = relay_restart_delay.failed();
     spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, pipeline::format_duration(relay_delay));
     {
       std::lock_guard lock(relay_mutex);
@@ -136,7 +138,6 @@ struct Service::Impl {
       }
       metrics.component_restarts_total.Add({{"component", "relay"}}).Increment();
       spdlog::info("the outbox relay restarts");
-      relay_delay = std::min(relay_delay * 2, kMaxRestartDelay);
       start_relay();
     });
   }
@@ -261,7 +262,7 @@ struct Service::Impl {
   std::list<asio::system_timer> timers;
   std::unique_ptr<pipeline::relay::Relay> relay;  // its loop runs on `io`
   asio::steady_timer relay_restart;   // io thread only
-  std::chrono::milliseconds relay_delay = kFirstRestartDelay;  // io thread only
+  pipeline::DoublingDelay relay_restart_delay{kFirstRestartDelay, kMaxRestartDelay};  // io thread only
   std::mutex relay_mutex;
   std::string relay_failure;  // guarded by relay_mutex: what the relay is restarting after
   bool stopping = false;      // io thread only

@@ -251,7 +251,7 @@ struct Relay::Async {
   bool listen_armed = false;  // a wait on listen_socket is outstanding
   bool listen_fresh = false;  // connected since the last look
   std::chrono::steady_clock::time_point listen_next{};  // when to connect it again
-  Duration listen_delay{};
+  std::optional<DoublingDelay> listen_delay;            // set by the loop, from listen_retry
 };
 
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
@@ -506,7 +506,7 @@ void Relay::Async::listener_connected(Relay& relay, std::exception_ptr failure) 
     if (socket < 0) throw std::system_error(errno, std::generic_category(), "dup of the connection's socket");
     listen_socket.emplace(*executor, socket);
     listen_fresh = true;
-    listen_delay = relay.options_.listen_retry;
+    listen_delay->succeeded();
     spdlog::debug("the outbox relay listens on {}", kOutboxChannel);
   } catch (const std::exception& error) {
     connecting.reset();
@@ -521,11 +521,10 @@ void Relay::Async::drop_listener(Relay& relay, const std::string& why) {
   if (why.empty()) return;
   std::string reason = redact_urls(why);
   while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())) != 0) reason.pop_back();
-  if (listen_delay == Duration::zero()) listen_delay = relay.options_.listen_retry;
+  const Duration delay = listen_delay->failed();
   spdlog::warn("the outbox relay's LISTEN connection failed: {}; it polls every {} ms and connects it again in {} ms",
-               reason, relay.options_.poll_interval.count(), listen_delay.count());
-  listen_next = std::chrono::steady_clock::now() + listen_delay;
-  listen_delay = std::min(listen_delay * 2, kMaxListenRetry);
+               reason, relay.options_.poll_interval.count(), delay.count());
+  listen_next = std::chrono::steady_clock::now() + delay;
 }
 
 asio::awaitable<void> Relay::Async::loop(Relay* relay) {
@@ -562,7 +561,7 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   }
   async.in_flight.clear();  // a failed loop's: their leases run out
   async.listen_next = {};
-  async.listen_delay = self.options_.listen_retry;
+  async.listen_delay.emplace(self.options_.listen_retry, kMaxListenRetry);
   for (;;) {
     bool stopping = false;
     {
