@@ -28,6 +28,7 @@
 #include "app/serve/stream_consumers.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/core/backoff.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/views/views.hpp"
@@ -58,7 +59,7 @@ struct Service::Impl {
   explicit Impl(ServeOptions serve_options)
       : options(std::move(serve_options)),
         schedules(schedules_of(options.config)),
-        sinks(options.run_relay ? make_sinks(options.config, options.database_url, &metrics) : pipeline::relay::Sinks{}),
+        sinks(options.run_relay ? make_sinks(options.config, options.database_url, &metrics) : pipeline::Sinks{}),
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
@@ -126,7 +127,7 @@ struct Service::Impl {
     spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, pipeline::format_duration(relay_delay));
     {
       std::lock_guard lock(relay_mutex);
-      relay_failure = pipeline::relay::bounded_error_text(failure);
+      relay_failure = pipeline::bounded_error_text(failure);
     }
     if (stopping) return;
     relay_restart.expires_after(relay_delay);
@@ -249,7 +250,7 @@ struct Service::Impl {
   ServeOptions options;
   std::vector<std::pair<std::string, Schedule>> schedules;
   metrics::Metrics metrics;  // before the sinks, which count into it
-  pipeline::relay::Sinks sinks;
+  pipeline::Sinks sinks;
   asio::io_context io{1};
   pipeline::db::ConnectionPool pool;
   PipelineMetrics pipeline_metrics;

@@ -30,7 +30,7 @@ struct SinkContext {
   metrics::Metrics* metrics = nullptr;  // where sinks count what only they see; nullptr: not exported
 };
 // Every sink of one destination kind, by destination name.
-using SinkFactory = std::function<pipeline::relay::Sinks(const SinkContext&)>;
+using SinkFactory = std::function<pipeline::Sinks(const SinkContext&)>;
 
 // The factory of `kind`. The config parser admits only kinds that have one, so a kind without
 // one is a programming error: std::invalid_argument naming the kind.

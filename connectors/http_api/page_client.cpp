@@ -16,7 +16,7 @@
 
 #include "connectors/http/options_error.hpp"
 #include "connectors/http/tls.hpp"
-#include "pipeline/core/sink.hpp"
+#include "pipeline/core/error_text.hpp"
 
 namespace tidemark::connectors::http_api {
 
@@ -26,7 +26,7 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 
 RequestUrl split_url(const std::string& url) {
-  const std::string shown = pipeline::relay::redact_urls(url);
+  const std::string shown = pipeline::redact_urls(url);
   const auto parsed = boost::urls::parse_uri(url);
   if (!parsed) throw std::invalid_argument("'" + shown + "' is not a valid URL");
   if (parsed->scheme() != "http" && parsed->scheme() != "https") {

@@ -1,6 +1,6 @@
 #include "pipeline/store/outbox.hpp"
 
-#include "pipeline/core/sink.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {

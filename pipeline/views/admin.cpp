@@ -31,7 +31,7 @@ std::int64_t replay(pqxx::connection& connection, const View& view, int version,
   {
     pqxx::read_transaction txn(connection);
     for (const auto& row : txn.exec_params(query, name)) {
-      relay::OutboxEvent outbox;
+      OutboxEvent outbox;
       outbox.id = row[0].as<std::int64_t>();
       outbox.destination = name;
       outbox.idempotency_key = row[1].as<std::string>();
