@@ -49,12 +49,12 @@ double ceiling(const std::string& url, int events, std::size_t in_flight) {
     done.wait(lock, [&] { return running < in_flight; });
     ++running;
     lock.unlock();
-    pipeline::relay::OutboxEvent event;
+    pipeline::OutboxEvent event;
     event.idempotency_key = "ceiling:tx-" + std::to_string(i) + ":1";
     event.payload = payload(event.idempotency_key, i, i % 1000, i / 1000 + 1);
-    sink.deliver(std::move(event), [&](pipeline::relay::DeliveryResult result) {
+    sink.deliver(std::move(event), [&](pipeline::DeliveryResult result) {
       std::lock_guard guard(mutex);
-      if (result.status != pipeline::relay::DeliveryResult::Status::kDelivered) ++failed;
+      if (result.status != pipeline::DeliveryResult::Status::kDelivered) ++failed;
       --running;
       done.notify_all();
     });
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
   pipeline::relay::RelayOptions options;
   options.config.max_in_flight = in_flight;
   options.poll_interval = std::chrono::milliseconds(20);
-  pipeline::relay::Sinks sinks;
+  pipeline::Sinks sinks;
   sinks.emplace("ledger", std::make_unique<connectors::http::WebhookSink>(webhook_options(receiver.url(), in_flight)));
   pipeline::relay::Relay relay(db.url(), std::move(sinks), options);
   const auto start = Clock::now();

@@ -27,6 +27,8 @@
 #include "app/serve/schedule.hpp"
 #include "app/serve/stream_consumers.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "pipeline/core/backoff.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/views/views.hpp"
@@ -57,7 +59,7 @@ struct Service::Impl {
   explicit Impl(ServeOptions serve_options)
       : options(std::move(serve_options)),
         schedules(schedules_of(options.config)),
-        sinks(options.run_relay ? make_sinks(options.config, options.database_url, &metrics) : pipeline::relay::Sinks{}),
+        sinks(options.run_relay ? make_sinks(options.config, options.database_url, &metrics) : pipeline::Sinks{}),
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
@@ -120,11 +122,12 @@ struct Service::Impl {
 
   void relay_ended(std::chrono::steady_clock::time_point started, const std::string& failure) {
     if (failure.empty()) return;  // stopped
-    if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_delay = kFirstRestartDelay;
+    if (std::chrono::steady_clock::now() - started >= kHealthyRun) relay_restart_delay.succeeded();
+    const std::chrono::milliseconds relay_delay = relay_restart_delay.failed();
     spdlog::error("the outbox relay failed: {}; restarting it in {}", failure, pipeline::format_duration(relay_delay));
     {
       std::lock_guard lock(relay_mutex);
-      relay_failure = pipeline::relay::bounded_error_text(failure);
+      relay_failure = pipeline::bounded_error_text(failure);
     }
     if (stopping) return;
     relay_restart.expires_after(relay_delay);
@@ -136,7 +139,6 @@ struct Service::Impl {
       }
       metrics.component_restarts_total.Add({{"component", "relay"}}).Increment();
       spdlog::info("the outbox relay restarts");
-      relay_delay = std::min(relay_delay * 2, kMaxRestartDelay);
       start_relay();
     });
   }
@@ -248,7 +250,7 @@ struct Service::Impl {
   ServeOptions options;
   std::vector<std::pair<std::string, Schedule>> schedules;
   metrics::Metrics metrics;  // before the sinks, which count into it
-  pipeline::relay::Sinks sinks;
+  pipeline::Sinks sinks;
   asio::io_context io{1};
   pipeline::db::Database pool;
   PipelineMetrics pipeline_metrics;
@@ -261,7 +263,7 @@ struct Service::Impl {
   std::list<asio::system_timer> timers;
   std::unique_ptr<pipeline::relay::Relay> relay;  // its loop runs on `io`
   asio::steady_timer relay_restart;   // io thread only
-  std::chrono::milliseconds relay_delay = kFirstRestartDelay;  // io thread only
+  pipeline::DoublingDelay relay_restart_delay{kFirstRestartDelay, kMaxRestartDelay};  // io thread only
   std::mutex relay_mutex;
   std::string relay_failure;  // guarded by relay_mutex: what the relay is restarting after
   bool stopping = false;      // io thread only

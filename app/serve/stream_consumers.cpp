@@ -7,6 +7,7 @@
 #include "app/wiring/run_request.hpp"
 #include "connectors/nats/connection.hpp"
 #include "connectors/nats/nats_source.hpp"
+#include "pipeline/core/backoff.hpp"
 #include "pipeline/run/partition_worker.hpp"
 #include "pipeline/store/pg/database.hpp"
 
@@ -25,16 +26,18 @@ constexpr std::chrono::milliseconds kMaxRetryDelay = std::chrono::minutes(5);
 
 // When a failing thing may be tried again, the delay doubling with each failure in a row.
 struct Backoff {
-  std::chrono::milliseconds delay{0};
+  explicit Backoff(std::chrono::milliseconds first) : delay(first, kMaxRetryDelay) {}
+
+  pipeline::DoublingDelay delay;
   Clock::time_point until{};
 
   bool waiting() const { return Clock::now() < until; }
-  std::chrono::milliseconds failed(std::chrono::milliseconds first) {
-    delay = std::min(delay.count() == 0 ? first : delay * 2, kMaxRetryDelay);
-    until = Clock::now() + delay;
-    return delay;
+  std::chrono::milliseconds failed() {
+    const auto wait = delay.failed();
+    until = Clock::now() + wait;
+    return wait;
   }
-  void succeeded() { delay = std::chrono::milliseconds(0); }
+  void succeeded() { delay.succeeded(); }
 };
 
 }  // namespace
@@ -82,8 +85,8 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
     request.stop_requested = &stopping_;
     request.on_batch = [this, &name](const pipeline::BatchReport& report) { metrics_.run_batch(name, report); };
   }
-  std::vector<Backoff> partition_backoff(requests.size());
-  Backoff consumer_backoff;
+  std::vector<Backoff> partition_backoff(requests.size(), Backoff(settings.rebalance_interval));
+  Backoff consumer_backoff(settings.rebalance_interval);
   while (!stopping_) {
     try {
       // The worker's heartbeat runs on its own thread from here until the worker ends, which
@@ -126,7 +129,7 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
             if (dynamic_cast<const connectors::nats::PartitionRefused*>(&error) != nullptr) {
               metrics_.partition_refused(name, lease.partition);
             }
-            const auto delay = backoff.failed(settings.rebalance_interval);
+            const auto delay = backoff.failed();
             spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", name, stream, error.what(),
                           pipeline::format_duration(delay));
           }
@@ -140,7 +143,7 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
       // The database or the NATS servers could not be reached: the worker ended (its
       // partitions freed where the database allowed) and starts again after the backoff.
       metrics_.partitions_owned(name, 0);
-      const auto delay = consumer_backoff.failed(settings.rebalance_interval);
+      const auto delay = consumer_backoff.failed();
       spdlog::error("pipeline {}: consumer failed: {}; starting again in {}", name, error.what(),
                     pipeline::format_duration(delay));
       if (!wait(delay)) break;

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 
+#include "pipeline/core/error_text.hpp"
 #include "pipeline/core/sink.hpp"
 #include "pipeline/store/pg/row.hpp"
 #include "pipeline/views/admin.hpp"
@@ -37,7 +38,7 @@ struct EventCounts {
 void redact_urls_shown(boost::json::object& document) {
   for (const char* member : {"url", "position", "checkpoint", "error"}) {
     if (auto* value = document.if_contains(member); value != nullptr && value->is_string()) {
-      *value = pipeline::relay::redact_urls(value->as_string());
+      *value = pipeline::redact_urls(value->as_string());
     }
   }
 }

@@ -33,7 +33,7 @@ struct RunFilter {
 
 // `document` as shown (every API answer, hence the console, and `status`): its members that
 // can hold a source's URL, "url", "position", "checkpoint" and "error", with the credentials
-// and query strings of the URLs in them redacted by pipeline::relay::redact_urls, as run
+// and query strings of the URLs in them redacted by pipeline::redact_urls, as run
 // messages and logs are. A position holds one when an http source follows Link headers
 // (the next page's URL, with the source URL's api_key as a rule). Other members (a
 // quarantined record's raw text) are data and shown as they are.

@@ -40,7 +40,7 @@ pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config) {
           .lease = relay_options(config).lease};
 }
 
-pipeline::relay::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url) {
+pipeline::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url) {
   const std::vector<std::string> names = config.destination_names_of_kind(pipeline::DestinationKind::kView);
   for (const auto& name : names) {
     if (pipeline::views::find_view(name) == nullptr) {

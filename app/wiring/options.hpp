@@ -23,6 +23,6 @@ pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config);
 // One ViewSink per `kind: view` destination of `config`, keyed by destination name (the
 // view's name); creates version 1 of views that have none. ConfigError for a view name
 // Tidemark does not ship.
-pipeline::relay::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url);
+pipeline::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url);
 
 }  // namespace tidemark::app

@@ -32,7 +32,7 @@ struct SinkContext {
   metrics::Metrics* metrics = nullptr;  // where sinks count what only they see; nullptr: not exported
 };
 // Every sink of one destination kind, by destination name.
-using SinkFactory = std::function<pipeline::relay::Sinks(const SinkContext&)>;
+using SinkFactory = std::function<pipeline::Sinks(const SinkContext&)>;
 
 // What `tidemark check` finds wrong in the environment a source or a destination reads when
 // it opens (a variable that is not set): the messages, none when all is well.

@@ -12,9 +12,9 @@ namespace tidemark::app {
 
 using pipeline::ConfigError;
 
-pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
+pipeline::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
                                   metrics::Metrics* metrics) {
-  pipeline::relay::Sinks sinks;
+  pipeline::Sinks sinks;
   for (const auto kind : sink_kinds()) sinks.merge(sink_factory(kind)(SinkContext{config, database_url, metrics}));
   return sinks;
 }
@@ -43,8 +43,8 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
   return options;
 }
 
-pipeline::relay::Sinks make_webhook_sinks(const pipeline::Config& config) {
-  pipeline::relay::Sinks sinks;
+pipeline::Sinks make_webhook_sinks(const pipeline::Config& config) {
+  pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
     if (destination.kind != pipeline::DestinationKind::kHttp) continue;
     try {
@@ -78,8 +78,8 @@ connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationC
   return options;
 }
 
-pipeline::relay::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics) {
-  pipeline::relay::Sinks sinks;
+pipeline::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics) {
+  pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
     if (destination.kind != pipeline::DestinationKind::kNats) continue;
     auto options = nats_options(destination, config.relay);

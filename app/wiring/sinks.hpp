@@ -17,7 +17,7 @@ namespace tidemark::app {
 // One sink per destination of the config, by destination name: each destination kind's
 // factory in app/wiring/registry.
 // `metrics`, when given, receives what the sinks count themselves (NATS duplicates).
-pipeline::relay::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
+pipeline::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
                                   metrics::Metrics* metrics = nullptr);
 
 // The options of an http destination; the secret comes from the variable its secret_env
@@ -28,7 +28,7 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
 
 // One sink per http destination of the config, by destination name. ConfigError when a
 // destination's URL or trust store cannot be used.
-pipeline::relay::Sinks make_webhook_sinks(const pipeline::Config& config);
+pipeline::Sinks make_webhook_sinks(const pipeline::Config& config);
 
 // The options of a nats destination: its servers, subject and stream, the relay's timeouts
 // and redelivery horizon (the stream's duplicate window must exceed it), and the credentials
@@ -41,6 +41,6 @@ connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationC
 // duplicates in `metrics` (when given) as tidemark_nats_duplicates_total{destination}.
 // ConfigError (exit 2) when a stream is missing or its duplicate window does not exceed
 // the relay's redelivery horizon; NatsError (exit 1) when no server answers.
-pipeline::relay::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics);
+pipeline::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics);
 
 }  // namespace tidemark::app

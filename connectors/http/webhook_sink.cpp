@@ -22,6 +22,7 @@
 #include "connectors/http/options_error.hpp"
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "pipeline/core/percent_encode.hpp"
 #include "pipeline/core/retry_after.hpp"
 
@@ -31,8 +32,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
-using pipeline::relay::DeliveryResult;
-using pipeline::relay::OutboxEvent;
+using pipeline::DeliveryResult;
+using pipeline::OutboxEvent;
 
 namespace {
 
@@ -51,7 +52,7 @@ struct Target {
 };
 
 Target parse_target(const std::string& raw_url) {
-  const std::string url = pipeline::relay::redact_urls(raw_url);  // for the messages only
+  const std::string url = pipeline::redact_urls(raw_url);  // for the messages only
   const auto parsed = boost::urls::parse_uri(raw_url);
   if (!parsed) throw OptionsError("destination URL '" + url + "' is not a valid URL");
   if (parsed->scheme() != "http" && parsed->scheme() != "https") {
@@ -191,10 +192,10 @@ std::string header_id(std::string_view idempotency_key) {
 DeliveryResult classify_status(int status, std::string_view retry_after_header, std::string_view body) {
   if (status >= 200 && status < 300) return DeliveryResult::delivered();
   std::string error = "HTTP " + std::to_string(status);
-  if (!body.empty()) error += ": " + pipeline::relay::bounded_error_text(body, kErrorBodyExcerpt);
+  if (!body.empty()) error += ": " + pipeline::bounded_error_text(body, kErrorBodyExcerpt);
   if (status == 408 || status == 429 || status >= 500) {
     return DeliveryResult::retry(std::move(error),
-                                 pipeline::parse_retry_after(retry_after_header, pipeline::relay::kMaxRetryAfter));
+                                 pipeline::parse_retry_after(retry_after_header, pipeline::kMaxRetryAfter));
   }
   if (status >= 300 && status < 400) error += " (redirects are not followed; fix the destination URL)";
   return DeliveryResult::dead(std::move(error));

@@ -22,7 +22,7 @@ struct WebhookOptions {
 
 // Classifies an HTTP status as docs/delivery.md "How the answer is read" says: 2xx delivered; 408, 429
 // and 5xx retry; everything else (other 4xx, and redirects, which are not followed) dead.
-pipeline::relay::DeliveryResult classify_status(int status, std::string_view retry_after_header,
+pipeline::DeliveryResult classify_status(int status, std::string_view retry_after_header,
                                                 std::string_view body);
 
 // The idempotency key as it goes into the webhook-id and Idempotency-Key headers (and the
@@ -32,7 +32,7 @@ pipeline::relay::DeliveryResult classify_status(int status, std::string_view ret
 // Reversible, and the same on every attempt.
 std::string header_id(std::string_view idempotency_key);
 
-class WebhookSink final : public pipeline::relay::Sink {
+class WebhookSink final : public pipeline::Sink {
  public:
   // Throws OptionsError when the URL is not an http:// or https:// URL, or when the
   // trust store of an https:// URL cannot be loaded.
@@ -41,7 +41,7 @@ class WebhookSink final : public pipeline::relay::Sink {
   WebhookSink(const WebhookSink&) = delete;
   WebhookSink& operator=(const WebhookSink&) = delete;
 
-  void deliver(pipeline::relay::OutboxEvent event, Completion done) override;
+  void deliver(pipeline::OutboxEvent event, Completion done) override;
 
  private:
   class Client;

@@ -16,6 +16,7 @@
 #include "connectors/http_api/position.hpp"
 #include "pipeline/core/backoff.hpp"
 #include "pipeline/core/retry_after.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "pipeline/core/sink.hpp"
 #include "pipeline/core/utf8.hpp"
 
@@ -33,7 +34,7 @@ class HttpSource final : public pipeline::Source {
   HttpSource(HttpSourceOptions options, std::shared_ptr<const pipeline::RecordLayout> layout)
       : options_(std::move(options)),
         layout_(std::move(layout)),
-        identity_(pipeline::relay::redact_urls(options_.url)),
+        identity_(pipeline::redact_urls(options_.url)),
         rng_(std::random_device{}()) {
     if (!options_.auth_header.empty()) {
       const char* value = std::getenv(options_.auth_value_env.c_str());
@@ -130,7 +131,7 @@ class HttpSource final : public pipeline::Source {
 
   void load_page() {
     const std::string url = page_url();
-    const std::string shown = pipeline::relay::redact_urls(url);
+    const std::string shown = pipeline::redact_urls(url);
     RequestUrl request;
     try {
       request = split_url(url);
@@ -173,7 +174,7 @@ class HttpSource final : public pipeline::Source {
     const auto reference = boost::urls::parse_uri_reference(target);
     if (!base_url || !reference) {
       throw pipeline::SourceError("GET " + shown + ": the Link header's next target '" +
-                                  pipeline::relay::redact_urls(target) + "' is not a URL");
+                                  pipeline::redact_urls(target) + "' is not a URL");
     }
     boost::urls::url resolved;
     const auto result = boost::urls::resolve(*base_url, *reference, resolved);
@@ -199,14 +200,14 @@ class HttpSource final : public pipeline::Source {
         if (status >= 200 && status < 300) return response;
         last_error = "HTTP " + std::to_string(status);
         if (!response.body.empty()) {
-          last_error += ": " + pipeline::relay::bounded_error_text(response.body, kErrorBodyExcerpt);
+          last_error += ": " + pipeline::bounded_error_text(response.body, kErrorBodyExcerpt);
         }
         if (status != 408 && status != 429 && status < 500) {
           throw pipeline::SourceError("GET " + shown + " answered " + last_error +
                                       (status >= 300 && status < 400 ? " (redirects are not followed; fix source.url)"
                                                                      : ""));
         }
-        if (const auto after = pipeline::parse_retry_after(response.retry_after, pipeline::relay::kMaxRetryAfter)) {
+        if (const auto after = pipeline::parse_retry_after(response.retry_after, pipeline::kMaxRetryAfter)) {
           wait = *after;
         }
       } catch (const TransportError& error) {

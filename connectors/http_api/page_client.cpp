@@ -15,7 +15,7 @@
 #include <boost/url/parse.hpp>
 
 #include "connectors/http/tls.hpp"
-#include "pipeline/core/sink.hpp"
+#include "pipeline/core/error_text.hpp"
 
 namespace tidemark::connectors::http_api {
 
@@ -25,7 +25,7 @@ namespace bhttp = beast::http;
 using tcp = asio::ip::tcp;
 
 RequestUrl split_url(const std::string& url) {
-  const std::string shown = pipeline::relay::redact_urls(url);
+  const std::string shown = pipeline::redact_urls(url);
   const auto parsed = boost::urls::parse_uri(url);
   if (!parsed) throw InvalidUrl("'" + shown + "' is not a valid URL");
   if (parsed->scheme() != "http" && parsed->scheme() != "https") {

@@ -13,8 +13,8 @@
 
 namespace tidemark::connectors::nats_sink {
 
-using pipeline::relay::DeliveryResult;
-using pipeline::relay::OutboxEvent;
+using pipeline::DeliveryResult;
+using pipeline::OutboxEvent;
 
 namespace {
 

@@ -60,7 +60,7 @@ std::chrono::nanoseconds setup_duplicate_window(pipeline::Duration horizon, std:
 // Connection trouble, timeouts, no stream listening and a stream temporarily unable to store
 // are retried; a refusal that no retry can change (message larger than the stream allows,
 // sealed stream) is dead.
-pipeline::relay::DeliveryResult classify_publish(int status, int api_error, std::string_view text);
+pipeline::DeliveryResult classify_publish(int status, int api_error, std::string_view text);
 
 // What setup_stream did.
 struct StreamSetup {
@@ -77,7 +77,7 @@ StreamSetup setup_stream(const ConnectionOptions& connection, const std::string&
                          pipeline::Duration redelivery_horizon,
                          std::chrono::nanoseconds max_age = std::chrono::nanoseconds{0});
 
-class NatsSink final : public pipeline::relay::Sink {
+class NatsSink final : public pipeline::Sink {
  public:
   // Connects and checks the stream: StreamRefused when it does not exist or its duplicate
   // window does not exceed the horizon; NatsError when no server answers.
@@ -86,7 +86,7 @@ class NatsSink final : public pipeline::relay::Sink {
   NatsSink(const NatsSink&) = delete;
   NatsSink& operator=(const NatsSink&) = delete;
 
-  void deliver(pipeline::relay::OutboxEvent event, Completion done) override;
+  void deliver(pipeline::OutboxEvent event, Completion done) override;
 
  private:
   class Publisher;

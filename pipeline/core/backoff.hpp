@@ -1,6 +1,8 @@
 #pragma once
-// Capped exponential backoff with full jitter (docs/rules.md rule 9), shared by database retries
-// and the outbox relay; the views' inbox retention checks against the same ceilings.
+// Capped exponential backoff, the one place its doubling is written: with full jitter
+// (docs/rules.md rule 9) for database retries and the outbox relay's deliveries, whose
+// retries many runs and relays make at once; without it (DoublingDelay) for reconnecting or
+// restarting one thing of our own. The views' inbox retention checks against the same ceilings.
 #include <algorithm>
 #include <chrono>
 #include <random>
@@ -23,5 +25,24 @@ std::chrono::milliseconds backoff_delay(std::chrono::milliseconds base_delay, st
   std::uniform_int_distribution<long long> pick(0, std::max<long long>(ceiling, 0));
   return std::chrono::milliseconds(pick(rng));
 }
+
+// The delay before trying one thing again after failures in a row: `first`, then doubling up
+// to `max` (backoff_ceiling, without jitter: nothing else retries in step with it); a success
+// starts again from `first`.
+class DoublingDelay {
+ public:
+  DoublingDelay(std::chrono::milliseconds first, std::chrono::milliseconds max) : first_(first), max_(max) {}
+  // One more failure in a row: the delay before the next try.
+  std::chrono::milliseconds failed() {
+    failures_ = std::min(failures_ + 1, 31);
+    return backoff_ceiling(first_, max_, failures_);
+  }
+  void succeeded() { failures_ = 0; }
+
+ private:
+  std::chrono::milliseconds first_;
+  std::chrono::milliseconds max_;
+  int failures_ = 0;
+};
 
 }  // namespace tidemark::pipeline

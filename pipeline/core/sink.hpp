@@ -13,7 +13,7 @@
 
 #include "pipeline/core/duration.hpp"
 
-namespace tidemark::pipeline::relay {
+namespace tidemark::pipeline {
 
 // One claimed outbox row.
 struct OutboxEvent {
@@ -26,21 +26,9 @@ struct OutboxEvent {
   int attempt = 0;              // 1 for the first attempt
 };
 
-// last_error and the logs keep at most this much of an error text.
-inline constexpr std::size_t kMaxErrorBytes = 1000;
 // A destination's Retry-After is honoured up to this long; a longer (or overflowing) wish
 // would park the event for years, so the event is tried again after this instead.
 inline constexpr std::chrono::seconds kMaxRetryAfter = std::chrono::hours(1);
-
-// `text` as PostgreSQL stores it in a text column whatever its bytes: invalid UTF-8 and NUL
-// become U+FFFD, and at most `max_bytes` bytes are kept, cut between characters ("…" marks
-// the cut). A receiver's answer goes into last_error through this.
-std::string bounded_error_text(std::string_view text, std::size_t max_bytes = kMaxErrorBytes);
-
-// `text` with the credentials and query strings of the URLs in it redacted:
-// "http://user:pass@host/p?token=x" becomes "http://***@host/p?***". Errors pass through it
-// before they reach last_error and the logs, and `outbox list` shows last_error through it.
-std::string redact_urls(std::string_view text);
 
 struct DeliveryResult {
   enum class Status {
@@ -71,4 +59,4 @@ class Sink {
 // The sinks the relay delivers through, by destination name.
 using Sinks = std::map<std::string, std::unique_ptr<Sink>>;
 
-}  // namespace tidemark::pipeline::relay
+}  // namespace tidemark::pipeline

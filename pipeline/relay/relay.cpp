@@ -2,19 +2,14 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <system_error>
 #include <utility>
 
-#include <poll.h>
-#include <unistd.h>
-
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -26,10 +21,11 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
-#include "pipeline/store/outbox.hpp"
+#include "pipeline/core/error_text.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "pipeline/core/failpoint.hpp"
-#include "pipeline/core/utf8.hpp"
+#include "pipeline/relay/lane_scheduler.hpp"
+#include "pipeline/relay/listen_waker.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::relay {
@@ -70,86 +66,28 @@ void renew(pqxx::connection& connection, Duration lease, const std::vector<std::
 
 }  // namespace
 
-std::string bounded_error_text(std::string_view text, std::size_t max_bytes) {
-  bool changed = false;
-  std::string stored = storable_text(text, changed);
-  if (stored.size() <= max_bytes) return stored;
-  static constexpr std::string_view kEllipsis = "\xE2\x80\xA6";  // U+2026
-  // Valid UTF-8 now, so the cut can back up to a character's start.
-  stored.resize(utf8_prefix_length(stored, max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0));
-  return stored + std::string(kEllipsis);
-}
-
-namespace {
-
-bool is_scheme_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '+' || c == '-' || c == '.';
-}
-
-// One URL: "***" for its userinfo and its query.
-std::string redact_url(std::string_view url, std::size_t authority_start) {
-  std::string redacted(url.substr(0, authority_start));
-  std::string_view rest = url.substr(authority_start);
-  const std::size_t authority_end = std::min(rest.find_first_of("/?#"), rest.size());
-  if (const std::size_t at = rest.substr(0, authority_end).rfind('@'); at != std::string_view::npos) {
-    redacted += "***";
-    rest.remove_prefix(at);
-  }
-  if (const std::size_t query = rest.find('?'); query != std::string_view::npos) {
-    const std::size_t fragment = std::min(rest.find('#', query), rest.size());
-    redacted.append(rest.substr(0, query + 1)).append("***").append(rest.substr(fragment));
-  } else {
-    redacted += rest;
-  }
-  return redacted;
-}
-
-}  // namespace
-
-std::string redact_urls(std::string_view text) {
-  std::string redacted;
-  std::size_t done = 0;  // text[0, done) is in `redacted`
-  for (std::size_t mark = text.find("://"); mark != std::string_view::npos; mark = text.find("://", mark + 3)) {
-    std::size_t start = mark;
-    while (start > done && is_scheme_char(text[start - 1])) --start;
-    if (start == mark) continue;
-    std::size_t end = mark + 3;
-    while (end < text.size() && std::isspace(static_cast<unsigned char>(text[end])) == 0 &&
-           std::string_view("\"'<>").find(text[end]) == std::string_view::npos) {
-      ++end;
-    }
-    // Punctuation that ends a sentence or a clause is not part of the URL ("… to http://h/p: refused").
-    while (end > mark + 3 && std::string_view(".,:;)]").find(text[end - 1]) != std::string_view::npos) --end;
-    redacted.append(text.substr(done, start - done));
-    redacted += redact_url(text.substr(start, end - start), mark + 3 - start);
-    done = end;
-    mark = end > mark + 3 ? end - 3 : mark;
-  }
-  redacted.append(text.substr(done));
-  return redacted;
-}
-
 // Statements in flight at once, each on a connection (and a database thread) of its own:
 // while one waits for its commit to reach the disk, the next records the answers that came
 // in meanwhile and claims more, and PostgreSQL flushes commits that meet with one write.
 constexpr std::size_t kDatabaseSlots = 2;
-// How many windows (max_in_flight, the relay's and each destination's) may be claimed and
-// not yet answered: claims this far ahead make each statement record and claim hundreds of
-// events, so its fixed cost (the commit's flush, above all) is spread over them.
-constexpr std::size_t kClaimAhead = 8;
-// The answer rate that sizes the queue is counted over periods this long.
-constexpr auto kRatePeriod = std::chrono::milliseconds(250);
-constexpr Duration kMaxListenRetry = std::chrono::seconds(30);
+
+std::vector<std::string> destinations_of(const Sinks& sinks) {
+  std::vector<std::string> names;
+  for (const auto& [name, sink] : sinks) names.push_back(name);
+  return names;
+}
 
 // The loop's Asio state. The loop runs on a strand of the io_context it was started on; the
 // libpqxx work runs on `database_threads`, the only threads that touch the connection pool.
-struct Relay::Async {
-  using Strand = asio::strand<asio::io_context::executor_type>;
+// Which events go out and how much to claim is the lane scheduler's (lane_scheduler.hpp);
+// the LISTEN connection is the waker's (listen_waker.hpp).
+struct Relay::LoopState {
+  using Strand = ListenWaker::Strand;
 
   // One statement's work, handed to a database thread and back to the loop: the answers it
   // records, the events it claims and, when due, the pending counts. On the strand, except
   // while the statement runs.
-  struct Task {
+  struct Slot {
     bool running = false;
     bool finished = false;  // ended; its results are not yet taken by the loop
     std::exception_ptr failure;
@@ -172,10 +110,16 @@ struct Relay::Async {
     std::optional<asio::steady_timer> outage;  // the wait a database outage out
   };
 
+  explicit LoopState(const Relay& relay)
+      : lanes(relay.options_.config.max_in_flight, destinations_of(relay.sinks_), relay.options_.windows,
+              relay.options_.lease),
+        waker(relay.database_.url(), database_threads, [this] { if (wake) wake->cancel(); },
+              relay.options_.listen_retry, relay.options_.poll_interval) {}
+
   static asio::awaitable<void> loop(Relay* relay);
   // The loop's body, and what it does when a statement ends; both on the strand.
-  static void start_task(Relay* relay, Task* task);
-  static asio::awaitable<void> run_task(Relay* relay, Task* task);
+  static void start_slot(Relay* relay, Slot* slot);
+  static asio::awaitable<void> run_slot(Relay* relay, Slot* slot);
   // Runs `*work` on a pooled connection with database retries; for ever in run() (see
   // RelayOptions::database_retries), throws when stopping or in drain().
   static asio::awaitable<void> with_database(Relay* relay, const char* what,
@@ -184,74 +128,18 @@ struct Relay::Async {
   // Waits `how_long` on `timer`, or until the wait is cancelled (an answer, a statement's end
   // or stop()); `*expired` says which.
   static asio::awaitable<void> wait(asio::steady_timer* timer, Duration how_long, bool* expired);
-  // Sends queued events while the windows have room, one destination after another.
-  void send_queued(Relay& relay);
   // What the statements running may still claim of `destination`.
   std::size_t requested_of(const std::string& destination) const;
-  // The requests sent in every lane whose answers the loop has not taken yet.
-  std::size_t sending() const;
-  // run() only, on the strand: true when a notification came. Connects the LISTEN
-  // connection when it is due (in the background), reads what its socket holds and awaits
-  // more beside the wake timer; any failure drops it and polling goes on.
-  bool listen(Relay& relay, bool stopping);
-  static asio::awaitable<void> connect_listener(Async* async);
-  void listener_connected(Relay& relay, std::exception_ptr failure);
-  void drop_listener(Relay& relay, const std::string& why);
 
   asio::thread_pool database_threads{kDatabaseSlots};
   std::optional<Strand> executor;          // guarded by the relay's mutex_: the running loop's
   std::optional<asio::steady_timer> wake;  // on the strand: the loop's wait for something to do
-  std::array<Task, kDatabaseSlots> tasks;  // on the strand
+  std::array<Slot, kDatabaseSlots> slots;  // on the strand
   // On the strand. Claimed ahead, not yet sent: an answer frees a place in the window and
-  // the next event goes at once, without waiting for a statement. A queue holds what its
-  // window sends in a quarter of a lease (at least one window, at most kClaimAhead - 1), so
-  // an event's lease outlasts its wait here and its attempt; one claimed more than half a
-  // lease ago (the receiver slowed down) is not sent: its lease runs out and it goes again.
-  struct Queued {
-    OutboxEvent event;
-    std::chrono::steady_clock::time_point claimed;
-  };
-  // On the strand: one destination's part of the relay. Each has its own window (its
-  // max_in_flight, or the relay's), queue and answer rate, so that a slow destination fills
-  // only its own; the relay's window and queue bound them all together.
-  struct Lane {
-    std::size_t window = 0;
-    std::deque<Queued> queued;
-    // Requests sent whose answers the loop has not taken yet. Kept across loops: the
-    // answers of a loop that failed are taken (and recorded) by the next one.
-    std::size_t sending = 0;
-    std::size_t answers_in_period = 0;  // answers taken in the current rate period
-    std::size_t queue_limit = 0;        // the queue the last period's answers allow
-    std::uint64_t covered = 0;          // the loop's `clock` ticks a claim of it covered (loop)
-  };
-  std::map<std::string, Lane, std::less<>> lanes;  // by destination: one per sink
-  // On the strand: the attempts this loop sent whose answers it has not taken, by event id.
-  // An attempt may outlast its lease (a destination that answers at the end of
-  // request_timeout, a sink slower than its timeouts): its lease is renewed every third of a
-  // lease while it runs, so that no relay claims the event and sends it again beside it.
-  struct InFlight {
-    int attempt = 0;
-    std::chrono::steady_clock::time_point leased;  // when its lease last began, or earlier
-    bool renewing = false;                         // a statement running renews it
-  };
-  std::map<std::int64_t, InFlight> in_flight;
-  // The attempts due for renewal into `task`, and when the next one not being renewed is due
-  // (time_point::max() when none).
-  void take_renewals(Duration lease, Task& task);
-  std::chrono::steady_clock::time_point next_renewal(Duration lease) const;
-  std::string last_served;                         // on the strand: the lane send_queued served last
-
-  // The LISTEN connection (run() only) and a duplicate of its socket, on the strand; while
-  // `listen_connecting`, the database thread makes `connecting` with `listen_connect`.
-  std::unique_ptr<pqxx::connection> listener;
-  std::optional<asio::posix::stream_descriptor> listen_socket;
-  std::unique_ptr<pqxx::connection> connecting;
-  std::function<void()> listen_connect;
-  bool listen_connecting = false;
-  bool listen_armed = false;  // a wait on listen_socket is outstanding
-  bool listen_fresh = false;  // connected since the last look
-  std::chrono::steady_clock::time_point listen_next{};  // when to connect it again
-  Duration listen_delay{};
+  // the next event goes at once, without waiting for a statement. Its requests sent are kept
+  // across loops: the answers of a loop that failed are taken (and recorded) by the next one.
+  LaneScheduler lanes;
+  ListenWaker waker;  // run() only, on the strand
 };
 
 Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metrics::Metrics* metrics)
@@ -259,26 +147,15 @@ Relay::Relay(std::string database_url, Sinks sinks, RelayOptions options, metric
       metrics_(metrics),
       database_(std::move(database_url), options_.database_retries, prepare),
       rng_(options_.seed),
-      async_(std::make_unique<Async>()),
       sinks_(std::move(sinks)) {
-  for (Async::Task& task : async_->tasks) {
-    task.record_and_claim = [this, &task](pqxx::connection& connection) {
-      renew(connection, options_.lease, task.renew_ids, task.renew_attempts, task.renewed);
-      record_and_claim(connection, task.answers, task.delays, task.capacities, task.capacity, task.claimed);
+  state_ = std::make_unique<LoopState>(*this);
+  for (LoopState::Slot& slot : state_->slots) {
+    slot.record_and_claim = [this, &slot](pqxx::connection& connection) {
+      renew(connection, options_.lease, slot.renew_ids, slot.renew_attempts, slot.renewed);
+      record_and_claim(connection, slot.answers, slot.delays, slot.capacities, slot.capacity, slot.claimed);
     };
-    task.count_pending = [this, &task](pqxx::connection& connection) { count_pending(connection, task.pending); };
+    slot.count_pending = [this, &slot](pqxx::connection& connection) { count_pending(connection, slot.pending); };
   }
-  for (const auto& [name, sink] : sinks_) {
-    const auto own = options_.windows.find(name);
-    async_->lanes[name].window = own == options_.windows.end()
-                                     ? options_.config.max_in_flight
-                                     : std::clamp<std::size_t>(own->second, 1, options_.config.max_in_flight);
-  }
-  async_->listen_connect = [this] {
-    auto connection = db::connect(database_.url());
-    pqxx::nontransaction(*connection).exec(std::string("LISTEN ") + kOutboxChannel);
-    async_->connecting = std::move(connection);
-  };
   if (metrics_ == nullptr) return;
   // Every series exists from the start, so that increase() and the alerts see the first
   // dead event as a change from 0 rather than as a new series.
@@ -314,20 +191,21 @@ RelayStats Relay::run_here(bool once) {
 void Relay::begin(asio::io_context& io, bool once, std::function<void(std::exception_ptr)> ended) {
   stats_ = {};
   once_ = once;
-  const Async::Strand strand = asio::make_strand(io);
-  async_->wake.emplace(strand);
-  for (Async::Task& task : async_->tasks) task.outage.emplace(strand);
+  const LoopState::Strand strand = asio::make_strand(io);
+  state_->wake.emplace(strand);
+  for (LoopState::Slot& slot : state_->slots) slot.outage.emplace(strand);
   {
     std::lock_guard lock(mutex_);
-    async_->executor = strand;
+    state_->executor = strand;
   }
-  asio::co_spawn(strand, Async::loop(this), [this, ended = std::move(ended)](std::exception_ptr error) {
+  asio::co_spawn(strand, LoopState::loop(this), [this, ended = std::move(ended)](std::exception_ptr error) {
     {
       std::lock_guard lock(mutex_);
-      async_->executor.reset();  // no more wakes: this io_context may go now
+      state_->executor.reset();  // no more wakes: this io_context may go now
     }
-    async_->wake.reset();
-    for (Async::Task& task : async_->tasks) task.outage.reset();
+    state_->wake.reset();
+    for (LoopState::Slot& slot : state_->slots) slot.outage.reset();
+    state_->waker.end();
     ended(std::move(error));
   });
 }
@@ -336,11 +214,11 @@ void Relay::stop() {
   std::lock_guard lock(mutex_);
   stop_requested_ = true;
   // The loop looks at the flag before each wait; the wait it is in (if any) is cancelled.
-  if (async_->executor) {
-    asio::post(*async_->executor, [async = async_.get()] {
-      if (async->wake) async->wake->cancel();
-      for (Async::Task& task : async->tasks) {
-        if (task.outage) task.outage->cancel();
+  if (state_->executor) {
+    asio::post(*state_->executor, [state = state_.get()] {
+      if (state->wake) state->wake->cancel();
+      for (LoopState::Slot& slot : state->slots) {
+        if (slot.outage) slot.outage->cancel();
       }
     });
   }
@@ -354,188 +232,55 @@ bool Relay::stop_requested() {
 void Relay::answered(Answer answer) {
   std::lock_guard lock(mutex_);
   answers_.push_back(std::move(answer));
-  if (async_->executor) {
-    asio::post(*async_->executor, [async = async_.get()] {
-      if (async->wake) async->wake->cancel();
+  if (state_->executor) {
+    asio::post(*state_->executor, [state = state_.get()] {
+      if (state->wake) state->wake->cancel();
     });
   }
 }
 
-asio::awaitable<void> Relay::Async::wait(asio::steady_timer* timer, Duration how_long, bool* expired) {
+asio::awaitable<void> Relay::LoopState::wait(asio::steady_timer* timer, Duration how_long, bool* expired) {
   timer->expires_after(how_long);
   boost::system::error_code cancelled;
   co_await timer->async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
   *expired = !cancelled;
 }
 
-asio::awaitable<void> Relay::Async::run_task(Relay* relay, Task* task) {
-  co_await with_database(relay, "record delivery results and claim due outbox events", &task->record_and_claim,
-                         &*task->outage);
-  if (task->count) co_await with_database(relay, "count pending outbox events", &task->count_pending, &*task->outage);
+asio::awaitable<void> Relay::LoopState::run_slot(Relay* relay, Slot* slot) {
+  co_await with_database(relay, "record delivery results and claim due outbox events", &slot->record_and_claim,
+                         &*slot->outage);
+  if (slot->count) co_await with_database(relay, "count pending outbox events", &slot->count_pending, &*slot->outage);
 }
 
-void Relay::Async::start_task(Relay* relay, Task* task) {
-  Async* async = relay->async_.get();
-  task->running = true;
-  task->claimed.clear();
-  task->started = std::chrono::steady_clock::now();
-  asio::co_spawn(*async->executor, run_task(relay, task),
-                 asio::bind_executor(*async->executor, [async, task](std::exception_ptr failure) {
-                   task->failure = std::move(failure);
-                   task->finished = true;
-                   if (async->wake) async->wake->cancel();
+void Relay::LoopState::start_slot(Relay* relay, Slot* slot) {
+  LoopState* state = relay->state_.get();
+  slot->running = true;
+  slot->claimed.clear();
+  slot->started = std::chrono::steady_clock::now();
+  asio::co_spawn(*state->executor, run_slot(relay, slot),
+                 asio::bind_executor(*state->executor, [state, slot](std::exception_ptr failure) {
+                   slot->failure = std::move(failure);
+                   slot->finished = true;
+                   if (state->wake) state->wake->cancel();
                  }));
 }
 
-void Relay::Async::send_queued(Relay& relay) {
-  const auto stale = std::chrono::steady_clock::now() - relay.options_.lease / 2;
-  const std::size_t window = relay.options_.config.max_in_flight;
-  std::size_t sending = this->sending();
-  // One event of each destination with room in turn, starting after the one served last:
-  // while the relay's window is full, places free one at a time, and each goes to the next
-  // destination that has an event queued, not always to the first.
-  for (bool sent = true; sent && sending < window;) {
-    sent = false;
-    auto it = lanes.upper_bound(last_served);
-    for (std::size_t looked = 0; looked < lanes.size() && sending < window; ++looked, ++it) {
-      if (it == lanes.end()) it = lanes.begin();
-      auto& [name, lane] = *it;
-      while (!lane.queued.empty() && lane.queued.front().claimed < stale) {
-        spdlog::debug("not sending outbox event {} ({}): claimed too long ago, it goes again when its lease runs out",
-                      lane.queued.front().event.id, lane.queued.front().event.idempotency_key);
-        lane.queued.pop_front();
-      }
-      if (lane.queued.empty() || lane.sending >= lane.window) continue;
-      in_flight[lane.queued.front().event.id] = {lane.queued.front().event.attempt, lane.queued.front().claimed};
-      relay.send(std::move(lane.queued.front().event));
-      lane.queued.pop_front();
-      ++lane.sending;
-      ++sending;
-      last_served = name;
-      sent = true;
-    }
-  }
-}
-
-void Relay::Async::take_renewals(Duration lease, Task& task) {
-  task.renew_ids.clear();
-  task.renew_attempts.clear();
-  const auto now = std::chrono::steady_clock::now();
-  for (auto& [id, attempt] : in_flight) {
-    if (attempt.renewing || attempt.leased + lease / 3 > now) continue;
-    attempt.renewing = true;
-    task.renew_ids.push_back(id);
-    task.renew_attempts.push_back(attempt.attempt);
-  }
-}
-
-std::chrono::steady_clock::time_point Relay::Async::next_renewal(Duration lease) const {
-  auto next = std::chrono::steady_clock::time_point::max();
-  for (const auto& [id, attempt] : in_flight) {
-    if (!attempt.renewing) next = std::min(next, attempt.leased + lease / 3);
-  }
-  return next;
-}
-
-std::size_t Relay::Async::sending() const {
-  std::size_t sending = 0;
-  for (const auto& [name, lane] : lanes) sending += lane.sending;
-  return sending;
-}
-
-std::size_t Relay::Async::requested_of(const std::string& destination) const {
+std::size_t Relay::LoopState::requested_of(const std::string& destination) const {
   std::size_t requested = 0;
-  for (const Task& task : tasks) {
-    if (!task.running) continue;
-    if (const auto it = task.capacities.find(destination); it != task.capacities.end()) requested += it->second;
+  for (const Slot& slot : slots) {
+    if (!slot.running) continue;
+    if (const auto it = slot.capacities.find(destination); it != slot.capacities.end()) requested += it->second;
   }
   return requested;
 }
 
-asio::awaitable<void> Relay::Async::connect_listener(Async* async) {
-  co_await async::offload(&async->database_threads, &async->listen_connect);
-}
-
-bool Relay::Async::listen(Relay& relay, bool stopping) {
-  if (!listener) {
-    if (!stopping && !listen_connecting && std::chrono::steady_clock::now() >= listen_next) {
-      listen_connecting = true;
-      asio::co_spawn(*executor, connect_listener(this),
-                     asio::bind_executor(*executor, [this, &relay](std::exception_ptr failure) {
-                       listener_connected(relay, std::move(failure));
-                     }));
-    }
-    return false;
-  }
-  if (listen_armed) return false;  // the socket has not become readable since the last read
-  // Just connected: what was committed while nobody listened is looked for once.
-  bool notified = std::exchange(listen_fresh, false);
-  try {
-    // Until the socket holds nothing more: one read may stop short of what came (a backend
-    // that was terminated sends its error, then closes; the close shows on the next read).
-    for (;;) {
-      notified = listener->get_notifs() > 0 || notified;
-      if (!listener->is_open()) throw std::runtime_error("the connection is closed");
-      pollfd readable{listener->sock(), POLLIN, 0};
-      if (::poll(&readable, 1, 0) <= 0) break;
-    }
-  } catch (const std::exception& error) {
-    drop_listener(relay, error.what());
-    return false;
-  }
-  // After the read: what comes from now on makes the socket readable again. The handler
-  // only ends the wait; the next look reads the notifications.
-  if (!listen_armed) {
-    listen_armed = true;
-    listen_socket->async_wait(asio::posix::stream_descriptor::wait_read,
-                              asio::bind_executor(*executor, [this](const boost::system::error_code& error) {
-                                listen_armed = false;
-                                if (!error && wake) wake->cancel();
-                              }));
-  }
-  return notified;
-}
-
-void Relay::Async::listener_connected(Relay& relay, std::exception_ptr failure) {
-  listen_connecting = false;
-  try {
-    if (failure) std::rethrow_exception(failure);
-    listener = std::move(connecting);
-    // A duplicate: the descriptor closes its own, libpq its socket.
-    const int socket = ::dup(listener->sock());
-    if (socket < 0) throw std::system_error(errno, std::generic_category(), "dup of the connection's socket");
-    listen_socket.emplace(*executor, socket);
-    listen_fresh = true;
-    listen_delay = relay.options_.listen_retry;
-    spdlog::debug("the outbox relay listens on {}", kOutboxChannel);
-  } catch (const std::exception& error) {
-    connecting.reset();
-    drop_listener(relay, error.what());
-  }
-  if (wake) wake->cancel();
-}
-
-void Relay::Async::drop_listener(Relay& relay, const std::string& why) {
-  listen_socket.reset();  // cancels its wait
-  listener.reset();
-  if (why.empty()) return;
-  std::string reason = redact_urls(why);
-  while (!reason.empty() && std::isspace(static_cast<unsigned char>(reason.back())) != 0) reason.pop_back();
-  if (listen_delay == Duration::zero()) listen_delay = relay.options_.listen_retry;
-  spdlog::warn("the outbox relay's LISTEN connection failed: {}; it polls every {} ms and connects it again in {} ms",
-               reason, relay.options_.poll_interval.count(), listen_delay.count());
-  listen_next = std::chrono::steady_clock::now() + listen_delay;
-  listen_delay = std::min(listen_delay * 2, kMaxListenRetry);
-}
-
-asio::awaitable<void> Relay::Async::loop(Relay* relay) {
+asio::awaitable<void> Relay::LoopState::loop(Relay* relay) {
   Relay& self = *relay;
-  Async& async = *self.async_;
-  const std::size_t window = self.options_.config.max_in_flight;
+  LoopState& state = *self.state_;
   // Taken from the sinks, not yet handed to a statement (the slots were busy).
   std::vector<Answer> answered;
   std::exception_ptr failure;  // of a statement: the loop ends once the others have ended too
-  // Due rows of a destination may be waiting while wanted > its lane's covered. Each reason
+  // Due rows of a destination may be waiting while wanted > its lane's coverage. Each reason
   // to look again (the start, answers recorded, a claim that got all it asked for, the
   // poll, a notification) takes the next tick of `clock` into `wanted`; a claim that found
   // fewer of a destination than it asked for covers that destination's ticks before its
@@ -543,35 +288,18 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
   // cannot see their successors, so it covers no later tick.
   std::uint64_t clock = 1;
   std::uint64_t wanted = 1;
-  const auto all_covered = [&] {
-    return std::all_of(async.lanes.begin(), async.lanes.end(),
-                       [&](const auto& lane) { return wanted <= lane.second.covered; });
-  };
   bool expired = false;
   auto next_refresh = std::chrono::steady_clock::now();
-  // The end of the current rate period (each lane counts its answers), and the queue the
-  // last one allows.
-  auto period_end = next_refresh + kRatePeriod;
-  const double periods_per_quarter_lease = std::chrono::duration<double>(self.options_.lease / 4) / kRatePeriod;
-  std::size_t queue_limit = window;
-  for (auto& [name, lane] : async.lanes) {
-    lane.queued.clear();  // a failed loop's: their leases run out
-    lane.queue_limit = lane.window;
-    lane.answers_in_period = 0;
-    lane.covered = 0;
-  }
-  async.in_flight.clear();  // a failed loop's: their leases run out
-  async.listen_next = {};
-  async.listen_delay = self.options_.listen_retry;
+  state.lanes.begin(next_refresh);
+  state.waker.begin(*state.executor);
+  const auto send = [&self](OutboxEvent event) { self.send(std::move(event)); };
+  const auto requested_of = [&state](const std::string& destination) { return state.requested_of(destination); };
   for (;;) {
     bool stopping = false;
     {
       std::lock_guard lock(self.mutex_);
       for (auto& answer : self.answers_) {
-        Lane& lane = async.lanes.at(answer.destination);
-        --lane.sending;
-        ++lane.answers_in_period;
-        async.in_flight.erase(answer.id);
+        state.lanes.answered(answer.destination, answer.id);
         answered.push_back(std::move(answer));
       }
       self.answers_.clear();
@@ -581,170 +309,122 @@ asio::awaitable<void> Relay::Async::loop(Relay* relay) {
     // What the statements that ended recorded and claimed.
     bool running = false;
     std::size_t requested = 0;  // what the statements still running may claim
-    for (Task& task : async.tasks) {
-      if (task.finished) {
-        task.finished = false;
-        task.running = false;
-        for (const std::int64_t id : task.renew_ids) {
-          const auto it = async.in_flight.find(id);
-          if (it == async.in_flight.end()) continue;  // answered meanwhile
-          it->second.renewing = false;
-          if (task.failure) continue;  // renewed again by the next statement
-          if (std::find(task.renewed.begin(), task.renewed.end(), id) != task.renewed.end()) {
-            it->second.leased = task.started;
-          } else {
-            // Fenced out: an operator re-drove the event, or the lease ran out before the
-            // renewal and another claim took it. Nothing can call back what was sent.
-            spdlog::warn("outbox event {}: the lease of attempt {} in flight was lost before it was renewed; "
-                         "the event may be sent again beside it",
-                         id, it->second.attempt);
-            async.in_flight.erase(it);
-          }
+    for (Slot& slot : state.slots) {
+      if (slot.finished) {
+        slot.finished = false;
+        slot.running = false;
+        for (const auto& [id, attempt] :
+             state.lanes.renewal_ended(slot.renew_ids, slot.renewed, slot.failure != nullptr, slot.started)) {
+          // Fenced out: an operator re-drove the event, or the lease ran out before the
+          // renewal and another claim took it. Nothing can call back what was sent.
+          spdlog::warn("outbox event {}: the lease of attempt {} in flight was lost before it was renewed; "
+                       "the event may be sent again beside it",
+                       id, attempt);
         }
-        if (task.failure) {
+        if (slot.failure) {
           // Unrecorded, these answers' leases run out and the events go again (at least once).
-          if (!failure) failure = task.failure;
-          task.failure = nullptr;
+          if (!failure) failure = slot.failure;
+          slot.failure = nullptr;
           continue;
         }
-        self.account(task.answers);
-        if (task.count) self.publish_pending(task.pending);
+        self.account(slot.answers);
+        if (slot.count) self.publish_pending(slot.pending);
         // More may be due where it got all it asked for, and the successors of what it
         // recorded where it did not look (a claim sees those it made due itself).
-        // Where the limit across them bound, no destination is known to have no more.
-        const bool bound = task.capacity > 0 && task.claimed.size() >= task.capacity;
-        bool more = bound;
-        for (const auto& [name, capacity] : task.capacities) {
-          const auto claimed = std::count_if(task.claimed.begin(), task.claimed.end(),
-                                             [&name](const OutboxEvent& event) { return event.destination == name; });
-          if (!bound && static_cast<std::size_t>(claimed) < capacity) {
-            Lane& lane = async.lanes.at(name);
-            lane.covered = std::max(lane.covered, task.view);
-          } else {
-            more = true;
-          }
-        }
-        more = more || std::any_of(task.answers.begin(), task.answers.end(),
-                                   [&task](const Answer& answer) { return !task.capacities.contains(answer.destination); });
+        bool more = state.lanes.claimed(slot.capacities, slot.capacity, slot.claimed, slot.started, slot.view);
+        more = more || std::any_of(slot.answers.begin(), slot.answers.end(),
+                                   [&slot](const Answer& answer) { return !slot.capacities.contains(answer.destination); });
         if (more) wanted = ++clock;
-        for (auto& event : task.claimed) {
-          const std::string destination = event.destination;
-          async.lanes.at(destination).queued.push_back({std::move(event), task.started});
-        }
-        task.claimed.clear();
-      } else if (task.running) {
+      } else if (slot.running) {
         running = true;
-        requested += task.capacity;
+        requested += slot.capacity;
       }
     }
-    if (!failure) async.send_queued(self);
+    if (!failure) state.lanes.send_queued(std::chrono::steady_clock::now(), send);
 
     // Statements on the idle slots: the answers in hand, and claims while fewer than the
     // window plus the queue the answer rate allows are claimed and not yet answered.
     const auto now = std::chrono::steady_clock::now();
-    if (now >= period_end) {
-      const auto queue_for = [&](std::size_t answers, std::size_t window) {
-        const auto rate_limit = static_cast<std::size_t>(static_cast<double>(answers) * periods_per_quarter_lease);
-        return std::clamp(rate_limit, window, (kClaimAhead - 1) * window);
-      };
-      std::size_t answers_in_period = 0;
-      for (const auto& [name, lane] : async.lanes) answers_in_period += lane.answers_in_period;
-      queue_limit = queue_for(answers_in_period, window);
-      for (auto& [name, lane] : async.lanes) {
-        lane.queue_limit = queue_for(lane.answers_in_period, lane.window);
-        lane.answers_in_period = 0;
-      }
-      period_end = now + kRatePeriod;
-    }
-    const std::size_t limit = window + queue_limit;
-    for (Task& task : async.tasks) {
-      if (failure || task.running) continue;
-      std::size_t outstanding = requested;
-      for (const auto& [name, lane] : async.lanes) outstanding += lane.queued.size() + lane.sending;
+    state.lanes.end_period(now);
+    const std::size_t limit = state.lanes.limit();
+    for (Slot& slot : state.slots) {
+      if (failure || slot.running) continue;
+      const std::size_t outstanding = requested + state.lanes.outstanding();
       // Each destination that may have due rows, up to what its own window and queue allow;
       // the limit across them (by due time, in the claim) is what the relay's allow.
-      task.capacities.clear();
-      if (!stopping && outstanding < limit) {
-        for (const auto& [name, lane] : async.lanes) {
-          const std::size_t lane_outstanding = lane.queued.size() + lane.sending + async.requested_of(name);
-          const std::size_t lane_limit = lane.window + lane.queue_limit;
-          if (wanted > lane.covered && lane_outstanding < lane_limit) {
-            task.capacities[name] = std::min(lane_limit - lane_outstanding, limit - outstanding);
-          }
-        }
-      }
-      const bool claim = !task.capacities.empty();
+      slot.capacities.clear();
+      if (!stopping) slot.capacities = state.lanes.capacities(wanted, outstanding, requested_of);
+      const bool claim = !slot.capacities.empty();
       const bool count = self.metrics_ != nullptr && now >= next_refresh;
-      async.take_renewals(self.options_.lease, task);
-      if (answered.empty() && !claim && !count && task.renew_ids.empty()) break;
-      task.answers = std::move(answered);
+      state.lanes.take_renewals(now, slot.renew_ids, slot.renew_attempts);
+      if (answered.empty() && !claim && !count && slot.renew_ids.empty()) break;
+      slot.answers = std::move(answered);
       answered.clear();
-      self.settle(task.answers, task.delays);
-      task.capacity = 0;
-      for (const auto& [name, capacity] : task.capacities) task.capacity += capacity;
-      task.capacity = std::min(task.capacity, claim ? limit - outstanding : 0);
-      task.count = count;
-      task.view = clock;
+      self.settle(slot.answers, slot.delays);
+      slot.capacity = 0;
+      for (const auto& [name, capacity] : slot.capacities) slot.capacity += capacity;
+      slot.capacity = std::min(slot.capacity, claim ? limit - outstanding : 0);
+      slot.count = count;
+      slot.view = clock;
       if (count) next_refresh = now + kPendingRefreshInterval;
-      requested += task.capacity;
+      requested += slot.capacity;
       running = true;
-      start_task(relay, &task);
+      start_slot(relay, &slot);
     }
 
     // No suspension from the look at the queue to the wait: an answer, a statement's end or
     // a stop() that comes after the look cancels the wait, on this strand.
-    const bool busy = running || async.sending() > 0 || !answered.empty() ||
-                      std::any_of(async.lanes.begin(), async.lanes.end(),
-                                  [](const auto& lane) { return !lane.second.queued.empty(); });
-    if (!self.once_ && !failure && async.listen(self, stopping)) {
+    const bool busy = running || state.lanes.sending() > 0 || !answered.empty() || state.lanes.has_queued();
+    if (!self.once_ && !failure && state.waker.look(stopping)) {
       wanted = ++clock;
       continue;
     }
     {
       std::lock_guard lock(self.mutex_);
       if (!self.answers_.empty()) continue;
-      if (async.listen_connecting) {
+      if (state.waker.connecting()) {
         // its completion touches this loop's state: wait for it
       } else if (failure && !running) {
         break;
-      } else if (!busy && (self.stop_requested_ || (self.once_ && all_covered()))) {
+      } else if (!busy && (self.stop_requested_ || (self.once_ && state.lanes.all_covered(wanted)))) {
         break;
       }
     }
     Duration how_long = self.options_.poll_interval;
-    const auto renewal = async.next_renewal(self.options_.lease);
+    const auto renewal = state.lanes.next_renewal();
     if (renewal != std::chrono::steady_clock::time_point::max() && !failure &&
-        std::any_of(async.tasks.begin(), async.tasks.end(), [](const Task& task) { return !task.running; })) {
+        std::any_of(state.slots.begin(), state.slots.end(), [](const Slot& slot) { return !slot.running; })) {
       // Awake when a lease in flight is due for renewal (while both slots are busy, the end
       // of a statement wakes the loop).
       const auto until_renewal = std::chrono::duration_cast<Duration>(renewal - std::chrono::steady_clock::now());
       how_long = std::clamp(until_renewal, Duration::zero(), how_long);
     }
-    if (!self.once_ && !async.listener && !async.listen_connecting) {
+    if (!self.once_ && !state.waker.connected() && !state.waker.connecting()) {
       // Awake when the LISTEN connection is due to be made again.
-      const auto until_listen = std::chrono::duration_cast<Duration>(async.listen_next - std::chrono::steady_clock::now());
+      const auto until_listen =
+          std::chrono::duration_cast<Duration>(state.waker.next_connect() - std::chrono::steady_clock::now());
       how_long = std::clamp(until_listen, Duration::zero(), how_long);
     }
-    co_await Async::wait(&*async.wake, how_long, &expired);
+    co_await LoopState::wait(&*state.wake, how_long, &expired);
     if (expired) wanted = ++clock;
   }
-  async.drop_listener(self, "");
+  state.waker.end();
   if (failure) std::rethrow_exception(failure);
   if (self.metrics_ != nullptr) {
-    Task& task = async.tasks.front();
-    co_await with_database(relay, "count pending outbox events", &task.count_pending, &*task.outage);
-    self.publish_pending(task.pending);
+    Slot& slot = state.slots.front();
+    co_await with_database(relay, "count pending outbox events", &slot.count_pending, &*slot.outage);
+    self.publish_pending(slot.pending);
   }
 }
 
-asio::awaitable<void> Relay::Async::with_database(Relay* relay, const char* what,
+asio::awaitable<void> Relay::LoopState::with_database(Relay* relay, const char* what,
                                                   const std::function<void(pqxx::connection&)>* work,
                                                   asio::steady_timer* outage) {
   Relay& self = *relay;
   const std::function<void()> attempt = [&self, what, work] { self.database_.with_connection(what, *work); };
   for (;;) {
     try {
-      co_await async::offload(&self.async_->database_threads, &attempt);
+      co_await async::offload(&self.state_->database_threads, &attempt);
       if (self.waiting_for_database_.exchange(false)) spdlog::info("the outbox relay reaches the database again");
       co_return;
     } catch (const db::RetriesExhausted& error) {
@@ -756,7 +436,7 @@ asio::awaitable<void> Relay::Async::with_database(Relay* relay, const char* what
     }
     // Cancelled by stop(), which then ends the wait for the database with the next failure.
     bool expired = false;
-    co_await Async::wait(outage, self.options_.database_retries.max_delay, &expired);
+    co_await LoopState::wait(outage, self.options_.database_retries.max_delay, &expired);
   }
 }
 

@@ -110,8 +110,8 @@ class Relay {
     std::chrono::steady_clock::duration elapsed{};
   };
 
-  // The coroutines and their Asio state (relay.cpp).
-  struct Async;
+  // The loop's coroutines and state: its Asio objects, statement slots, lanes and LISTEN waker (relay.cpp).
+  struct LoopState;
 
   RelayStats run_here(bool once);
   void begin(boost::asio::io_context& io, bool once, std::function<void(std::exception_ptr)> ended);
@@ -147,7 +147,7 @@ class Relay {
   bool stop_requested_ = false;  // guarded by mutex_
 
   // After database_: its thread is joined before the pool it uses goes.
-  std::unique_ptr<Async> async_;
+  std::unique_ptr<LoopState> state_;
   // Last, so the sinks (and their I/O threads) stop before the queue they answer into goes.
   Sinks sinks_;
 };

@@ -1,7 +1,10 @@
 #pragma once
 // The commit step, the only writer during a batch (docs/architecture.md): one transaction per
 // batch that stages the planned versions, compares them with the stored rows, upserts,
-// writes outbox rows, quarantine entries, the ledger row and the checkpoint.
+// writes outbox rows, quarantine entries, the ledger row and the checkpoint. The committer
+// decides which transaction a batch runs in and how often (retries with read-back, a dry
+// run's one transaction, staging ahead on two sessions); its sessions are
+// commit_session.hpp's, the batch's statements batch_writer.hpp's.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -14,12 +17,13 @@
 
 #include <pqxx/pqxx>
 
-#include "pipeline/core/error.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
 #include "pipeline/core/record.hpp"
 #include "pipeline/core/source.hpp"
+#include "pipeline/store/batch_writer.hpp"
+#include "pipeline/store/commit_session.hpp"
 #include "pipeline/store/partition_lease.hpp"
 #include "pipeline/store/pipeline_lock.hpp"
 
@@ -29,12 +33,6 @@ namespace tidemark::pipeline {
 // batch commits on, whose stage holds its versions; Committer::commit continues it. Destroyed
 // before that (the run stopped or failed first), it rolls back. Null: not staged.
 using StagedBatch = std::unique_ptr<pqxx::work>;
-
-// A batch of a run whose row no longer says 'running' (Committer::commit; never retried): the
-// run lost its sessions and another run of the pipeline started, which ended it.
-struct RunEnded : tidemark::Error {
-  explicit RunEnded(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kConflict, message) {}
-};
 
 // One batch as the commit step needs it: what was read, what the validator and planner
 // made of it, and where it starts and ends in the source.
@@ -81,9 +79,6 @@ struct BatchResult {
 struct QuarantineOrigin {
   std::string format;
 };
-
-// The source's order of positions (Source::precedes): whether `later` lies after `earlier`.
-using PositionOrder = std::function<bool(const Position& earlier, const Position& later)>;
 
 class Committer {
  public:
@@ -149,44 +144,14 @@ class Committer {
   pqxx::transaction_base& dry_run_transaction();
 
  private:
-  // Session `index`'s connection, (re)connected when needed.
-  pqxx::connection& session(std::size_t index);
-  std::size_t session_of(int batch_no) const;
-  // Throws RunEnded unless run_id is still running, and holds its row until the batch ends.
-  void fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const;
-  // The partition's lease fence, or the run's (fence_run).
-  void fence(pqxx::transaction_base& txn, std::int64_t run_id) const;
-  void record_marks(pqxx::transaction_base& txn, const std::vector<FileMark>& marks, std::int64_t run_id) const;
-  // COPYs the batch's versions into the session's stage (step 1 of a commit).
-  void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
   BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
                       StagedBatch staged);
   std::optional<BatchResult> read_back(std::size_t session, std::int64_t run_id, int batch_no);
-  // The stored row the apply statement returns beside a conflict verdict.
-  EntityRecord stored_row(const pqxx::row& row) const;
-  // A conflicting record's detail: what it conflicts with (the other record's position, or
-  // the stored row) and each field that differs, with both values.
-  std::string conflict_detail(const BatchInput& batch, const std::vector<std::optional<EntityRecord>>& stored_rows,
-                              std::size_t index) const;
 
-  std::string url_;
   std::string pipeline_;
-  std::string source_;
-  std::string destinations_literal_;  // '{a,b}' for $2::text[]
   db::RetryPolicy retry_;
-  PositionOrder precedes_;
-  EntityDeclaration entity_;
-  // The stage, its COPY columns, its DDL and the batch's one apply statement for entity_.
-  std::string stage_table_;
-  std::vector<std::string> stage_columns_;
-  std::string create_stage_;
-  std::string apply_batch_;
-  const PartitionLeases* leases_ = nullptr;  // set by own_partition
-  PartitionLease lease_;
-  // The second is open when staging ahead. Each is used by one thread at a time: the one
-  // committing or staging the batch whose session it is.
-  std::array<std::unique_ptr<pqxx::connection>, 2> sessions_;
-  bool staging_ahead_ = false;
+  BatchWriter writer_;
+  CommitSessions sessions_;
   std::unique_ptr<pqxx::work> dry_run_;  // on the first session; rolled back, never committed
 };
 

@@ -1,5 +1,6 @@
 #include "pipeline/store/outbox.hpp"
 
+#include "pipeline/core/error_text.hpp"
 #include "pipeline/core/sink.hpp"
 #include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"

@@ -33,7 +33,7 @@ std::int64_t replay(pqxx::connection& connection, const View& view, int version,
     pqxx::read_transaction txn(connection);
     for (const auto& replayed : txn.exec_params(query, name)) {
       const db::Row row(replayed);
-      relay::OutboxEvent outbox;
+      OutboxEvent outbox;
       outbox.id = row.get<std::int64_t>("id");
       outbox.destination = name;
       outbox.idempotency_key = row.get<std::string>("idempotency_key");

@@ -34,7 +34,7 @@ std::string statement(std::string_view query, const std::string& table) {
   return text;
 }
 
-std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event) {
+std::optional<ViewEvent> parse_view_event(const OutboxEvent& event) {
   boost::system::error_code error;
   const auto json = boost::json::parse(event.payload, error);
   if (error || !json.is_object()) return std::nullopt;

@@ -45,7 +45,7 @@ struct ViewEvent {
 
 // nullopt when the payload lacks a field the views need (such an event is dead: no retry
 // can fix it).
-std::optional<ViewEvent> parse_view_event(const relay::OutboxEvent& event);
+std::optional<ViewEvent> parse_view_event(const OutboxEvent& event);
 
 enum class ApplyOutcome {
   kApplied,

@@ -26,18 +26,18 @@ struct ViewSinkLane {
 
 namespace {
 
-relay::DeliveryResult apply(const View& view, const std::string& name, db::Database& database,
-                            const relay::OutboxEvent& event) {
+DeliveryResult apply(const View& view, const std::string& name, db::Database& database,
+                    const OutboxEvent& event) {
   const auto view_event = parse_view_event(event);
-  if (!view_event) return relay::DeliveryResult::dead("the payload lacks a field the view " + name + " needs");
+  if (!view_event) return DeliveryResult::dead("the payload lacks a field the view " + name + " needs");
   try {
     // One attempt: the relay's redelivery is the retry.
-    relay::DeliveryResult result;
+    DeliveryResult result;
     database.attempt([&](pqxx::connection& connection) {
       pqxx::work txn(connection);
       const auto versions = receiving_versions(txn, name);
       if (versions.empty()) {
-        result = relay::DeliveryResult::retry("view " + name + " has no version to apply to; rebuild one");
+        result = DeliveryResult::retry("view " + name + " has no version to apply to; rebuild one");
         return;
       }
       std::string waiting;
@@ -51,18 +51,18 @@ relay::DeliveryResult apply(const View& view, const std::string& name, db::Datab
       }
       txn.commit();
       if (!waiting.empty()) {
-        result = relay::DeliveryResult::retry("sequence gap: account " + event.partition_key + " event " +
+        result = DeliveryResult::retry("sequence gap: account " + event.partition_key + " event " +
                                               std::to_string(event.sequence) + " waits for its predecessor in " +
                                               waiting);
         return;
       }
-      result = relay::DeliveryResult::delivered();
+      result = DeliveryResult::delivered();
     });
     return result;
   } catch (const std::exception& error) {
     // Connection loss, deadlock with a concurrent delivery, a dropped table: the transaction
     // rolled back, so trying again later is safe.
-    return relay::DeliveryResult::retry(std::string("view ") + name + ": " + error.what());
+    return DeliveryResult::retry(std::string("view ") + name + ": " + error.what());
   }
 }
 
@@ -71,15 +71,15 @@ relay::DeliveryResult apply(const View& view, const std::string& name, db::Datab
 ViewSink::ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane)
     : view_(view), name_(view.name()), lane_(std::move(lane)) {}
 
-void ViewSink::deliver(relay::OutboxEvent event, Completion done) {
+void ViewSink::deliver(OutboxEvent event, Completion done) {
   // By value and the lane by pointer: a sink may go before its applies ran; the lane (the
   // last sink holds it) does not, and a registered View lives as long as the program.
   boost::asio::post(lane_->apply_thread, [&view = view_, name = name_, lane = lane_.get(), event = std::move(event),
                                           done = std::move(done)] { done(apply(view, name, lane->database, event)); });
 }
 
-relay::Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url) {
-  relay::Sinks sinks;
+Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url) {
+  Sinks sinks;
   auto lane = std::make_shared<ViewSinkLane>(database_url);
   for (const auto& name : names) sinks.emplace(name, std::make_unique<ViewSink>(known_view(name), lane));
   if (!names.empty()) {

@@ -17,12 +17,12 @@ namespace tidemark::pipeline::views {
 // one thread their applies run on (view_sink.cpp).
 struct ViewSinkLane;
 
-class ViewSink : public relay::Sink {
+class ViewSink : public Sink {
  public:
   ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane);
   // Returns at once, as the Sink contract asks: the apply runs on the lane's thread, which
   // calls `done` when it has committed or rolled back.
-  void deliver(relay::OutboxEvent event, Completion done) override;
+  void deliver(OutboxEvent event, Completion done) override;
 
  private:
   const View& view_;
@@ -34,6 +34,6 @@ class ViewSink : public relay::Sink {
 // `database_url` and one apply thread; creates version 1 of views that have none. ViewError
 // for a name Tidemark ships no view of (app/wiring reports it as a configuration error
 // first). The last sink to go waits for the applies queued before it goes.
-relay::Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url);
+Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url);
 
 }  // namespace tidemark::pipeline::views

@@ -8,7 +8,7 @@
 namespace tidemark::connectors::http {
 namespace {
 
-using pipeline::relay::DeliveryResult;
+using pipeline::DeliveryResult;
 
 // The example of the Standard Webhooks specification.
 constexpr std::string_view kSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
@@ -84,7 +84,7 @@ TEST(WebhookStatus, RetryAfterSecondsAreKeptAndHttpDatesIgnored) {
 }
 
 TEST(WebhookStatus, RetryAfterIsParsedWithoutOverflowAndCapped) {
-  using pipeline::relay::kMaxRetryAfter;
+  using pipeline::kMaxRetryAfter;
   EXPECT_EQ(classify_status(429, "3599", "").retry_after, std::chrono::seconds(3599));
   for (const char* huge : {"3600", "10000000000000", "9223372036854775807", "99999999999999999999999999999"}) {
     EXPECT_EQ(classify_status(429, huge, "").retry_after, kMaxRetryAfter) << huge;

@@ -11,7 +11,7 @@
 namespace tidemark::connectors::nats_sink {
 namespace {
 
-using pipeline::relay::DeliveryResult;
+using pipeline::DeliveryResult;
 using std::chrono::minutes;
 using std::chrono::nanoseconds;
 using std::chrono::seconds;

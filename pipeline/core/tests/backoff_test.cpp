@@ -33,5 +33,16 @@ TEST(Backoff, DelayIsDrawnWithinTheCeiling) {
   }
 }
 
+TEST(Backoff, DoublingDelayDoublesWithEachFailureInARowAndASuccessStartsAgain) {
+  DoublingDelay delay(milliseconds(1000), milliseconds(5000));
+  EXPECT_EQ(delay.failed(), milliseconds(1000));
+  EXPECT_EQ(delay.failed(), milliseconds(2000));
+  EXPECT_EQ(delay.failed(), milliseconds(4000));
+  EXPECT_EQ(delay.failed(), milliseconds(5000));
+  for (int failure = 0; failure < 100; ++failure) EXPECT_EQ(delay.failed(), milliseconds(5000));
+  delay.succeeded();
+  EXPECT_EQ(delay.failed(), milliseconds(1000));
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline

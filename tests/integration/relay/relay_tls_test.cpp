@@ -28,8 +28,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using pipeline::ConfigError;
-using pipeline::relay::DeliveryResult;
-using pipeline::relay::OutboxEvent;
+using pipeline::DeliveryResult;
+using pipeline::OutboxEvent;
 using testing::ServerCertificate;
 using testing::TempDir;
 using testing::TestCertificateAuthority;

@@ -54,19 +54,19 @@ relay::RelayOptions fast_options() {
 
 // Delivers every event twice to the view sink: the first answer is discarded, as if the
 // relay had died before marking it delivered.
-class TwiceSink : public relay::Sink {
+class TwiceSink : public Sink {
  public:
-  explicit TwiceSink(std::unique_ptr<relay::Sink> inner) : inner_(std::move(inner)) {}
-  void deliver(relay::OutboxEvent event, Completion done) override {
-    inner_->deliver(event, [](relay::DeliveryResult) {});
+  explicit TwiceSink(std::unique_ptr<Sink> inner) : inner_(std::move(inner)) {}
+  void deliver(OutboxEvent event, Completion done) override {
+    inner_->deliver(event, [](DeliveryResult) {});
     inner_->deliver(std::move(event), std::move(done));
   }
 
  private:
-  std::unique_ptr<relay::Sink> inner_;
+  std::unique_ptr<Sink> inner_;
 };
 
-relay::Sinks view_sinks(const TestDatabase& db, bool twice) {
+Sinks view_sinks(const TestDatabase& db, bool twice) {
   auto sinks = app::make_view_sinks(view_config(), db.url());
   if (twice) {
     for (auto& [name, sink] : sinks) sink = std::make_unique<TwiceSink>(std::move(sink));
@@ -132,8 +132,8 @@ void drain(const TestDatabase& db, bool twice) {
 }
 
 // An outbox row (id, idempotency_key, partition_key, sequence, payload) as the relay hands it over.
-relay::OutboxEvent outbox_event(const std::string& destination, const std::vector<std::string>& row) {
-  relay::OutboxEvent event;
+OutboxEvent outbox_event(const std::string& destination, const std::vector<std::string>& row) {
+  OutboxEvent event;
   event.id = std::stoll(row[0]);
   event.destination = destination;
   event.idempotency_key = row[1];
@@ -151,10 +151,10 @@ Rows outbox_rows(const TestDatabase& db, const std::string& destination, const s
 
 // Delivers one event to a sink and waits for its answer (deliver returns at once, the Sink
 // contract; the answer comes from the sink's thread).
-relay::DeliveryResult::Status deliver_to(relay::Sink& sink, relay::OutboxEvent event) {
-  std::promise<relay::DeliveryResult> answered;
+DeliveryResult::Status deliver_to(Sink& sink, OutboxEvent event) {
+  std::promise<DeliveryResult> answered;
   auto result = answered.get_future();
-  sink.deliver(std::move(event), [&](relay::DeliveryResult answer) { answered.set_value(std::move(answer)); });
+  sink.deliver(std::move(event), [&](DeliveryResult answer) { answered.set_value(std::move(answer)); });
   return result.get().status;
 }
 
@@ -257,14 +257,14 @@ TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
   const auto balance = [&] {
     return query_rows(db, "SELECT balance::numeric(20,2)::text, version FROM account_balance_v1");
   };
-  EXPECT_EQ(deliver(0), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(0), DeliveryResult::Status::kDelivered);
   // Sequence 3 before 2: applying its delta now would be wrong later, dropping it would lose it.
-  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kRetry);
+  EXPECT_EQ(deliver(2), DeliveryResult::Status::kRetry);
   EXPECT_EQ(balance(), (Rows{{"10.00", "1"}}));
-  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);
-  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(1), DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(2), DeliveryResult::Status::kDelivered);
   EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
-  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);  // a redelivery is dropped
+  EXPECT_EQ(deliver(1), DeliveryResult::Status::kDelivered);  // a redelivery is dropped
   EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
 }
 
@@ -513,13 +513,13 @@ TEST(ViewsTest, DailyTotalsRevisionMovingDayAndAmountCountsOnceWhateverTheOrder)
   auto& sink = *sinks.at(kDailyTotals);
   auto deliver = [&](int index) { return deliver_to(sink, outbox_event(kDailyTotals, events[index])); };
   // Revision 2 first: it counts 25.00 on Jan 4 (UTC) and nothing is taken off.
-  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(2), DeliveryResult::Status::kDelivered);
   EXPECT_EQ(days(db, 1), (Rows{{"2024-01-04", "25.00", "1"}}));
   // Revision 1 late: superseded, not counted, and the delivery is acknowledged.
-  EXPECT_EQ(deliver(0), relay::DeliveryResult::Status::kDelivered);
-  EXPECT_EQ(deliver(1), relay::DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(0), DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(1), DeliveryResult::Status::kDelivered);
   EXPECT_EQ(days(db, 1), (Rows{{"2024-01-01", "1.00", "1"}, {"2024-01-04", "25.00", "1"}}));
-  EXPECT_EQ(deliver(2), relay::DeliveryResult::Status::kDelivered);  // a redelivery changes nothing
+  EXPECT_EQ(deliver(2), DeliveryResult::Status::kDelivered);  // a redelivery changes nothing
   EXPECT_EQ(days(db, 1), expected_days(db));
   EXPECT_EQ(counted_transactions(db, 1), expected_transactions(db));
 

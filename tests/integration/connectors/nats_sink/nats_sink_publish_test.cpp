@@ -19,8 +19,8 @@ namespace tidemark::connectors::nats_sink {
 namespace {
 
 using namespace std::chrono_literals;
-using pipeline::relay::DeliveryResult;
-using pipeline::relay::OutboxEvent;
+using pipeline::DeliveryResult;
+using pipeline::OutboxEvent;
 using ::testing::HasSubstr;
 using tidemark::testing::count_by_msg_id;
 using tidemark::testing::NatsServer;
@@ -43,7 +43,7 @@ OutboxEvent event(const std::string& key, const std::string& partition_key, cons
 }
 
 // Delivers and waits for the answer (every answer comes within the sink's ack timeout).
-DeliveryResult deliver(pipeline::relay::Sink& sink, OutboxEvent outbox_event) {
+DeliveryResult deliver(pipeline::Sink& sink, OutboxEvent outbox_event) {
   std::promise<DeliveryResult> answer;
   auto future = answer.get_future();
   sink.deliver(std::move(outbox_event), [&answer](DeliveryResult result) { answer.set_value(std::move(result)); });
