@@ -3,7 +3,7 @@
 // by the windows (max_in_flight, the relay's and each destination's) and the answer rate. Pure
 // bookkeeping, without a database, a clock or Asio: the loop (relay.cpp) passes the time in,
 // hands what it claims here and sends what this gives back, so the rules are unit-tested alone
-// (tests/unit/relay/lane_scheduler_test.cpp).
+// (pipeline/relay/tests/lane_scheduler_test.cpp).
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
