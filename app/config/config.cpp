@@ -240,7 +240,7 @@ class Parser {
  private:
   // A part of the file given up without an error of its own: another error already says
   // what is wrong with it (see `require`).
-  struct Abandoned {};
+  struct AlreadyReported {};
 
   // The keys of a map; `unknown_keys` when some were refused, in which case a required key
   // that is missing is most likely the one misspelt and is not reported a second time.
@@ -266,7 +266,7 @@ class Parser {
       return true;
     } catch (const LocatedError& error) {
       errors_.emplace_back(error.line, error.what());
-    } catch (const Abandoned&) {
+    } catch (const AlreadyReported&) {
     }
     return false;
   }
@@ -274,7 +274,7 @@ class Parser {
   // A value whose interpolation failed has its error already: what it holds instead (the
   // text as written) is not reported a second time.
   void abandon_if_uninterpolated(const Entry& entry) const {
-    if (uninterpolated_.contains(entry.value)) throw Abandoned{};
+    if (uninterpolated_.contains(entry.value)) throw AlreadyReported{};
   }
 
   // Each scalar value of the document (not the keys) with its `${...}` replaced, before any
@@ -340,7 +340,7 @@ class Parser {
   const Entry& require(const Fields& fields, const Entry& map, std::string_view key) const {
     const auto* entry = find(fields, key);
     if (entry == nullptr) {
-      if (fields.unknown_keys) throw Abandoned{};
+      if (fields.unknown_keys) throw AlreadyReported{};
       fail(map.value.Mark(), key_prefix(map) + "missing required key '" + std::string(key) + "'");
     }
     return *entry;
