@@ -21,7 +21,6 @@
 #include <pqxx/pqxx>
 
 #include "pipeline/core/sink.hpp"
-#include "pipeline/store/pg/connection_pool.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace boost::asio {
@@ -136,7 +135,7 @@ class Relay {
 
   RelayOptions options_;
   metrics::Metrics* metrics_;
-  db::ConnectionPool database_;  // used by the relay's database threads only (relay.cpp), two at once
+  db::Database database_;  // used by the relay's database threads only (relay.cpp), two at once
   std::mt19937_64 rng_;
   RelayStats stats_;
   bool once_ = false;          // the loop running is drain()'s
