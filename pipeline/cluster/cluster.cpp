@@ -26,6 +26,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/error.hpp"
+#include "pipeline/core/file_descriptor.hpp"
 #include "pipeline/core/percent_encode.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/store/pg/database.hpp"
@@ -62,18 +63,6 @@ ServerUser server_user() {
   return {pg->pw_uid, pg->pw_gid};
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { close(fd_); }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 std::runtime_error file_error(const std::string& what, const fs::path& path, int error) {
   return std::runtime_error(what + " " + path.string() + ": " +
                             (error == ELOOP ? "it is a symbolic link (refused)" : std::strerror(error)));
@@ -90,7 +79,7 @@ int open_nofollow(const fs::path& path, int flags) {
 // Writes (or appends) `text` to a regular file of mode 0600, owned by `owner` when given.
 void write_private_file(const fs::path& path, const std::string& text, const ServerUser* owner = nullptr,
                         bool append = false) {
-  Fd fd(open_nofollow(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)));
+  FileDescriptor fd(open_nofollow(path, O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC)));
   struct stat info {};
   if (fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode)) {
     throw Error(ErrorKind::kPermanent, "refusing to write " + path.string() + ": not a regular file");
@@ -112,7 +101,7 @@ std::optional<std::string> read_file(const fs::path& path) {
   const int raw = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (raw < 0 && errno == ENOENT) return std::nullopt;
   if (raw < 0) throw file_error("cannot read", path, errno);
-  Fd fd(raw);
+  FileDescriptor fd(raw);
   std::string text;
   char buffer[4096];
   for (;;) {
@@ -161,7 +150,7 @@ std::string tail_of(const fs::path& log) {
 
 // Hands a folder we created to the server's user, through a descriptor (no symlink race).
 void hand_folder_to_server(const fs::path& folder) {
-  Fd fd(open_nofollow(folder, O_RDONLY | O_DIRECTORY));
+  FileDescriptor fd(open_nofollow(folder, O_RDONLY | O_DIRECTORY));
   const ServerUser owner = server_user();
   if (fchown(fd.get(), owner.uid, owner.gid) != 0) throw file_error("cannot hand over", folder, errno);
 }
@@ -196,7 +185,7 @@ void check_server_folder(const fs::path& folder) {
     throw Error(ErrorKind::kPermanent, "refusing to use the PostgreSQL folder " + folder.string() + ": " + problem +
                                        ". Someone else may have prepared it; remove it and start again");
   }
-  Fd fd(open_nofollow(folder, O_RDONLY | O_DIRECTORY));
+  FileDescriptor fd(open_nofollow(folder, O_RDONLY | O_DIRECTORY));
   if (fchmod(fd.get(), 0700) != 0) throw file_error("cannot set the mode of", folder, errno);
 }
 
@@ -209,7 +198,7 @@ void make_private_home(const fs::path& home, bool server_passes_through) {
   // The home itself may be a symbolic link: the path is the user's own choice.
   const int raw = open(home.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) throw file_error("cannot open", home, errno);
-  Fd fd(raw);
+  FileDescriptor fd(raw);
   struct stat info {};
   if (fstat(fd.get(), &info) != 0) throw file_error("cannot inspect", home, errno);
   if (info.st_uid != geteuid()) {
@@ -266,7 +255,7 @@ class HomeLock {
   }
 
  private:
-  Fd fd_;
+  FileDescriptor fd_;
 };
 
 }  // namespace

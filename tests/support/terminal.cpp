@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "pipeline/core/file_descriptor.hpp"
+
 extern char** environ;
 
 namespace tidemark::testing {
@@ -24,42 +26,22 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A descriptor closed when it goes out of scope.
-class Descriptor {
- public:
-  explicit Descriptor(int fd = -1) : fd_(fd) {}
-  ~Descriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Descriptor(const Descriptor&) = delete;
-  Descriptor& operator=(const Descriptor&) = delete;
-  Descriptor(Descriptor&& other) noexcept : fd_(other.release()) {}
-  Descriptor& operator=(Descriptor&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
+using pipeline::FileDescriptor;
 
 std::string failed(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
 
 // The multiplexer ("ptmx") of a devpts instance mounted for this process alone: created
 // with fsopen and fsmount but attached nowhere, it goes away with its last descriptor.
 // Needs CAP_SYS_ADMIN (root).
-Descriptor open_own_multiplexer(std::string& error) {
-  const Descriptor context(::fsopen("devpts", FSOPEN_CLOEXEC));
-  if (context.get() < 0) return error = failed("fsopen devpts"), Descriptor();
+FileDescriptor open_own_multiplexer(std::string& error) {
+  const FileDescriptor context(::fsopen("devpts", FSOPEN_CLOEXEC));
+  if (context.get() < 0) return error = failed("fsopen devpts"), FileDescriptor();
   if (::fsconfig(context.get(), FSCONFIG_CMD_CREATE, nullptr, nullptr, 0) != 0) {
-    return error = failed("fsconfig devpts"), Descriptor();
+    return error = failed("fsconfig devpts"), FileDescriptor();
   }
-  const Descriptor mount(::fsmount(context.get(), FSMOUNT_CLOEXEC, 0));
-  if (mount.get() < 0) return error = failed("fsmount devpts"), Descriptor();
-  Descriptor multiplexer(::openat(mount.get(), "ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
+  const FileDescriptor mount(::fsmount(context.get(), FSMOUNT_CLOEXEC, 0));
+  if (mount.get() < 0) return error = failed("fsmount devpts"), FileDescriptor();
+  FileDescriptor multiplexer(::openat(mount.get(), "ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (multiplexer.get() < 0) error = failed("open ptmx of the own devpts");
   return multiplexer;
 }
@@ -67,8 +49,8 @@ Descriptor open_own_multiplexer(std::string& error) {
 // The multiplexer of a new, unlocked pseudo-terminal: /dev/ptmx where /dev/pts is a
 // mounted devpts, else one of the process's own devpts. Invalid with `missing` set to what
 // to do when neither works.
-Descriptor open_multiplexer(std::string& missing) {
-  Descriptor multiplexer(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+FileDescriptor open_multiplexer(std::string& missing) {
+  FileDescriptor multiplexer(::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
   const std::string shared_error = multiplexer.get() < 0 ? failed("open /dev/ptmx") : "";
   std::string own_error;
   if (multiplexer.get() < 0) multiplexer = open_own_multiplexer(own_error);
@@ -81,7 +63,7 @@ Descriptor open_multiplexer(std::string& missing) {
   }
   if (::unlockpt(multiplexer.get()) != 0) {
     missing = failed("unlockpt");
-    return Descriptor();
+    return FileDescriptor();
   }
   return multiplexer;
 }
@@ -127,10 +109,10 @@ std::string pseudo_terminal_missing() {
 
 ProcessResult run_on_terminal(const std::string& command, const ProcessOptions& options) {
   std::string missing;
-  const Descriptor multiplexer = open_multiplexer(missing);
+  const FileDescriptor multiplexer = open_multiplexer(missing);
   if (multiplexer.get() < 0) throw std::runtime_error(missing);
   // The other end through the multiplexer, not through a path under /dev/pts.
-  Descriptor terminal(::ioctl(multiplexer.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
+  FileDescriptor terminal(::ioctl(multiplexer.get(), TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC));
   if (terminal.get() < 0) throw std::runtime_error(failed("TIOCGPTPEER"));
 
   std::vector<std::string> line = command_line(command, options);
