@@ -4,6 +4,9 @@
 #include <array>
 #include <functional>
 #include <cctype>
+#include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
 
 #include <arpa/inet.h>
@@ -88,8 +91,37 @@ RawExchange raw_exchange(unsigned short port, const std::string& bytes, std::chr
   return exchange;
 }
 
+namespace {
+
+// The lowest port the kernel hands out to outgoing connections and to bind(0).
+unsigned short ephemeral_low() {
+  std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range");
+  unsigned low = 32768;
+  range >> low;
+  return static_cast<unsigned short>(std::clamp(low, 2048u, 65535u));
+}
+
+}  // namespace
+
 unsigned short free_port() {
+  // A port from bind(0) lies in the ephemeral range, where every outgoing connection of the
+  // tests running beside this one also takes its source port: between this return and the
+  // child's bind, one of them may take it. Below that range only another free_port() can,
+  // and a random start makes that rare.
+  static std::mutex mutex;
+  static std::mt19937 random(static_cast<unsigned>(::getpid()) ^ std::random_device{}());
+  const std::lock_guard lock(mutex);
+  const unsigned short high = ephemeral_low();
+  const unsigned short low = high > 12000 ? 10000 : 1024;
   asio::io_context io;
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const auto port = static_cast<unsigned short>(std::uniform_int_distribution<unsigned>(low, high - 1u)(random));
+    tcp::acceptor acceptor(io);
+    boost::system::error_code error;
+    acceptor.open(tcp::v4(), error);
+    if (!error) acceptor.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), error);
+    if (!error) return port;
+  }
   tcp::acceptor acceptor(io, tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
   return acceptor.local_endpoint().port();
 }
