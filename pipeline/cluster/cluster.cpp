@@ -374,20 +374,31 @@ void Cluster::start(const std::string& database) {
     save_state();
   }
   if (!running()) {
-    if (port_ == 0 || bind_loopback(port_) == 0) port_ = bind_loopback(0);
-    if (port_ == 0) throw Error(ErrorKind::kPermanent, "cannot find a free port on 127.0.0.1");
-    std::string settings = "listen_addresses = '127.0.0.1'\nport = " + std::to_string(port_) +
-                           "\nunix_socket_directories = ''\nmax_connections = 200\n";
-    // A test cluster trades durability for speed; it never outlives an OS crash anyway.
-    if (!durable_) settings += "fsync = off\nfull_page_writes = off\n";
-    write_private_file(data_dir_ / "tidemark.conf", settings, &owner);
-    const fs::path server_log = data_dir_.parent_path() / "postgresql.log";
-    write_private_file(server_log, "", &owner, /*append=*/true);
-    if (run_program({(kPgBin / "pg_ctl").string(), "start", "-w", "-t", "60", "-D", data_dir_.string(), "-l",
-                     server_log.string()},
-                    server_log) != 0) {
+    // A port found free may be taken before the server binds it (bind(0) hands out an
+    // ephemeral port, which any outgoing connection may take meanwhile): a start that fails
+    // on a taken port tries a fresh one.
+    for (int attempt = 1;; ++attempt) {
+      if (port_ == 0 || bind_loopback(port_) == 0) port_ = bind_loopback(0);
+      if (port_ == 0) throw Error(ErrorKind::kPermanent, "cannot find a free port on 127.0.0.1");
+      std::string settings = "listen_addresses = '127.0.0.1'\nport = " + std::to_string(port_) +
+                             "\nunix_socket_directories = ''\nmax_connections = 200\n";
+      // A test cluster trades durability for speed; it never outlives an OS crash anyway.
+      if (!durable_) settings += "fsync = off\nfull_page_writes = off\n";
+      write_private_file(data_dir_ / "tidemark.conf", settings, &owner);
+      const fs::path server_log = data_dir_.parent_path() / "postgresql.log";
+      write_private_file(server_log, "", &owner, /*append=*/true);
+      if (run_program({(kPgBin / "pg_ctl").string(), "start", "-w", "-t", "60", "-D", data_dir_.string(), "-l",
+                       server_log.string()},
+                      server_log) == 0) {
+        break;
+      }
+      const std::string log_tail = tail_of(server_log);
+      if (attempt < 3 && log_tail.find("Address already in use") != std::string::npos) {
+        port_ = 0;
+        continue;
+      }
       throw Error(ErrorKind::kPermanent, "PostgreSQL did not start (data folder " + data_dir_.string() +
-                                         "); its log says:" + tail_of(server_log));
+                                         "); its log says:" + log_tail);
     }
   }
   save_state();  // also tightens a state file of an older version (0644) to 0600
