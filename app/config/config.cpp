@@ -46,8 +46,6 @@ bool is_env_var_name(std::string_view text) {
 }
 
 // Each kind with its name (YAML, stored, printed): the one place either is spelt.
-constexpr std::pair<std::string_view, DestinationKind> kDestinationKinds[] = {
-    {"http", DestinationKind::kHttp}, {"view", DestinationKind::kView}, {"nats", DestinationKind::kNats}};
 constexpr std::pair<std::string_view, Trigger> kTriggers[] = {
     {"cli", Trigger::kCli}, {"schedule", Trigger::kSchedule}, {"webhook", Trigger::kWebhook},
     {"stream", Trigger::kStream}};
@@ -167,6 +165,13 @@ struct LocatedError : ConfigError {
   int line;
 };
 
+// The keys of a map; `unknown_keys` when some were refused, in which case a required key
+// that is missing is most likely the one misspelt and is not reported a second time.
+struct Fields {
+  std::map<std::string, Entry, std::less<>> entries;
+  bool unknown_keys = false;
+};
+
 class Parser;
 
 // Each source kind as the config sees it: its YAML name, what it can do, and how its options
@@ -179,16 +184,31 @@ struct SourceDescriptor {
 };
 const std::vector<SourceDescriptor>& source_descriptors();
 
-// "file, postgres, http or nats": the kinds a source may name.
-std::string source_kind_names() {
+// "a, b or c".
+template <typename Descriptor>
+std::string kind_names(const std::vector<Descriptor>& kinds) {
   std::string names;
-  const auto& kinds = source_descriptors();
   for (std::size_t i = 0; i < kinds.size(); ++i) {
     if (i > 0) names += i + 1 == kinds.size() ? " or " : ", ";
     names += kinds[i].name;
   }
   return names;
 }
+
+// "file, postgres, http or nats": the kinds a source may name.
+std::string source_kind_names() { return kind_names(source_descriptors()); }
+
+// Each destination kind as the config sees it: its YAML name, what it can do, its own keys and
+// how its options are read from them (destination_descriptors(), after the parser: one line
+// per kind, in the order of DestinationOptions' alternatives; app/wiring/registry.cpp says how
+// each kind's sinks open).
+struct DestinationDescriptor {
+  std::string_view name;
+  DestinationCapabilities capabilities;
+  std::vector<std::string_view> keys;
+  std::function<DestinationOptions(Parser&, const Entry& map, const Fields& keys)> read;
+};
+const std::vector<DestinationDescriptor>& destination_descriptors();
 
 // Parsing goes on after an error wherever what follows does not depend on the part that
 // failed (each section, entity, pipeline, key of a pipeline, destination and relay setting),
@@ -241,13 +261,6 @@ class Parser {
   // A part of the file given up without an error of its own: another error already says
   // what is wrong with it (see `require`).
   struct AlreadyReported {};
-
-  // The keys of a map; `unknown_keys` when some were refused, in which case a required key
-  // that is missing is most likely the one misspelt and is not reported a second time.
-  struct Fields {
-    std::map<std::string, Entry, std::less<>> entries;
-    bool unknown_keys = false;
-  };
 
   std::string message_at(const YAML::Mark& mark, std::string_view message) const {
     return file_name_ + ":" + std::to_string(mark.line + 1) + ": " + std::string(message);
@@ -306,6 +319,17 @@ class Parser {
     return entry.value.Mark();
   }
 
+  // Key `key` of map `parent` with its value; `parent` itself when it has no such key.
+  static Entry child_entry(const Entry& parent, std::string_view key) {
+    if (!parent.value.IsMap()) return parent;
+    for (const auto& pair : parent.value) {
+      if (pair.first.IsScalar() && pair.first.Scalar() == key) {
+        return {pair.first, pair.second, child_path(parent.path, key)};
+      }
+    }
+    return parent;
+  }
+
   // "pipelines.p.batch_size: "; nothing for the document itself.
   static std::string key_prefix(const Entry& entry) { return entry.path.empty() ? "" : entry.path + ": "; }
 
@@ -314,17 +338,6 @@ class Parser {
     abandon_if_uninterpolated(entry);
     fail(mark_of(entry), key_prefix(entry) + "expected " + std::string(expected) + ", got " + describe(entry.value) +
                              (why.empty() ? "" : " (" + std::string(why) + ")"));
-  }
-
-  // The enumerator `names` gives the entry's string; else a value error expecting `expected`.
-  template <typename Kind, std::size_t N>
-  Kind enum_value(const Entry& entry, const std::pair<std::string_view, Kind> (&names)[N],
-                  std::string_view expected) const {
-    const std::string text = string_value(entry);
-    for (const auto& [name, kind] : names) {
-      if (name == text) return kind;
-    }
-    fail_value(entry, expected);
   }
 
   [[noreturn]] void fail_at(const Entry& entry, std::string_view problem) const {
@@ -392,6 +405,12 @@ class Parser {
     return text;
   }
 
+  std::string env_var_name(const Entry& entry) const {
+    auto name = string_value(entry);
+    if (!is_env_var_name(name)) fail_value(entry, "the name of an environment variable");
+    return name;
+  }
+
   std::uint64_t integer_value(const Entry& entry, std::uint64_t min, std::uint64_t max,
                               std::string_view expected) const {
     const auto value = entry.value.IsScalar() ? parse_unsigned(entry.value.Scalar()) : std::nullopt;
@@ -421,7 +440,11 @@ class Parser {
   struct Field {
     std::string_view key;
     std::function<void(Parser&, const Entry&, Options&)> read;
-    bool required = false;  // a missing key is an error (unless a misspelt key explains it)
+    // A missing key is an error (unless a misspelt key explains it) that ends the section.
+    bool required = false;
+    // When the key is missing: a default taken from the keys read before it, or an error that
+    // leaves the other keys to be read.
+    std::function<void(Parser&, const Entry& map, const Fields& keys, Options&)> absent;
   };
 
   // What reading a section found: its keys, and those whose value was refused.
@@ -431,20 +454,58 @@ class Parser {
     bool read(std::string_view key) const { return !failed.contains(key); }
   };
 
+  // Whether a section's other keys are read after one fails: each on its own, or not (the
+  // first error ends the section, where a later key means little without the earlier ones).
+  enum class Reading { kEachOnItsOwn, kUntilAnError };
+
   // Reads the keys `schema` declares into `options`, in its order: the section takes those
-  // keys and no others, and each is read on its own (one that fails keeps its default, and
-  // the others are still read). A required key that is missing ends the section.
+  // keys and no others, and by default each is read on its own (one that fails keeps its
+  // default, and the others are still read). A required key that is missing ends the section.
   template <typename Options>
   ReadFields read_fields(const Entry& map, const std::vector<Field<Options>>& schema, Options& options,
-                         std::string_view secret_hint = "") {
-    std::vector<std::string_view> allowed;
-    for (const auto& field : schema) allowed.push_back(field.key);
-    ReadFields out{fields(map, allowed, secret_hint), {}};
-    for (const auto& field : schema) {
-      const Entry* entry = field.required ? &require(out.keys, map, field.key) : find(out.keys, field.key);
-      if (entry != nullptr && !attempt([&] { field.read(*this, *entry, options); })) out.failed.insert(field.key);
-    }
+                         Reading reading = Reading::kEachOnItsOwn, std::string_view secret_hint = "") {
+    ReadFields out{fields(map, keys_of(schema), secret_hint), {}};
+    read_declared(map, out, schema, options, reading);
     return out;
+  }
+
+  // The keys of `read.keys` that `schema` declares, read into `options` in its order.
+  template <typename Options>
+  void read_declared(const Entry& map, ReadFields& read, const std::vector<Field<Options>>& schema, Options& options,
+                     Reading reading) {
+    for (const auto& field : schema) {
+      const Entry* entry = field.required ? &require(read.keys, map, field.key) : find(read.keys, field.key);
+      if (entry == nullptr && !field.absent) continue;
+      const auto read_one = [&] {
+        entry != nullptr ? field.read(*this, *entry, options) : field.absent(*this, map, read.keys, options);
+      };
+      if (reading == Reading::kUntilAnError) {
+        read_one();
+      } else if (!attempt(read_one)) {
+        read.failed.insert(field.key);
+      }
+    }
+  }
+
+  template <typename Options>
+  static std::vector<std::string_view> keys_of(const std::vector<Field<Options>>& schema) {
+    std::vector<std::string_view> keys;
+    for (const auto& field : schema) keys.push_back(field.key);
+    return keys;
+  }
+
+  // A declared kind of destination: its own fields read until an error (docs/delivery.md).
+  template <typename Options>
+  static DestinationDescriptor destination_kind(std::string_view name, DestinationCapabilities capabilities,
+                                                std::vector<Field<Options>> schema) {
+    auto keys = keys_of(schema);
+    return {name, capabilities, std::move(keys),
+            [schema = std::move(schema)](Parser& parser, const Entry& map, const Fields& keys) -> DestinationOptions {
+              ReadFields read{keys, {}};
+              Options options;
+              parser.read_declared(map, read, schema, options, Reading::kUntilAnError);
+              return options;
+            }};
   }
 
   // The type an option holds: a std::optional's value type, else itself.
@@ -670,15 +731,7 @@ class Parser {
   // The entry of `map`'s declaration that `part` (of field `field`) is about: the key that
   // says it, else (a default) the entity's or the field's name.
   static Entry entity_part(const Entry& map, DeclarationPart part, const std::string& field) {
-    const auto key_of = [](const Entry& parent, std::string_view key) -> Entry {
-      if (!parent.value.IsMap()) return parent;
-      for (const auto& pair : parent.value) {
-        if (pair.first.IsScalar() && pair.first.Scalar() == key) {
-          return {pair.first, pair.second, child_path(parent.path, key)};
-        }
-      }
-      return parent;
-    };
+    const auto key_of = child_entry;
     const auto field_part = [&](std::string_view rule) { return key_of(key_of(key_of(map, "fields"), field), rule); };
     switch (part) {
       case DeclarationPart::kName: return map;
@@ -1106,10 +1159,16 @@ class Parser {
     return destinations;
   }
 
+  friend const std::vector<DestinationDescriptor>& destination_descriptors();
+
   DestinationConfig parse_destination(const Entry& map, std::string_view entity) {
+    const auto& kinds = destination_descriptors();
     DestinationConfig destination;
-    const auto keys = fields(map, {"name", "kind", "url", "secret_env", "ca_file", "servers", "subject", "stream",
-                                   "creds_env", "max_in_flight"},
+    // name, kind, each kind's own keys (in the order of the kinds), max_in_flight.
+    std::vector<std::string_view> allowed = {"name", "kind"};
+    for (const auto& kind : kinds) allowed.insert(allowed.end(), kind.keys.begin(), kind.keys.end());
+    allowed.push_back("max_in_flight");
+    const auto keys = fields(map, allowed,
                              "; secrets are never in the file: use secret_env to name the environment variable "
                              "that holds it");
     const auto& name = require(keys, map, "name");
@@ -1117,38 +1176,40 @@ class Parser {
     if (!is_valid_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
     destination.line = mark_of(name).line + 1;
     const auto& kind = require(keys, map, "kind");
-    destination.kind = enum_value(kind, kDestinationKinds, "http, view or nats");
+    const auto text = string_value(kind);
+    const auto found = std::find_if(kinds.begin(), kinds.end(), [&](const auto& listed) { return listed.name == text; });
+    if (found == kinds.end()) fail_value(kind, kind_names(kinds));
+    const DestinationDescriptor& descriptor = *found;
+    const auto& capabilities = descriptor.capabilities;
     // The views (account_balance, daily_totals) fold transaction amounts by account; another
     // entity's events have neither.
-    if (destination.kind == DestinationKind::kView && entity != kBuiltInEntityName) {
-      fail_at(kind, "a view destination reads the built-in transaction entity; this pipeline loads entity '" +
+    if (capabilities.view && entity != kBuiltInEntityName) {
+      fail_at(kind, "a " + text + " destination reads the built-in transaction entity; this pipeline loads entity '" +
                         std::string(entity) + "' (use an http destination)");
     }
     // Unique across the file, not per pipeline: outbox rows name only their destination. A
-    // view is the exception: several pipelines may list it, and it reflects all of them.
+    // shared kind (a view) is the exception: several pipelines may list it, and it reflects all of them.
     if (const auto [it, inserted] =
-            destination_lines_.emplace(destination.name, Definition{destination.line, destination.kind});
-        !inserted && (destination.kind != DestinationKind::kView || it->second.kind != DestinationKind::kView)) {
+            destination_lines_.emplace(destination.name, Definition{destination.line, capabilities.shared});
+        !inserted && (!capabilities.shared || !it->second.shared)) {
       fail_at(name, "destination '" + destination.name + "' is already defined at line " +
                         std::to_string(it->second.line) +
                         " (destination names must be unique across the file; only a view destination may be "
                         "listed by several pipelines)");
     }
-    // Each kind takes only its own keys.
-    static constexpr std::pair<DestinationKind, std::string_view> kKeysOfKind[] = {
-        {DestinationKind::kHttp, "url"},         {DestinationKind::kHttp, "secret_env"},
-        {DestinationKind::kHttp, "ca_file"},     {DestinationKind::kNats, "servers"},
-        {DestinationKind::kNats, "subject"},     {DestinationKind::kNats, "stream"},
-        {DestinationKind::kNats, "creds_env"}};
-    for (const auto& [owner, key] : kKeysOfKind) {
-      if (const auto* extra = find(keys, key); extra != nullptr && owner != destination.kind) {
-        fail_at(*extra, destination.kind == DestinationKind::kView
-                            ? std::string("a view destination takes only name and kind")
-                            : "applies to " + std::string(name_of(owner, kDestinationKinds)) + " destinations only");
+    // Each kind takes only its own keys; a kind without keys or window takes only its name and kind.
+    const std::string only_name_and_kind = "a " + text + " destination takes only name and kind";
+    for (const auto& owner : kinds) {
+      if (&owner == &descriptor) continue;
+      for (const auto key : owner.keys) {
+        if (const auto* extra = find(keys, key)) {
+          fail_at(*extra, descriptor.keys.empty() ? only_name_and_kind
+                                                  : "applies to " + std::string(owner.name) + " destinations only");
+        }
       }
     }
     if (const auto* max_in_flight = find(keys, "max_in_flight")) {
-      if (destination.kind == DestinationKind::kView) fail_at(*max_in_flight, "a view destination takes only name and kind");
+      if (!capabilities.windowed) fail_at(*max_in_flight, only_name_and_kind);
       attempt([&] {
         destination.max_in_flight = integer_value(*max_in_flight, 1, 1024, "an integer from 1 to 1024");
         if (relay_max_in_flight_ && *destination.max_in_flight > *relay_max_in_flight_) {
@@ -1157,53 +1218,10 @@ class Parser {
         }
       });
     }
-    if (destination.kind == DestinationKind::kNats) {
-      parse_nats_destination(keys, map, destination);
-    } else if (destination.kind == DestinationKind::kHttp) {
-      const auto& url = require(keys, map, "url");
-      destination.url = string_value(url);
-      if (!destination.url.starts_with("http://") && !destination.url.starts_with("https://")) {
-        fail_value(url, "a URL starting with http:// or https://");
-      }
-      const auto& secret_env = require(keys, map, "secret_env");
-      destination.secret_env = string_value(secret_env);
-      if (!is_env_var_name(destination.secret_env)) fail_value(secret_env, "the name of an environment variable");
-      if (const auto* ca_file = find(keys, "ca_file")) {
-        if (!destination.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
-        destination.ca_file = ca_file_value(*ca_file);
-      }
-    }
+    destination.options = descriptor.read(*this, map, keys);
     return destination;
   }
 
-  // kind: nats (connectors/nats_sink). Whether the stream exists, and its duplicate window,
-  // only the servers can tell: checked when the relay starts.
-  void parse_nats_destination(const Fields& keys, const Entry& map, DestinationConfig& destination) {
-    const auto& servers = require(keys, map, "servers");
-    if (!servers.value.IsSequence() || servers.value.size() == 0) {
-      fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
-    }
-    for (std::size_t i = 0; i < servers.value.size(); ++i) {
-      const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
-      destination.servers.push_back(string_value(server));
-      // tls:// would need a trust store the sink does not load yet (docs/delivery.md).
-      if (!destination.servers.back().starts_with("nats://")) fail_value(server, "a URL starting with nats://");
-    }
-    const auto& subject = require(keys, map, "subject");
-    destination.subject = string_value(subject);
-    if (!connectors::nats_sink::is_publish_subject(destination.subject)) {
-      fail_value(subject, "a NATS subject: dot-separated tokens without spaces or the wildcards * and >");
-    }
-    const auto& stream = require(keys, map, "stream");
-    destination.stream = string_value(stream);
-    if (!connectors::nats_sink::is_stream_name(destination.stream)) {
-      fail_value(stream, "a JetStream stream name: printable ASCII without spaces, '.', '*', '>', '/' or '\\'");
-    }
-    if (const auto* creds_env = find(keys, "creds_env")) {
-      destination.creds_env = string_value(*creds_env);
-      if (!is_env_var_name(destination.creds_env)) fail_value(*creds_env, "the name of an environment variable");
-    }
-  }
 
   RelayConfig parse_relay(const Entry& map) {
     static const std::vector<Field<RelayConfig>> schema = {
@@ -1229,7 +1247,7 @@ class Parser {
   std::string file_name_;
   struct Definition {
     int line = 0;  // of the destination's first definition
-    DestinationKind kind = DestinationKind::kHttp;
+    bool shared = false;
   };
   std::map<std::string, Definition> destination_lines_;
   std::optional<std::size_t> relay_max_in_flight_;  // the file's (or the default) once read without errors
@@ -1257,6 +1275,76 @@ const std::vector<SourceDescriptor>& source_descriptors() {
       {"nats", {.partitioned = true}, &Parser::parse_nats_source},
   };
   return descriptors;
+}
+
+// kind: http (connectors/http/options.hpp) and kind: nats (connectors/nats_sink/options.hpp).
+// Whether a nats destination's stream exists, and its duplicate window, only the servers can
+// tell: checked when the relay starts.
+const std::vector<DestinationDescriptor>& destination_descriptors() {
+  using connectors::http::HttpDestinationOptions;
+  using connectors::nats_sink::NatsDestinationOptions;
+  static const std::vector<DestinationDescriptor> descriptors = {
+      Parser::destination_kind<HttpDestinationOptions>(
+          "http", {.windowed = true},
+          {{"url",
+            [](Parser& parser, const Entry& url, HttpDestinationOptions& http) {
+              http.url = parser.string_value(url);
+              if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
+                parser.fail_value(url, "a URL starting with http:// or https://");
+              }
+            },
+            true},
+           {"secret_env",
+            [](Parser& parser, const Entry& secret_env, HttpDestinationOptions& http) {
+              http.secret_env = parser.env_var_name(secret_env);
+            },
+            true},
+           {"ca_file", [](Parser& parser, const Entry& ca_file, HttpDestinationOptions& http) {
+              if (!http.url.starts_with("https://")) parser.fail_at(ca_file, "applies to https:// URLs only");
+              http.ca_file = parser.ca_file_value(ca_file);
+            }}}),
+      Parser::destination_kind<ViewDestinationOptions>("view", {.view = true, .shared = true}, {}),
+      Parser::destination_kind<NatsDestinationOptions>(
+          "nats", {.windowed = true},
+          {{"servers",
+            [](Parser& parser, const Entry& servers, NatsDestinationOptions& nats) {
+              if (!servers.value.IsSequence() || servers.value.size() == 0) {
+                parser.fail_value(servers, "a list of server URLs, e.g. [nats://127.0.0.1:4222]");
+              }
+              for (std::size_t i = 0; i < servers.value.size(); ++i) {
+                const Entry server{servers.key, servers.value[i], servers.path + "[" + std::to_string(i) + "]"};
+                nats.servers.push_back(parser.string_value(server));
+                // tls:// would need a trust store the sink does not load yet (docs/delivery.md).
+                if (!nats.servers.back().starts_with("nats://")) parser.fail_value(server, "a URL starting with nats://");
+              }
+            },
+            true},
+           {"subject",
+            [](Parser& parser, const Entry& subject, NatsDestinationOptions& nats) {
+              nats.subject = parser.string_value(subject);
+              if (!connectors::nats_sink::is_publish_subject(nats.subject)) {
+                parser.fail_value(subject, "a NATS subject: dot-separated tokens without spaces or the wildcards * and >");
+              }
+            },
+            true},
+           {"stream",
+            [](Parser& parser, const Entry& stream, NatsDestinationOptions& nats) {
+              nats.stream = parser.string_value(stream);
+              if (!connectors::nats_sink::is_stream_name(nats.stream)) {
+                parser.fail_value(stream,
+                                  "a JetStream stream name: printable ASCII without spaces, '.', '*', '>', '/' or '\\'");
+              }
+            },
+            true},
+           {"creds_env", [](Parser& parser, const Entry& creds_env, NatsDestinationOptions& nats) {
+              nats.creds_env = parser.env_var_name(creds_env);
+            }}}),
+  };
+  return descriptors;
+}
+
+const DestinationDescriptor& descriptor_of(const DestinationConfig& destination) {
+  return destination_descriptors().at(destination.options.index());
 }
 
 const SourceDescriptor& descriptor_of(const SourceConfig& source) { return source_descriptors().at(source.options.index()); }
@@ -1318,14 +1406,16 @@ std::vector<std::pair<std::string, SourceConfig::ShownValue>> SourceConfig::show
   return std::visit(Shown{}, options);
 }
 
-std::string_view to_string(DestinationKind kind) { return name_of(kind, kDestinationKinds); }
+std::string_view DestinationConfig::kind() const { return descriptor_of(*this).name; }
+
+const DestinationCapabilities& DestinationConfig::capabilities() const { return descriptor_of(*this).capabilities; }
 
 std::string_view to_string(Trigger trigger) { return name_of(trigger, kTriggers); }
 
-std::vector<std::string> Config::destination_names_of_kind(DestinationKind kind) const {
+std::vector<std::string> Config::destination_names_with(bool DestinationCapabilities::*capability) const {
   std::vector<std::string> names;
   for (const auto& [name, destination] : destinations()) {
-    if (destination.kind == kind) names.push_back(name);
+    if (destination.capabilities().*capability) names.push_back(name);
   }
   return names;
 }
