@@ -650,33 +650,47 @@ class Parser {
   }
 
   EntityDeclaration parse_entity(const Entry& map, const std::string& name) {
+    static const std::vector<Field<EntityDeclaration>> schema = {
+        {"table", [](Parser& parser, const Entry& table, EntityDeclaration& entity) {
+           entity.table = parser.string_value(table);
+         }},
+        {"key", [](Parser& parser, const Entry& key, EntityDeclaration& entity) { entity.key = parser.string_value(key); },
+         true},
+        {"revision",
+         [](Parser& parser, const Entry& revision, EntityDeclaration& entity) {
+           entity.revision = parser.string_value(revision);
+         },
+         true},
+        {"partition_by",
+         [](Parser& parser, const Entry& partition_by, EntityDeclaration& entity) {
+           entity.partition_by = parser.string_value(partition_by);
+         },
+         false, [](Parser&, const Entry&, const Fields&, EntityDeclaration& entity) { entity.partition_by = entity.key; }},
+        {"extra_fields",
+         [](Parser& parser, const Entry& extra_fields, EntityDeclaration& entity) {
+           const auto mode = extra_fields_from_string(parser.string_value(extra_fields));
+           if (!mode) parser.fail_value(extra_fields, "ignore, reject or keep");
+           entity.extra_fields = *mode;
+         }},
+        {"fields",
+         [](Parser& parser, const Entry& declared, EntityDeclaration& entity) {
+           if (!declared.value.IsMap()) parser.fail_value(declared, "a map from field name to its type and rules");
+           for (const auto& pair : declared.value) {
+             if (!pair.first.IsScalar()) {
+               parser.fail(pair.first.Mark(), declared.path + ": a field name is " + describe(pair.first));
+             }
+             const std::string field = pair.first.Scalar();
+             if (entity.field(field) != nullptr) {
+               parser.fail(pair.first.Mark(), "duplicate key '" + field + "' in " + declared.path);
+             }
+             entity.fields.push_back(parser.parse_field({pair.first, pair.second, child_path(declared.path, field)}, field));
+           }
+         }},
+    };
     EntityDeclaration entity;
     entity.name = name;
-    const auto keys = fields(map, {"table", "key", "revision", "partition_by", "extra_fields", "fields"});
     entity.table = name;
-    if (const auto* table = find(keys, "table")) entity.table = string_value(*table);
-    entity.key = string_value(require(keys, map, "key"));
-    entity.revision = string_value(require(keys, map, "revision"));
-    entity.partition_by = entity.key;
-    if (const auto* partition_by = find(keys, "partition_by")) entity.partition_by = string_value(*partition_by);
-    if (const auto* extra_fields = find(keys, "extra_fields")) {
-      const auto mode = extra_fields_from_string(string_value(*extra_fields));
-      if (!mode) fail_value(*extra_fields, "ignore, reject or keep");
-      entity.extra_fields = *mode;
-    }
-    if (const auto* declared = find(keys, "fields")) {
-      if (!declared->value.IsMap()) fail_value(*declared, "a map from field name to its type and rules");
-      for (const auto& pair : declared->value) {
-        if (!pair.first.IsScalar()) {
-          fail(pair.first.Mark(), declared->path + ": a field name is " + describe(pair.first));
-        }
-        const std::string field = pair.first.Scalar();
-        if (entity.field(field) != nullptr) {
-          fail(pair.first.Mark(), "duplicate key '" + field + "' in " + declared->path);
-        }
-        entity.fields.push_back(parse_field({pair.first, pair.second, child_path(declared->path, field)}, field));
-      }
-    }
+    read_fields(map, schema, entity, Reading::kUntilAnError);
     if (const auto error = check_declared_entity(entity)) {
       fail_at(entity_part(map, error->part, error->field), error->message);
     }
@@ -684,37 +698,39 @@ class Parser {
   }
 
   FieldSpec parse_field(const Entry& map, const std::string& name) {
+    // Each rule belongs to one type: on another it would be silently meaningless. The ranges
+    // are the core's to check (check_declared_entity), with one message for them.
+    const auto decimal_rule = [](int FieldSpec::*rule) {
+      return [rule](Parser& parser, const Entry& entry, FieldSpec& field) {
+        if (field.type != FieldType::kDecimal) parser.fail_at(entry, "applies to decimal fields only");
+        field.*rule = static_cast<int>(parser.integer_value(entry, 0, std::numeric_limits<int>::max(), "a whole number"));
+      };
+    };
+    static const std::vector<Field<FieldSpec>> schema = {
+        {"type",
+         [](Parser& parser, const Entry& type, FieldSpec& field) {
+           const auto parsed = field_type_from_string(parser.string_value(type));
+           if (!parsed) parser.fail_value(type, field_type_names());
+           field.type = *parsed;
+         },
+         true},
+        boolean_field("required", &FieldSpec::required),
+        {"max_length",
+         [](Parser& parser, const Entry& max_length, FieldSpec& field) {
+           if (field.type != FieldType::kText) parser.fail_at(max_length, "applies to text fields only");
+           field.max_length = parser.integer_value(max_length, 0, std::numeric_limits<std::size_t>::max(), "a whole number");
+         }},
+        {"precision", decimal_rule(&FieldSpec::precision), false,
+         [](Parser& parser, const Entry& map, const Fields&, FieldSpec& field) {
+           if (field.type != FieldType::kDecimal) return;
+           parser.fail_at(map, "a decimal field needs a precision (1 to " + std::to_string(kMaxDecimalPrecision) +
+                                   "), e.g. {type: decimal, precision: 12, scale: 2}");
+         }},
+        {"scale", decimal_rule(&FieldSpec::scale)},
+    };
     FieldSpec field;
     field.name = name;
-    const auto keys = fields(map, {"type", "required", "max_length", "precision", "scale"});
-    const auto& type = require(keys, map, "type");
-    const auto parsed = field_type_from_string(string_value(type));
-    if (!parsed) fail_value(type, field_type_names());
-    field.type = *parsed;
-    if (const auto* required = find(keys, "required")) field.required = boolean_value(*required);
-    // Each rule belongs to one type: on another it would be silently meaningless.
-    if (const auto* max_length = find(keys, "max_length")) {
-      if (field.type != FieldType::kText) fail_at(*max_length, "applies to text fields only");
-      field.max_length = integer_value(*max_length, 0, std::numeric_limits<std::size_t>::max(), "a whole number");
-    }
-    for (const auto rule : {"precision", "scale"}) {
-      if (const auto* entry = find(keys, rule); entry != nullptr && field.type != FieldType::kDecimal) {
-        fail_at(*entry, "applies to decimal fields only");
-      }
-    }
-    if (field.type == FieldType::kDecimal) {
-      // The ranges are the core's to check (check_declared_entity), with one message for them.
-      const auto whole_number = [this](const Entry& entry) {
-        return static_cast<int>(integer_value(entry, 0, std::numeric_limits<int>::max(), "a whole number"));
-      };
-      const auto* precision = find(keys, "precision");
-      if (precision == nullptr) {
-        fail_at(map, "a decimal field needs a precision (1 to " + std::to_string(kMaxDecimalPrecision) +
-                         "), e.g. {type: decimal, precision: 12, scale: 2}");
-      }
-      field.precision = whole_number(*precision);
-      if (const auto* scale = find(keys, "scale")) field.scale = whole_number(*scale);
-    }
+    read_fields(map, schema, field, Reading::kUntilAnError);
     return field;
   }
 
@@ -770,60 +786,54 @@ class Parser {
 
   PipelineConfig parse_pipeline(const Entry& map, const std::string& name,
                                 const std::map<std::string, EntityDeclaration>& entities) {
+    const std::vector<Field<PipelineConfig>> schema = {
+        {"entity",
+         [&entities](Parser& parser, const Entry& entity, PipelineConfig& pipeline) {
+           pipeline.entity = parser.string_value(entity);
+           if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity) &&
+               !parser.failed_entities_.contains(pipeline.entity)) {
+             std::string declared;
+             for (const auto& [declared_name, declaration] : entities) {
+               declared += (declared.empty() ? "" : ", ") + declared_name;
+             }
+             parser.fail_at(entity, "unknown entity '" + pipeline.entity + "' (" +
+                                        (declared.empty() ? "none is declared under entities" : "declared: " + declared) +
+                                        "; " + std::string(kBuiltInEntityName) + " is the built-in one)");
+           }
+         }},
+        // Missing, it is reported and the other keys are still read.
+        {"source",
+         [](Parser& parser, const Entry& source, PipelineConfig& pipeline) { pipeline.source = parser.parse_source(source); },
+         false,
+         [](Parser& parser, const Entry& map, const Fields& keys, PipelineConfig&) { parser.require(keys, map, "source"); }},
+        integer_field("batch_size", &PipelineConfig::batch_size, 1, kMaxBatchSize,
+                      "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")"),
+        integer_field("max_batch_bytes", &PipelineConfig::max_batch_bytes, 1, kMaxBatchBytes,
+                      "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes)),
+        {"max_rejected",
+         [](Parser& parser, const Entry& max_rejected, PipelineConfig& pipeline) {
+           pipeline.max_rejected =
+               max_rejected.value.IsScalar() ? parse_rejection_limit(max_rejected.value.Scalar()) : std::nullopt;
+           if (!pipeline.max_rejected) parser.fail_value(max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
+         }},
+        {"schedule",
+         [](Parser& parser, const Entry& schedule, PipelineConfig& pipeline) {
+           pipeline.schedule = parser.parse_schedule(schedule);
+           // serve starts a partitioned pipeline's runs itself, whenever a partition it owns has news.
+           if (pipeline.source.capabilities().partitioned) {
+             parser.fail_at(schedule, "a " + std::string(pipeline.source.kind()) +
+                                          " pipeline takes no schedule: serve consumes its partitions continuously "
+                                          "(docs/scale-out.md \"serve\")");
+           }
+         }},
+        {"destinations",
+         [](Parser& parser, const Entry& destinations, PipelineConfig& pipeline) {
+           pipeline.destinations = parser.parse_destinations(destinations, pipeline.entity);
+         }},
+    };
     PipelineConfig pipeline;
     pipeline.name = name;
-    const auto keys =
-        fields(map, {"entity", "source", "batch_size", "max_batch_bytes", "max_rejected", "schedule", "destinations"});
-    // Each key on its own: one that fails leaves its default and the others are still read.
-    if (const auto* entity = find(keys, "entity")) {
-      attempt([&] {
-        pipeline.entity = string_value(*entity);
-        if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity) &&
-            !failed_entities_.contains(pipeline.entity)) {
-          std::string declared;
-          for (const auto& [declared_name, declaration] : entities) {
-            declared += (declared.empty() ? "" : ", ") + declared_name;
-          }
-          fail_at(*entity, "unknown entity '" + pipeline.entity + "' (" +
-                               (declared.empty() ? "none is declared under entities" : "declared: " + declared) +
-                               "; " + std::string(kBuiltInEntityName) + " is the built-in one)");
-        }
-      });
-    }
-    attempt([&] { pipeline.source = parse_source(require(keys, map, "source")); });
-    if (const auto* batch_size = find(keys, "batch_size")) {
-      attempt([&] {
-        pipeline.batch_size = integer_value(*batch_size, 1, kMaxBatchSize,
-                                            "a positive integer (at most " + std::to_string(kMaxBatchSize) + ")");
-      });
-    }
-    if (const auto* max_batch_bytes = find(keys, "max_batch_bytes")) {
-      attempt([&] {
-        pipeline.max_batch_bytes = integer_value(*max_batch_bytes, 1, kMaxBatchBytes,
-                                                 "a number of bytes from 1 to " + std::to_string(kMaxBatchBytes));
-      });
-    }
-    if (const auto* max_rejected = find(keys, "max_rejected")) {
-      attempt([&] {
-        pipeline.max_rejected = max_rejected->value.IsScalar() ? parse_rejection_limit(max_rejected->value.Scalar())
-                                                               : std::nullopt;
-        if (!pipeline.max_rejected) fail_value(*max_rejected, "a count (e.g. 100) or a percentage (e.g. 5%)");
-      });
-    }
-    if (const auto* schedule = find(keys, "schedule")) {
-      attempt([&] {
-        pipeline.schedule = parse_schedule(*schedule);
-        // serve starts a nats pipeline's runs itself, whenever a partition it owns has news.
-        if (pipeline.source.capabilities().partitioned) {
-          fail_at(*schedule, "a " + std::string(pipeline.source.kind()) +
-                                 " pipeline takes no schedule: serve consumes its partitions continuously "
-                                 "(docs/scale-out.md \"serve\")");
-        }
-      });
-    }
-    if (const auto* destinations = find(keys, "destinations")) {
-      attempt([&] { pipeline.destinations = parse_destinations(*destinations, pipeline.entity); });
-    }
+    read_fields(map, schema, pipeline);
     return pipeline;
   }
 
@@ -845,92 +855,123 @@ class Parser {
 
   // kind: file (connectors/file/options.hpp).
   SourceOptions parse_file_source(const Entry& map) {
-    connectors::file::FileSourceOptions source;
-    const auto keys = fields(map, {"kind", "path", "format", "settle", "on_change"});
-    if (const auto* kind = find(keys, "kind"); kind != nullptr && string_value(*kind) != "file") {
-      fail_value(*kind, source_kind_names());
-    }
-    source.path = non_empty_string(require(keys, map, "path"));
-    if (const auto* format = find(keys, "format")) {
-      const auto parsed = connectors::file::parse_format(string_value(*format));
-      if (!parsed) fail_value(*format, "csv or jsonl");
-      source.format = *parsed;
-    } else if (const auto inferred =
-                   connectors::file::format_from_extension(source.path, connectors::file::ExtensionCase::kIgnore)) {
-      source.format = *inferred;
-    } else {
-      fail_at(map, "cannot tell the format of '" + source.path +
-                       "' from its extension (.csv, .jsonl, .ndjson): add format: csv or format: jsonl");
-    }
-    if (const auto* settle = find(keys, "settle")) {
-      // Zero is allowed here (unlike other durations): it reads a last line at once.
-      const auto value = settle->value.IsScalar() ? parse_duration(settle->value.Scalar()) : std::nullopt;
-      if (!value) fail_value(*settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
-      source.settle = *value;
-    }
-    if (const auto* on_change = find(keys, "on_change")) {
-      const auto parsed = connectors::file::parse_change_policy(string_value(*on_change));
-      if (!parsed) fail_value(*on_change, "reread or fail");
-      source.on_change = *parsed;
-    }
-    return source;
+    using connectors::file::FileSourceOptions;
+    static const std::vector<Field<FileSourceOptions>> schema = {
+        // A source whose kind no kind has is read as a file source, which says so.
+        {"kind",
+         [](Parser& parser, const Entry& kind, FileSourceOptions&) {
+           if (parser.string_value(kind) != "file") parser.fail_value(kind, source_kind_names());
+         }},
+        {"path", [](Parser& parser, const Entry& path, FileSourceOptions& file) { file.path = parser.non_empty_string(path); },
+         true},
+        {"format",
+         [](Parser& parser, const Entry& format, FileSourceOptions& file) {
+           const auto parsed = connectors::file::parse_format(parser.string_value(format));
+           if (!parsed) parser.fail_value(format, "csv or jsonl");
+           file.format = *parsed;
+         },
+         false,
+         [](Parser& parser, const Entry& map, const Fields&, FileSourceOptions& file) {
+           const auto inferred =
+               connectors::file::format_from_extension(file.path, connectors::file::ExtensionCase::kIgnore);
+           if (!inferred) {
+             parser.fail_at(map, "cannot tell the format of '" + file.path +
+                                     "' from its extension (.csv, .jsonl, .ndjson): add format: csv or format: jsonl");
+           }
+           file.format = *inferred;
+         }},
+        {"settle",
+         [](Parser& parser, const Entry& settle, FileSourceOptions& file) {
+           // Zero is allowed here (unlike other durations): it reads a last line at once.
+           const auto value = settle.value.IsScalar() ? parse_duration(settle.value.Scalar()) : std::nullopt;
+           if (!value) parser.fail_value(settle, "a duration: an integer with a unit ms, s, m or h (e.g. 2s, 0s)");
+           file.settle = *value;
+         }},
+        {"on_change",
+         [](Parser& parser, const Entry& on_change, FileSourceOptions& file) {
+           const auto parsed = connectors::file::parse_change_policy(parser.string_value(on_change));
+           if (!parsed) parser.fail_value(on_change, "reread or fail");
+           file.on_change = *parsed;
+         }},
+    };
+    FileSourceOptions file;
+    read_fields(map, schema, file, Reading::kUntilAnError);
+    return file;
   }
 
   // kind: postgres (connectors/postgres/options.hpp). What only the source database's catalog
   // can tell (the columns, their types, a unique cursor) is checked when the source opens.
   SourceOptions parse_postgres_source(const Entry& map) {
-    connectors::postgres::Options postgres;
-    const auto keys = fields(map, {"kind", "url_env", "table", "cursor", "columns", "consistency", "safety_lag"},
-                             "; secrets are never in the file: url_env names the environment variable that holds "
-                             "the source database's URL");
+    using connectors::postgres::Consistency;
+    using connectors::postgres::Options;
+    static const std::vector<Field<Options>> schema = {
+        read_elsewhere<Options>("kind"),
+        {"url_env",
+         [](Parser& parser, const Entry& url_env, Options& postgres) { postgres.url_env = parser.env_var_name(url_env); },
+         true},
+        {"table", [](Parser& parser, const Entry& table, Options& postgres) { postgres.table = parser.non_empty_string(table); },
+         true},
+        {"cursor",
+         [](Parser& parser, const Entry& cursor, Options& postgres) {
+           if (!cursor.value.IsSequence() || cursor.value.size() == 0) {
+             parser.fail_value(cursor, "a list of the columns rows are read in order of, e.g. [updated_at, id]");
+           }
+           std::unordered_set<std::string> columns;
+           for (std::size_t i = 0; i < cursor.value.size(); ++i) {
+             const Entry column{cursor.key, cursor.value[i], cursor.path + "[" + std::to_string(i) + "]"};
+             postgres.cursor.push_back(parser.non_empty_string(column));
+             if (!columns.insert(postgres.cursor.back()).second) {
+               parser.fail_at(column, "column " + postgres.cursor.back() + " is in the cursor twice");
+             }
+           }
+         },
+         true},
+        {"columns",
+         [](Parser& parser, const Entry& columns, Options& postgres) {
+           if (!columns.value.IsMap()) {
+             parser.fail_value(columns, "a map from field name to source column, e.g. {order_id: id}");
+           }
+           for (const auto& pair : columns.value) {
+             if (!pair.first.IsScalar()) {
+               parser.fail(pair.first.Mark(), columns.path + ": a field name is " + describe(pair.first));
+             }
+             const Entry rename{pair.first, pair.second, child_path(columns.path, pair.first.Scalar())};
+             const std::string column = parser.non_empty_string(rename);
+             for (const auto& [field, earlier] : postgres.columns) {
+               if (field == pair.first.Scalar()) parser.fail_at(rename, "duplicate field " + field);
+               if (earlier == column) parser.fail_at(rename, "column " + column + " is already mapped to field " + field);
+             }
+             postgres.columns.emplace_back(pair.first.Scalar(), column);
+           }
+         }},
+        {"consistency",
+         [](Parser& parser, const Entry& consistency, Options& postgres) {
+           const auto text = parser.string_value(consistency);
+           if (text == "snapshot") {
+             postgres.consistency = Consistency::kSnapshot;
+           } else if (text != "safety_lag") {
+             parser.fail_value(consistency, "safety_lag (the default) or snapshot");
+           }
+         }},
+        {"safety_lag",
+         [](Parser& parser, const Entry& safety_lag, Options& postgres) {
+           if (postgres.consistency == Consistency::kSnapshot) {
+             parser.fail_at(safety_lag, "applies to consistency: safety_lag only (snapshot reads without a lag)");
+           }
+           postgres.safety_lag = parser.duration_value(safety_lag);
+         }},
+    };
+    Options postgres;
     postgres.origin = message_at(mark_of(map), map.path);
-    const auto& url_env = require(keys, map, "url_env");
-    postgres.url_env = string_value(url_env);
-    if (!is_env_var_name(postgres.url_env)) fail_value(url_env, "the name of an environment variable");
-    postgres.table = non_empty_string(require(keys, map, "table"));
-    const auto& cursor = require(keys, map, "cursor");
-    if (!cursor.value.IsSequence() || cursor.value.size() == 0) {
-      fail_value(cursor, "a list of the columns rows are read in order of, e.g. [updated_at, id]");
-    }
-    std::unordered_set<std::string> cursor_columns;
-    for (std::size_t i = 0; i < cursor.value.size(); ++i) {
-      const Entry column{cursor.key, cursor.value[i], cursor.path + "[" + std::to_string(i) + "]"};
-      postgres.cursor.push_back(non_empty_string(column));
-      if (!cursor_columns.insert(postgres.cursor.back()).second) {
-        fail_at(column, "column " + postgres.cursor.back() + " is in the cursor twice");
-      }
-    }
-    if (const auto* columns = find(keys, "columns")) {
-      if (!columns->value.IsMap()) fail_value(*columns, "a map from field name to source column, e.g. {order_id: id}");
-      for (const auto& pair : columns->value) {
-        if (!pair.first.IsScalar()) fail(pair.first.Mark(), columns->path + ": a field name is " + describe(pair.first));
-        const Entry rename{pair.first, pair.second, child_path(columns->path, pair.first.Scalar())};
-        const std::string column = non_empty_string(rename);
-        for (const auto& [field, earlier] : postgres.columns) {
-          if (field == pair.first.Scalar()) fail_at(rename, "duplicate field " + field);
-          if (earlier == column) fail_at(rename, "column " + column + " is already mapped to field " + field);
-        }
-        postgres.columns.emplace_back(pair.first.Scalar(), column);
-      }
-    }
-    if (const auto* consistency = find(keys, "consistency")) {
-      const auto text = string_value(*consistency);
-      if (text == "snapshot") {
-        postgres.consistency = connectors::postgres::Consistency::kSnapshot;
-      } else if (text != "safety_lag") {
-        fail_value(*consistency, "safety_lag (the default) or snapshot");
-      }
-    }
-    const bool snapshot = postgres.consistency == connectors::postgres::Consistency::kSnapshot;
-    if (const auto* safety_lag = find(keys, "safety_lag")) {
-      if (snapshot) fail_at(*safety_lag, "applies to consistency: safety_lag only (snapshot reads without a lag)");
-      postgres.safety_lag = duration_value(*safety_lag);
-    }
+    const auto read = read_fields(map, schema, postgres, Reading::kUntilAnError,
+                                  "; secrets are never in the file: url_env names the environment variable that holds "
+                                  "the source database's URL");
     // safety_lag compares the first cursor column with now(): a timestamp, which alone is
     // rarely unique; one column (an id) is read safely only by snapshot.
-    if (!snapshot && postgres.cursor.size() == 1) {
-      fail_at(cursor, "a cursor of one column needs consistency: snapshot; safety_lag needs a timestamp first and "
-                      "a unique column after it, e.g. cursor: [updated_at, id]");
+    if (postgres.consistency != Consistency::kSnapshot && postgres.cursor.size() == 1) {
+      fail_at(*find(read.keys, "cursor"),
+              "a cursor of one column needs consistency: snapshot; safety_lag needs a timestamp first and "
+              "a unique column after it, e.g. cursor: [updated_at, id]");
     }
     return postgres;
   }
@@ -955,92 +996,89 @@ class Parser {
   }
 
   SourceOptions parse_http_source(const Entry& map) {
+    using connectors::http_api::HttpSourceOptions;
     using connectors::http_api::PageFormat;
     using connectors::http_api::Paging;
-    connectors::http_api::HttpSourceOptions http;
-    const auto keys = fields(map, {"kind", "url", "records", "next", "format", "auth", "max_rps", "ca_file", "timeout",
-                                   "max_attempts"},
-                             "; secrets are never in the file: use auth: {header: NAME, value_env: VARIABLE}");
-    const auto& url = require(keys, map, "url");
-    attempt([&] {
-      http.url = string_value(url);
-      if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
-        fail_value(url, "a URL starting with http:// or https://");
+    static const std::vector<Field<HttpSourceOptions>> schema = {
+        read_elsewhere<HttpSourceOptions>("kind"),
+        {"url",
+         [](Parser& parser, const Entry& url, HttpSourceOptions& http) {
+           http.url = parser.string_value(url);
+           if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
+             parser.fail_value(url, "a URL starting with http:// or https://");
+           }
+         },
+         true},
+        // An ndjson page's records and next cursor are checked against its format after the reading.
+        {"records",
+         [](Parser& parser, const Entry& records, HttpSourceOptions& http) {
+           http.records = parser.json_path_value(records);
+         }},
+        {"next",
+         [](Parser& parser, const Entry& next, HttpSourceOptions& http) {
+           const auto ways = parser.fields(next, {"json", "link_header"});
+           const auto* json = find(ways, "json");
+           const auto* link = find(ways, "link_header");
+           if ((json == nullptr) == (link == nullptr)) {
+             parser.fail_at(next, "expected exactly one of json (a dotted path to the next cursor, e.g. {json: "
+                                  "next_cursor}) or link_header (a Link relation, e.g. {link_header: next})");
+           }
+           if (json != nullptr) {
+             http.paging = Paging::kJsonField;
+             http.next_json = parser.json_path_value(*json);
+           } else {
+             http.paging = Paging::kLinkHeader;
+             http.next_relation = parser.non_empty_string(*link);
+           }
+         }},
+        {"format",
+         [](Parser& parser, const Entry& format, HttpSourceOptions& http) {
+           const auto text = parser.string_value(format);
+           if (text != "json" && text != "ndjson") parser.fail_value(format, "json or ndjson");
+           http.format = text == "json" ? PageFormat::kJson : PageFormat::kNdjson;
+         }},
+        {"auth",
+         [](Parser& parser, const Entry& auth, HttpSourceOptions& http) {
+           const auto parts =
+               parser.fields(auth, {"header", "value_env"}, "; the value comes from the environment variable value_env names");
+           const auto& header = parser.require(parts, auth, "header");
+           http.auth_header = parser.non_empty_string(header);
+           if (!is_name(http.auth_header)) parser.fail_value(header, "a header name (letters, digits, '-' and '_')");
+           http.auth_value_env = parser.env_var_name(parser.require(parts, auth, "value_env"));
+         }},
+        {"max_rps",
+         [](Parser& parser, const Entry& max_rps, HttpSourceOptions& http) {
+           const std::string text = max_rps.value.IsScalar() ? max_rps.value.Scalar() : "";
+           double value = 0;
+           const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+           if (text.empty() || error != std::errc{} || end != text.data() + text.size() || !(value > 0) ||
+               value > 1e6) {
+             parser.fail_value(max_rps, "a positive number of requests per second (e.g. 10 or 0.5)");
+           }
+           http.max_rps = value;
+         }},
+        {"ca_file",
+         [](Parser& parser, const Entry& ca_file, HttpSourceOptions& http) {
+           if (!http.url.starts_with("https://")) parser.fail_at(ca_file, "applies to https:// URLs only");
+           http.ca_file = parser.ca_file_value(ca_file);
+         }},
+        duration_field("timeout", &HttpSourceOptions::request_timeout),
+        integer_field("max_attempts", &HttpSourceOptions::max_attempts, 1, 100, "an integer from 1 to 100"),
+    };
+    HttpSourceOptions http;
+    const auto read = read_fields(map, schema, http, Reading::kEachOnItsOwn,
+                                  "; secrets are never in the file: use auth: {header: NAME, value_env: VARIABLE}");
+    if (http.format == PageFormat::kNdjson) {
+      if (const auto* records = find(read.keys, "records"); records != nullptr && read.read("records")) {
+        attempt([&] { fail_at(*records, "an ndjson page is its records: leave records out"); });
+        http.records = {};
       }
-    });
-    if (const auto* format = find(keys, "format")) {
-      attempt([&] {
-        const auto text = string_value(*format);
-        if (text != "json" && text != "ndjson") fail_value(*format, "json or ndjson");
-        http.format = text == "json" ? PageFormat::kJson : PageFormat::kNdjson;
-      });
-    }
-    if (const auto* records = find(keys, "records")) {
-      attempt([&] {
-        if (http.format == PageFormat::kNdjson) fail_at(*records, "an ndjson page is its records: leave records out");
-        http.records = json_path_value(*records);
-      });
-    }
-    if (const auto* next = find(keys, "next")) {
-      attempt([&] {
-        const auto ways = fields(*next, {"json", "link_header"});
-        const auto* json = find(ways, "json");
-        const auto* link = find(ways, "link_header");
-        if ((json == nullptr) == (link == nullptr)) {
-          fail_at(*next, "expected exactly one of json (a dotted path to the next cursor, e.g. {json: next_cursor}) "
-                         "or link_header (a Link relation, e.g. {link_header: next})");
-        }
-        if (json != nullptr) {
-          if (http.format == PageFormat::kNdjson) {
-            fail_at(*json, "an ndjson page has no member to read a cursor from: use {link_header: next}");
-          }
-          http.paging = Paging::kJsonField;
-          http.next_json = json_path_value(*json);
-        } else {
-          http.paging = Paging::kLinkHeader;
-          http.next_relation = non_empty_string(*link);
-        }
-      });
-    }
-    if (const auto* auth = find(keys, "auth")) {
-      attempt([&] {
-        const auto parts = fields(*auth, {"header", "value_env"},
-                                  "; the value comes from the environment variable value_env names");
-        const auto& header = require(parts, *auth, "header");
-        http.auth_header = non_empty_string(header);
-        if (!is_name(http.auth_header)) {
-          fail_value(header, "a header name (letters, digits, '-' and '_')");
-        }
-        const auto& value_env = require(parts, *auth, "value_env");
-        http.auth_value_env = string_value(value_env);
-        if (!is_env_var_name(http.auth_value_env)) fail_value(value_env, "the name of an environment variable");
-      });
-    }
-    if (const auto* max_rps = find(keys, "max_rps")) {
-      attempt([&] {
-        const std::string text = max_rps->value.IsScalar() ? max_rps->value.Scalar() : "";
-        double value = 0;
-        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (text.empty() || error != std::errc{} || end != text.data() + text.size() || !(value > 0) ||
-            value > 1e6) {
-          fail_value(*max_rps, "a positive number of requests per second (e.g. 10 or 0.5)");
-        }
-        http.max_rps = value;
-      });
-    }
-    if (const auto* ca_file = find(keys, "ca_file")) {
-      attempt([&] {
-        if (!http.url.starts_with("https://")) fail_at(*ca_file, "applies to https:// URLs only");
-        http.ca_file = ca_file_value(*ca_file);
-      });
-    }
-    if (const auto* timeout = find(keys, "timeout")) {
-      attempt([&] { http.request_timeout = duration_value(*timeout); });
-    }
-    if (const auto* max_attempts = find(keys, "max_attempts")) {
-      attempt([&] {
-        http.max_attempts = static_cast<int>(integer_value(*max_attempts, 1, 100, "an integer from 1 to 100"));
-      });
+      if (const auto* next = find(read.keys, "next");
+          next != nullptr && read.read("next") && http.paging == Paging::kJsonField) {
+        attempt([&] {
+          fail_at(child_entry(*next, "json"), "an ndjson page has no member to read a cursor from: use {link_header: next}");
+        });
+      }
     }
     return http;
   }
@@ -1115,29 +1153,34 @@ class Parser {
   // ---- end of kind: nats ----
 
   ScheduleConfig parse_schedule(const Entry& map) {
-    ScheduleConfig schedule;
-    const auto keys = fields(map, {"every", "cron"});
-    const auto* every = find(keys, "every");
-    const auto* cron = find(keys, "cron");
-    if ((every == nullptr) == (cron == nullptr)) {
+    static const std::vector<Field<ScheduleConfig>> schema = {
+        {"every",
+         [](Parser& parser, const Entry& every, ScheduleConfig& schedule) {
+           schedule.every = WrittenDuration{parser.duration_value(every), every.value.Scalar()};
+         }},
+        {"cron",
+         [](Parser& parser, const Entry& cron, ScheduleConfig& schedule) {
+           const std::string text = parser.string_value(cron);
+           // Parsed once, here: what passes is what `serve` runs on.
+           std::string error;
+           const auto expression = CronExpression::parse(text, error);
+           if (!expression) {
+             parser.fail_value(
+                 cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'", error);
+           }
+           // As the scheduler refuses it: a day that no month has (30 2 *) never comes.
+           if (!expression->next_after(std::chrono::system_clock::now())) {
+             parser.fail_at(cron, "\"" + text + "\" never matches (no such day in the months it names)");
+           }
+           schedule.cron = WrittenCron{*expression, text};
+         }},
+    };
+    ReadFields read{fields(map, keys_of(schema)), {}};
+    if ((find(read.keys, "every") == nullptr) == (find(read.keys, "cron") == nullptr)) {
       fail_at(map, "expected exactly one of every (e.g. every: 5m) or cron (e.g. cron: \"*/5 * * * *\")");
     }
-    if (every != nullptr) schedule.every = WrittenDuration{duration_value(*every), every->value.Scalar()};
-    if (cron != nullptr) {
-      const std::string text = string_value(*cron);
-      // Parsed once, here: what passes is what `serve` runs on.
-      std::string error;
-      const auto expression = CronExpression::parse(text, error);
-      if (!expression) {
-        fail_value(*cron, "five fields (minute hour day-of-month month day-of-week) of digits, '*', ',', '-' and '/'",
-                   error);
-      }
-      // As the scheduler refuses it: a day that no month has (30 2 *) never comes.
-      if (!expression->next_after(std::chrono::system_clock::now())) {
-        fail_at(*cron, "\"" + text + "\" never matches (no such day in the months it names)");
-      }
-      schedule.cron = WrittenCron{*expression, text};
-    }
+    ScheduleConfig schedule;
+    read_declared(map, read, schema, schedule, Reading::kUntilAnError);
     return schedule;
   }
 
