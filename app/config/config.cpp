@@ -177,10 +177,21 @@ class Parser;
 // Each source kind as the config sees it: its YAML name, what it can do, and how its options
 // are read (source_descriptors(), after the parser: one line per kind, in the order of
 // SourceOptions' alternatives; app/wiring/registry.cpp says how each opens).
+// How a partitioned kind (capabilities.partitioned) is read as partitions, in its own options:
+// how many, each one's own options and name, and its workers' timings.
+struct Partitioning {
+  std::function<int(const SourceOptions&)> count;
+  std::function<SourceOptions(const SourceOptions&, int partition)> partition;
+  std::function<std::string(const SourceOptions&, int partition)> name;
+  std::function<Duration(const SourceOptions&)> owner_timeout;
+  std::function<Duration(const SourceOptions&)> rebalance_interval;
+};
+
 struct SourceDescriptor {
   std::string_view name;
   SourceCapabilities capabilities;
   SourceOptions (Parser::*read)(const Entry& map);
+  Partitioning partitioning{};  // a partitioned kind's only
 };
 const std::vector<SourceDescriptor>& source_descriptors();
 
@@ -1310,12 +1321,32 @@ std::vector<std::string> PipelineConfig::destination_names() const {
 
 namespace {
 
+// A nats source's partitions are its streams <stream>_<k> (docs/scale-out.md).
+Partitioning nats_partitioning() {
+  using connectors::nats::NatsSourceOptions;
+  const auto nats = [](const SourceOptions& options) -> const NatsSourceOptions& {
+    return std::get<NatsSourceOptions>(options);
+  };
+  return {.count = [nats](const SourceOptions& options) { return nats(options).partitions; },
+          .partition = [nats](const SourceOptions& options, int partition) -> SourceOptions {
+            auto one = nats(options);
+            one.partition = partition;
+            return one;
+          },
+          .name = [nats](const SourceOptions& options,
+                         int partition) { return connectors::nats::partition_stream(nats(options), partition); },
+          .owner_timeout = [nats](const SourceOptions& options) { return Duration(nats(options).owner_timeout); },
+          .rebalance_interval = [nats](const SourceOptions& options) {
+            return Duration(nats(options).rebalance_interval);
+          }};
+}
+
 const std::vector<SourceDescriptor>& source_descriptors() {
   static const std::vector<SourceDescriptor> descriptors = {
       {"file", {.takes_file_override = true, .counts_reread_files = true}, &Parser::parse_file_source},
       {"postgres", {}, &Parser::parse_postgres_source},
       {"http", {}, &Parser::parse_http_source},
-      {"nats", {.partitioned = true}, &Parser::parse_nats_source},
+      {"nats", {.partitioned = true}, &Parser::parse_nats_source, nats_partitioning()},
   };
   return descriptors;
 }
@@ -1398,37 +1429,30 @@ std::string_view SourceConfig::kind() const { return descriptor_of(*this).name; 
 
 const SourceCapabilities& SourceConfig::capabilities() const { return descriptor_of(*this).capabilities; }
 
-// The partitioned kind's options: nats is the one so far (a second would answer through its
-// descriptor instead).
 namespace {
 
-const connectors::nats::NatsSourceOptions& partitioned_options(const SourceConfig& source) {
-  const auto* nats = source.get_if<connectors::nats::NatsSourceOptions>();
-  if (nats == nullptr) {
+const Partitioning& partitioning_of(const SourceConfig& source) {
+  if (!source.capabilities().partitioned) {
     throw std::logic_error("a kind " + std::string(source.kind()) + " source is not partitioned");
   }
-  return *nats;
+  return descriptor_of(source).partitioning;
 }
 
 }  // namespace
 
 int SourceConfig::partition_count() const {
-  return capabilities().partitioned ? partitioned_options(*this).partitions : 1;
+  return capabilities().partitioned ? partitioning_of(*this).count(options) : 1;
 }
 
-SourceConfig SourceConfig::partition(int partition) const {
-  auto options = partitioned_options(*this);
-  options.partition = partition;
-  return {options};
-}
+SourceConfig SourceConfig::partition(int partition) const { return {partitioning_of(*this).partition(options, partition)}; }
 
 std::string SourceConfig::partition_name(int partition) const {
-  return connectors::nats::partition_stream(partitioned_options(*this), partition);
+  return partitioning_of(*this).name(options, partition);
 }
 
-Duration SourceConfig::owner_timeout() const { return partitioned_options(*this).owner_timeout; }
+Duration SourceConfig::owner_timeout() const { return partitioning_of(*this).owner_timeout(options); }
 
-Duration SourceConfig::rebalance_interval() const { return partitioned_options(*this).rebalance_interval; }
+Duration SourceConfig::rebalance_interval() const { return partitioning_of(*this).rebalance_interval(options); }
 
 std::vector<std::pair<std::string, SourceConfig::ShownValue>> SourceConfig::shown() const {
   struct Shown {
