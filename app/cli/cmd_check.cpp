@@ -41,7 +41,7 @@ std::vector<pipeline::DestinationConfig> destinations_by_line(const pipeline::Co
 // (each destination kind's in app/wiring/registry), with the line of the destination.
 void check_destinations(const pipeline::Config& config, const std::string& file, Findings& findings) {
   for (const auto& destination : destinations_by_line(config)) {
-    for (const auto& error : destination_check(destination.kind)(destination, config)) {
+    for (const auto& error : destination_check(destination)(destination, config)) {
       findings.errors.push_back(at_line(file, destination) + error);
     }
   }
@@ -66,7 +66,7 @@ void check_snapshot_views(const pipeline::Config& config, const std::string& fil
   for (const auto& destination : destinations_by_line(config)) {
     const std::string& name = destination.name;
     const auto* view = pipeline::views::find_view(name);
-    if (destination.kind != pipeline::DestinationKind::kView || view == nullptr || !view->snapshot_statement()) {
+    if (!destination.capabilities().view || view == nullptr || !view->snapshot_statement()) {
       continue;
     }
     const auto feeders = config.pipelines_feeding(name);

@@ -97,7 +97,7 @@ int setup(const NatsOptions& options) {
   std::vector<pipeline::DestinationConfig> sinks;
   for (const auto& name : pipeline.destination_names()) {
     const auto found = destinations.find(name);
-    if (found != destinations.end() && found->second.kind == pipeline::DestinationKind::kNats) {
+    if (found != destinations.end() && found->second.get_if<connectors::nats_sink::NatsDestinationOptions>()) {
       sinks.push_back(found->second);
     }
   }

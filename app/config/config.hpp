@@ -18,8 +18,10 @@
 #include "connectors/file/format.hpp"
 #include "connectors/file/options.hpp"
 #include "connectors/postgres/options.hpp"
+#include "connectors/http/options.hpp"
 #include "connectors/http_api/http_source.hpp"
 #include "connectors/nats/options.hpp"
+#include "connectors/nats_sink/options.hpp"
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/error.hpp"
@@ -54,16 +56,24 @@ struct SourceCapabilities {
   bool measures_bytes = false;       // its input has a size in bytes: a run on a terminal draws a progress bar
 };
 
-// The destination kinds the config names, parsed once from their YAML names; to_string gives
-// that name back (API and JSON output). app/wiring/registry maps each kind to its factory.
-enum class DestinationKind { kHttp, kView, kNats };
+// What a destination kind can do. Callers ask these, never which kind a destination is: each
+// kind says what it can do in its descriptor (destination_descriptors() in config.cpp).
+struct DestinationCapabilities {
+  // It keeps a view of pipeline/views in Tidemark's database: its health (lag, dead events),
+  // versions and snapshots are the views'. A view reads the built-in transaction entity only.
+  bool view = false;
+  // Several pipelines may list it (its name is unique across the file otherwise).
+  bool shared = false;
+  // It takes a window of its own (max_in_flight), at most the relay's.
+  bool windowed = false;
+};
+
 using connectors::file::Format;  // the file source's formats (csv, jsonl), with its to_string
 
 // What started a run; to_string is the name runs.trigger, JSON output and the API carry.
 // kStream: serve started the run because a partition it owns holds new messages.
 enum class Trigger { kCli, kSchedule, kWebhook, kStream };
 
-std::string_view to_string(DestinationKind kind);
 std::string_view to_string(Trigger trigger);
 
 // Each source kind's own options, as its connector declares them (connectors/<kind>/options.hpp
@@ -121,20 +131,29 @@ struct ScheduleConfig {
   std::optional<WrittenCron> cron;       // schedule: {cron: "*/5 * * * *"} (five fields, UTC)
 };
 
+// A view destination is configured by its name alone (the view's name, pipeline/views).
+struct ViewDestinationOptions {};
+
+// Each destination kind's own options, as its connector declares them
+// (connectors/<kind>/options.hpp): the alternative held says which kind it is.
+using DestinationOptions = std::variant<connectors::http::HttpDestinationOptions, ViewDestinationOptions,
+                                        connectors::nats_sink::NatsDestinationOptions>;
+
 struct DestinationConfig {
   std::string name;  // unique across the file: outbox rows name their destination
-  DestinationKind kind = DestinationKind::kHttp;
-  std::string url;         // http: where events are POSTed
-  std::string secret_env;  // http: the env var holding the whsec_… signing secret
-  std::string ca_file;     // http, https:// only: PEM bundle trusted instead of the system store
-  // nats (docs/delivery.md "NATS JetStream destinations"):
-  std::vector<std::string> servers;  // nats://host:port, tried in order
-  std::string subject;               // events go to `<subject>.<encoded partition key>`
-  std::string stream;                // the JetStream stream that must capture them
-  std::string creds_env;             // optional: the env var holding the path of a .creds file
-  // http and nats: its own window, at most relay.max_in_flight (unset: the relay's whole one).
+  DestinationOptions options;
+  // A windowed kind's own window, at most relay.max_in_flight (unset: the relay's whole one).
   std::optional<std::size_t> max_in_flight;
   int line = 0;            // of its name in the config file, for messages (0: not from a file)
+
+  // Its kind's YAML name (`kind:`), as JSON output and messages give it.
+  std::string_view kind() const;
+  const DestinationCapabilities& capabilities() const;
+  // The options of kind `Options`; nullptr when the destination is of another kind.
+  template <typename Options>
+  const Options* get_if() const {
+    return std::get_if<Options>(&options);
+  }
 };
 
 struct PipelineConfig {
@@ -204,8 +223,8 @@ struct Config {
 
   // Every destination of every pipeline, by name.
   std::map<std::string, DestinationConfig> destinations() const;
-  // The names of every destination of kind `kind`, sorted.
-  std::vector<std::string> destination_names_of_kind(DestinationKind kind) const;
+  // The names of every destination whose kind can do `capability` (&DestinationCapabilities::view), sorted.
+  std::vector<std::string> destination_names_with(bool DestinationCapabilities::*capability) const;
   // The destination names of pipeline `pipeline`; none when it is not configured.
   std::vector<std::string> destination_names(const std::string& pipeline) const;
   // The pipelines that list destination `destination` (a view's feeders), by name.

@@ -99,15 +99,21 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
 
   // The configured destinations in the order listed, then any other that still holds
   // undelivered events of the pipeline (removed from the config since). The kind is the
-  // config's; else a registered view is a view; else unknown (most likely http).
+  // config's; else a registered view is a view; else unknown (most likely http). A view's
+  // health is shown for the configured destinations that keep a view and the registered views.
   const auto configured_destinations =
       config != nullptr ? config->destinations() : std::map<std::string, pipeline::DestinationConfig>{};
-  const auto kind_of = [&](const std::string& destination) -> std::optional<pipeline::DestinationKind> {
+  const auto kind_of = [&](const std::string& destination) -> std::optional<std::string_view> {
     if (const auto found = configured_destinations.find(destination); found != configured_destinations.end()) {
-      return found->second.kind;
+      return found->second.kind();
     }
-    if (registered_views.count(destination) != 0) return pipeline::DestinationKind::kView;
+    if (registered_views.count(destination) != 0) return pipeline::DestinationConfig{.options = pipeline::ViewDestinationOptions{}}.kind();
     return std::nullopt;
+  };
+  const auto keeps_a_view = [&](const std::string& destination) {
+    const auto found = configured_destinations.find(destination);
+    return found != configured_destinations.end() ? found->second.capabilities().view
+                                                  : registered_views.count(destination) != 0;
   };
   std::vector<std::string> names = configured ? config->destination_names(name) : std::vector<std::string>{};
   for (const auto& [destination, counts] : events) {
@@ -115,7 +121,7 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
   }
   std::vector<std::string> views;
   for (const auto& destination : names) {
-    if (kind_of(destination) == pipeline::DestinationKind::kView) views.push_back(destination);
+    if (keeps_a_view(destination)) views.push_back(destination);
   }
   const auto health = pipeline::views::view_health(connection, views);
 
@@ -124,7 +130,7 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
     const auto kind = kind_of(destination);
     const EventCounts counts = events.count(destination) != 0 ? events.at(destination) : EventCounts{};
     boost::json::object entry{{"name", destination},
-                              {"kind", kind ? boost::json::value(to_string(*kind)) : nullptr},
+                              {"kind", kind ? boost::json::value(*kind) : nullptr},
                               {"pending", counts.pending},
                               {"dead", counts.dead},
                               {"view", nullptr}};

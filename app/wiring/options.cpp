@@ -41,7 +41,7 @@ pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config) {
 }
 
 pipeline::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url) {
-  const std::vector<std::string> names = config.destination_names_of_kind(pipeline::DestinationKind::kView);
+  const std::vector<std::string> names = config.destination_names_with(&pipeline::DestinationCapabilities::view);
   for (const auto& name : names) {
     if (pipeline::views::find_view(name) == nullptr) {
       throw pipeline::ConfigError("destination '" + name + "' is of kind view, but tidemark has no such view (" +

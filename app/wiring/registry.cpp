@@ -95,36 +95,26 @@ DestinationCheck checking(Options (*options)(const pipeline::DestinationConfig&,
 std::vector<std::string> check_view_destination(const pipeline::DestinationConfig& destination,
                                                 const pipeline::Config&) {
   if (pipeline::views::find_view(destination.name) != nullptr) return {};
-  return {"destination '" + destination.name + "' is of kind view, but tidemark has no such view (" +
+  return {"destination '" + destination.name + "' is of kind " + std::string(destination.kind()) + ", but tidemark has no such view (" +
           pipeline::views::view_list(", ") + ")"};
 }
 
+// How a destination kind's sinks open and what `check` asks of it, in the order of
+// DestinationOptions' alternatives (pipeline::DestinationConfig): one line per kind.
 struct SinkWiring {
   SinkFactory open;
   DestinationCheck check;
 };
 
-const std::vector<std::pair<pipeline::DestinationKind, SinkWiring>>& sink_factories() {
-  static const std::vector<std::pair<pipeline::DestinationKind, SinkWiring>> factories = {
-      {pipeline::DestinationKind::kHttp,
-       {[](const SinkContext& context) { return make_webhook_sinks(context.config); }, checking(&webhook_options)}},
-      {pipeline::DestinationKind::kView,
-       {[](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); },
-        check_view_destination}},
-      {pipeline::DestinationKind::kNats,
-       {[](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); },
-        checking(&nats_options)}},
+const std::vector<SinkWiring>& sink_wirings() {
+  static const std::vector<SinkWiring> wirings = {
+      {[](const SinkContext& context) { return make_webhook_sinks(context.config); }, checking(&webhook_options)},
+      {[](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); },
+       check_view_destination},
+      {[](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); },
+       checking(&nats_options)},
   };
-  return factories;
-}
-
-template <typename Kind, typename Factory>
-const Factory& find_factory(const std::vector<std::pair<Kind, Factory>>& factories, Kind kind, const char* what) {
-  for (const auto& [listed, factory] : factories) {
-    if (listed == kind) return factory;
-  }
-  throw std::invalid_argument(std::string("no factory is registered for ") + what + " kind '" +
-                              std::string(to_string(kind)) + "' (" + std::to_string(static_cast<int>(kind)) + ")");
+  return wirings;
 }
 
 }  // namespace
@@ -133,18 +123,19 @@ const SourceFactory& source_factory(const pipeline::SourceConfig& source) { retu
 
 const SourceCheck& source_check(const pipeline::SourceConfig& source) { return source_wiring(source).check; }
 
-const SinkFactory& sink_factory(pipeline::DestinationKind kind) {
-  return find_factory(sink_factories(), kind, "destination").open;
+const DestinationCheck& destination_check(const pipeline::DestinationConfig& destination) {
+  const auto& wirings = sink_wirings();
+  if (destination.options.index() >= wirings.size()) {
+    throw std::invalid_argument("no factory is registered for destination kind '" + std::string(destination.kind()) +
+                                "'");
+  }
+  return wirings[destination.options.index()].check;
 }
 
-const DestinationCheck& destination_check(pipeline::DestinationKind kind) {
-  return find_factory(sink_factories(), kind, "destination").check;
-}
-
-std::vector<pipeline::DestinationKind> sink_kinds() {
-  std::vector<pipeline::DestinationKind> kinds;
-  for (const auto& [kind, factory] : sink_factories()) kinds.push_back(kind);
-  return kinds;
+std::vector<SinkFactory> sink_factories() {
+  std::vector<SinkFactory> factories;
+  for (const auto& wiring : sink_wirings()) factories.push_back(wiring.open);
+  return factories;
 }
 
 }  // namespace tidemark::app

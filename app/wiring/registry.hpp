@@ -1,8 +1,8 @@
 #pragma once
 // Kind -> factory: the one table that says which code builds each source and sink kind the
-// config names, and what `check` asks of the environment each will read. A new source kind is
-// a connector folder, its descriptor line in app/config/config.cpp (with its options an
-// alternative of SourceOptions) and one line here (docs/architecture.md "Where to add things").
+// config names, and what `check` asks of the environment each will read. A new source or sink
+// kind is a connector folder, its descriptor line in app/config/config.cpp (with its options an
+// alternative of SourceOptions or DestinationOptions) and one line here (docs/architecture.md "Where to add things").
 #include <functional>
 #include <memory>
 #include <string>
@@ -43,12 +43,11 @@ using DestinationCheck =
 // The factory of `source`'s kind; every kind the config admits has one.
 const SourceFactory& source_factory(const pipeline::SourceConfig& source);
 const SourceCheck& source_check(const pipeline::SourceConfig& source);
-// The factory of `kind`. The config parser admits only kinds that have one, so a kind without
-// one is a programming error: std::invalid_argument naming the kind.
-const SinkFactory& sink_factory(pipeline::DestinationKind kind);
-const DestinationCheck& destination_check(pipeline::DestinationKind kind);
+// What `check` asks of `destination`'s environment: its kind's check.
+const DestinationCheck& destination_check(const pipeline::DestinationConfig& destination);
 
-// Every destination kind with a sink factory, in registration order.
-std::vector<pipeline::DestinationKind> sink_kinds();
+// Every destination kind's sink factory, in the order of DestinationOptions' alternatives
+// (every alternative has one).
+std::vector<SinkFactory> sink_factories();
 
 }  // namespace tidemark::app

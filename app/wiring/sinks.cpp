@@ -15,27 +15,28 @@ using pipeline::ConfigError;
 pipeline::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
                                   metrics::Metrics* metrics) {
   pipeline::Sinks sinks;
-  for (const auto kind : sink_kinds()) sinks.merge(sink_factory(kind)(SinkContext{config, database_url, metrics}));
+  for (const auto& factory : sink_factories()) sinks.merge(factory(SinkContext{config, database_url, metrics}));
   return sinks;
 }
 
 connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConfig& destination,
                                                  const pipeline::RelayConfig& relay) {
   const std::string where = "destination '" + destination.name + "'";
-  if (destination.secret_env.empty()) throw ConfigError(where + " has no secret_env naming its signing secret");
-  const char* secret = std::getenv(destination.secret_env.c_str());
+  const auto& http = std::get<connectors::http::HttpDestinationOptions>(destination.options);
+  if (http.secret_env.empty()) throw ConfigError(where + " has no secret_env naming its signing secret");
+  const char* secret = std::getenv(http.secret_env.c_str());
   if (secret == nullptr || *secret == '\0') {
-    throw ConfigError(where + ": environment variable " + destination.secret_env +
+    throw ConfigError(where + ": environment variable " + http.secret_env +
                       " is not set; set it to the destination's whsec_… signing secret");
   }
   auto key = connectors::http::decode_secret(secret);
   if (!key) {
-    throw ConfigError(where + ": environment variable " + destination.secret_env +
+    throw ConfigError(where + ": environment variable " + http.secret_env +
                       " does not hold a Standard Webhooks secret (whsec_ followed by base64)");
   }
   connectors::http::WebhookOptions options;
-  options.url = destination.url;
-  options.ca_file = destination.ca_file;
+  options.url = http.url;
+  options.ca_file = http.ca_file;
   options.signing_key = std::move(*key);
   options.connect_timeout = relay.connect_timeout;
   options.request_timeout = relay.request_timeout;
@@ -46,7 +47,7 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
 pipeline::Sinks make_webhook_sinks(const pipeline::Config& config) {
   pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
-    if (destination.kind != pipeline::DestinationKind::kHttp) continue;
+    if (destination.get_if<connectors::http::HttpDestinationOptions>() == nullptr) continue;
     try {
       sinks.emplace(name, std::make_unique<connectors::http::WebhookSink>(webhook_options(destination, config.relay)));
     } catch (const connectors::http::OptionsError& error) {
@@ -59,19 +60,20 @@ pipeline::Sinks make_webhook_sinks(const pipeline::Config& config) {
 
 connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationConfig& destination,
                                                     const pipeline::RelayConfig& relay) {
+  const auto& nats = std::get<connectors::nats_sink::NatsDestinationOptions>(destination.options);
   connectors::nats_sink::NatsSinkOptions options;
-  options.connection.servers = destination.servers;
-  if (!destination.creds_env.empty()) {
-    const char* path = std::getenv(destination.creds_env.c_str());
+  options.connection.servers = nats.servers;
+  if (!nats.creds_env.empty()) {
+    const char* path = std::getenv(nats.creds_env.c_str());
     if (path == nullptr || *path == '\0') {
-      throw ConfigError("destination '" + destination.name + "': environment variable " + destination.creds_env +
+      throw ConfigError("destination '" + destination.name + "': environment variable " + nats.creds_env +
                         " is not set; set it to the path of the NATS credentials (.creds) file");
     }
     options.connection.credentials_file = path;
   }
   options.connection.connect_timeout = relay.connect_timeout;
-  options.subject = destination.subject;
-  options.stream = destination.stream;
+  options.subject = nats.subject;
+  options.stream = nats.stream;
   options.redelivery_horizon = pipeline::views::redelivery_horizon(redelivery(relay));
   options.ack_timeout = relay.request_timeout;
   options.max_in_flight = destination.max_in_flight.value_or(relay.max_in_flight);
@@ -81,7 +83,7 @@ connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationC
 pipeline::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics) {
   pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
-    if (destination.kind != pipeline::DestinationKind::kNats) continue;
+    if (destination.get_if<connectors::nats_sink::NatsDestinationOptions>() == nullptr) continue;
     auto options = nats_options(destination, config.relay);
     if (metrics != nullptr) {
       // Exported at 0 from start-up, so that a dashboard sees the series before the first one.

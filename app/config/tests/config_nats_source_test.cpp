@@ -101,7 +101,9 @@ TEST(ParseNatsSourceErrors, ANatsPipelineTakesNoScheduleSinceServeConsumesItCont
 // read as partitions, each its own source; a file source alone takes `run --source`.
 TEST(ParseNatsSource, ItsCapabilitiesAndPartitions) {
   const auto config = parse_config(
-      pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS, partitions: 3}"), "config.yaml");
+      pipeline_with("{kind: nats, servers: [nats://n1:4222], stream: ORDERS, partitions: 3, owner_timeout: 40s, "
+                    "rebalance_interval: 15s}"),
+      "config.yaml");
   const auto& source = config.pipelines.at("orders").source;
   EXPECT_EQ(source.kind(), "nats");
   EXPECT_TRUE(source.capabilities().partitioned);
@@ -109,11 +111,15 @@ TEST(ParseNatsSource, ItsCapabilitiesAndPartitions) {
   EXPECT_EQ(source.partition_count(), 3);
   EXPECT_EQ(source.partition_name(2), "ORDERS_2");
   EXPECT_EQ(nats_of(source.partition(2)).partition, 2);
+  EXPECT_EQ(source.partition(2).partition_count(), 3);  // a partition is a source of the same kind
+  EXPECT_EQ(source.owner_timeout(), std::chrono::seconds(40));
+  EXPECT_EQ(source.rebalance_interval(), std::chrono::seconds(15));
   const SourceConfig file;  // a file source, the default
   EXPECT_FALSE(file.capabilities().partitioned);
   EXPECT_TRUE(file.capabilities().takes_file_override);
   EXPECT_EQ(file.partition_count(), 1);
   EXPECT_THROW(file.partition(0), std::logic_error);
+  EXPECT_THROW(file.owner_timeout(), std::logic_error);
 }
 
 }  // namespace

@@ -65,12 +65,18 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
   EXPECT_FALSE(transactions.schedule->cron.has_value());
   ASSERT_EQ(transactions.destinations.size(), 2u);
   EXPECT_EQ(transactions.destinations[0].name, "ledger");
-  EXPECT_EQ(transactions.destinations[0].kind, DestinationKind::kHttp);
-  EXPECT_EQ(transactions.destinations[0].url, "http://127.0.0.1:9000/events");
-  EXPECT_EQ(transactions.destinations[0].secret_env, "LEDGER_SECRET");
+  EXPECT_EQ(transactions.destinations[0].kind(), "http");
+  const auto* ledger = transactions.destinations[0].get_if<connectors::http::HttpDestinationOptions>();
+  ASSERT_NE(ledger, nullptr);
+  EXPECT_EQ(ledger->url, "http://127.0.0.1:9000/events");
+  EXPECT_EQ(ledger->secret_env, "LEDGER_SECRET");
+  EXPECT_TRUE(transactions.destinations[0].capabilities().windowed);
   EXPECT_EQ(transactions.destinations[1].name, "balances");
-  EXPECT_EQ(transactions.destinations[1].kind, DestinationKind::kView);
-  EXPECT_EQ(transactions.destinations[1].url, "");
+  EXPECT_EQ(transactions.destinations[1].kind(), "view");
+  EXPECT_NE(transactions.destinations[1].get_if<ViewDestinationOptions>(), nullptr);
+  EXPECT_TRUE(transactions.destinations[1].capabilities().view);
+  EXPECT_TRUE(transactions.destinations[1].capabilities().shared);
+  EXPECT_FALSE(transactions.destinations[1].capabilities().windowed);
 
   const auto& refunds = config.pipelines.at("refunds");
   EXPECT_EQ(file_of(refunds.source).path, "data/refunds.ndjson");
@@ -90,8 +96,9 @@ relay: {max_attempts: 3, base_delay: 250ms, max_delay: 2h, max_in_flight: 4, con
 
   const auto destinations = config.destinations();
   ASSERT_EQ(destinations.size(), 2u);
-  EXPECT_EQ(destinations.at("ledger").url, "http://127.0.0.1:9000/events");
-  EXPECT_EQ(destinations.at("balances").kind, DestinationKind::kView);
+  EXPECT_EQ(destinations.at("ledger").get_if<connectors::http::HttpDestinationOptions>()->url,
+            "http://127.0.0.1:9000/events");
+  EXPECT_EQ(destinations.at("balances").kind(), "view");
 }
 
 TEST(ParseConfig, OmittedSectionsTakeTheDefaults) {
@@ -207,8 +214,9 @@ TEST(ParseConfig, FormatComesFromTheExtension) {
 // Kinds, formats and triggers are enums; their names (API output, runs.trigger) stay as they were.
 TEST(ParseConfig, KindFormatAndTriggerNames) {
   EXPECT_EQ(SourceConfig{}.kind(), "file");
-  EXPECT_EQ(to_string(DestinationKind::kHttp), "http");
-  EXPECT_EQ(to_string(DestinationKind::kView), "view");
+  EXPECT_EQ(DestinationConfig{}.kind(), "http");
+  EXPECT_EQ(DestinationConfig{.options = ViewDestinationOptions{}}.kind(), "view");
+  EXPECT_EQ(DestinationConfig{.options = connectors::nats_sink::NatsDestinationOptions{}}.kind(), "nats");
   EXPECT_EQ(to_string(Format::kCsv), "csv");
   EXPECT_EQ(to_string(Format::kJsonl), "jsonl");
   EXPECT_EQ(to_string(Trigger::kCli), "cli");
@@ -429,8 +437,8 @@ TEST(ParseConfig, DestinationNamesPerPipelineAndFeedersPerDestination) {
   EXPECT_EQ(config.pipelines_feeding("account_balance"), (Names{"orders", "refunds"}));
   EXPECT_EQ(config.pipelines_feeding("ledger"), Names{"orders"});
   EXPECT_EQ(config.pipelines_feeding("daily_totals"), Names{});
-  EXPECT_EQ(config.destination_names_of_kind(DestinationKind::kView), Names{"account_balance"});
-  EXPECT_EQ(config.destination_names_of_kind(DestinationKind::kHttp), Names{"ledger"});
+  EXPECT_EQ(config.destination_names_with(&DestinationCapabilities::view), Names{"account_balance"});
+  EXPECT_EQ(config.destination_names_with(&DestinationCapabilities::windowed), Names{"ledger"});
 }
 
 TEST(ParseConfigErrors, InvalidNamesAreRejected) {
@@ -1031,7 +1039,8 @@ TEST(Interpolation, VariablesAndDefaultsInAnyValue) {
   const auto& pipeline = config.pipelines.at("p");
   EXPECT_EQ(file_of(pipeline.source).path, "/data/in/today.csv");  // the default when empty, as in the shell
   EXPECT_EQ(pipeline.batch_size, 250u);                    // a number too: the value is read after interpolation
-  EXPECT_EQ(pipeline.destinations.at(0).url, "http://127.0.0.1:9000/events");  // set but empty, no default: ""
+  EXPECT_EQ(pipeline.destinations.at(0).get_if<connectors::http::HttpDestinationOptions>()->url,
+            "http://127.0.0.1:9000/events");  // set but empty, no default: ""
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    batch_size: \"${TIDEMARK_TEST_DIR}\"\n"),
             "config.yaml:4: pipelines.transactions.batch_size: expected a positive integer (at most 1000000), "
             "got \"/data/in\"");

@@ -27,12 +27,13 @@ TEST(NatsSinkConfig, ANatsDestinationParsesIntoItsOptions) {
                        "subject: ledger.events, stream: LEDGER, creds_env: BUS_CREDS}"),
       "config.yaml");
   const auto& destination = config.pipelines.at("transactions").destinations.at(0);
-  EXPECT_EQ(destination.kind, DestinationKind::kNats);
-  EXPECT_EQ(to_string(destination.kind), "nats");
-  EXPECT_EQ(destination.servers, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://10.0.0.2:4222"}));
-  EXPECT_EQ(destination.subject, "ledger.events");
-  EXPECT_EQ(destination.stream, "LEDGER");
-  EXPECT_EQ(destination.creds_env, "BUS_CREDS");
+  EXPECT_EQ(destination.kind(), "nats");
+  const auto* nats = destination.get_if<connectors::nats_sink::NatsDestinationOptions>();
+  ASSERT_NE(nats, nullptr);
+  EXPECT_EQ(nats->servers, (std::vector<std::string>{"nats://127.0.0.1:4222", "nats://10.0.0.2:4222"}));
+  EXPECT_EQ(nats->subject, "ledger.events");
+  EXPECT_EQ(nats->stream, "LEDGER");
+  EXPECT_EQ(nats->creds_env, "BUS_CREDS");
 }
 
 TEST(NatsSinkConfig, MissingOrBadKeysNameTheLineAndKey) {

@@ -12,8 +12,8 @@ TEST(ViewSinks, AConfigNamingAnUnknownViewIsAConfigErrorBeforeAnyConnection) {
   Config config;
   PipelineConfig pipeline;
   pipeline.name = "orders";
-  pipeline.destinations = {{kAccountBalance, pipeline::DestinationKind::kView, "", ""},
-                           {"monthly_totals", pipeline::DestinationKind::kView, "", ""}};
+  pipeline.destinations = {{kAccountBalance, pipeline::ViewDestinationOptions{}},
+                           {"monthly_totals", pipeline::ViewDestinationOptions{}}};
   config.pipelines["orders"] = pipeline;
   // An unreachable database: the name check must come first.
   EXPECT_THAT([&] { app::make_view_sinks(config, "postgresql://nobody@127.0.0.1:1/none"); },

@@ -261,7 +261,8 @@ TEST(RelayTls, CaFileMustBeAReadableFileAndOnlyForHttps) {
   const std::string key = "config.yaml:9: pipelines.p.destinations[0].ca_file: ";
 
   const auto config = pipeline::parse_config(config_yaml("https://h/e", bundle.string()), "config.yaml");
-  EXPECT_EQ(config.pipelines.at("p").destinations.at(0).ca_file, bundle.string());
+  EXPECT_EQ(config.pipelines.at("p").destinations.at(0).get_if<connectors::http::HttpDestinationOptions>()->ca_file,
+            bundle.string());
   EXPECT_EQ(config_error(config_yaml("https://h/e", missing)),
             key + "cannot read '" + missing + "': No such file or directory");
   EXPECT_EQ(config_error(config_yaml("https://h/e", folder.path().string())),

@@ -35,7 +35,7 @@ Config view_config() {
   Config config;
   PipelineConfig pipeline;
   pipeline.name = kPipeline;
-  pipeline.destinations = {{kAccountBalance, DestinationKind::kView, "", ""}, {kDailyTotals, DestinationKind::kView, "", ""}};
+  pipeline.destinations = {{kAccountBalance, ViewDestinationOptions{}}, {kDailyTotals, ViewDestinationOptions{}}};
   config.pipelines[kPipeline] = pipeline;
   return config;
 }
