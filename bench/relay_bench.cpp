@@ -3,11 +3,13 @@
 // sink, signing on) at the same concurrency but without the database.
 //   relay_bench [events=20000] [accounts=1000] [max_in_flight=16]
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
-#include <mutex>
 #include <string>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
 
 #include "connectors/http/signature.hpp"
 #include "connectors/http/webhook_sink.hpp"
@@ -36,31 +38,31 @@ std::string payload(const std::string& key, int i, int account, int sequence) {
          std::to_string(account) + R"(","sequence":)" + std::to_string(sequence) + R"(,"occurred_at":null})";
 }
 
-// The same client load without the database: `events` signed POSTs, `in_flight` at a time.
-double ceiling(const std::string& url, int events, std::size_t in_flight) {
-  connectors::http::WebhookSink sink(webhook_options(url, in_flight));
-  std::mutex mutex;
-  std::condition_variable done;
-  std::size_t running = 0;
-  int failed = 0;
-  const auto start = Clock::now();
-  for (int i = 0; i < events; ++i) {
-    std::unique_lock lock(mutex);
-    done.wait(lock, [&] { return running < in_flight; });
-    ++running;
-    lock.unlock();
+// One of the ceiling's `in_flight` senders: delivers the next event until `events` are sent.
+boost::asio::awaitable<void> send_events(connectors::http::WebhookSink* sink, int events, int* next, int* failed) {
+  while (*next < events) {
+    const int i = (*next)++;
     pipeline::OutboxEvent event;
     event.idempotency_key = "ceiling:tx-" + std::to_string(i) + ":1";
     event.payload = payload(event.idempotency_key, i, i % 1000, i / 1000 + 1);
-    sink.deliver(std::move(event), [&](pipeline::DeliveryResult result) {
-      std::lock_guard guard(mutex);
-      if (result.status != pipeline::DeliveryResult::Status::kDelivered) ++failed;
-      --running;
-      done.notify_all();
-    });
+    boost::asio::awaitable<pipeline::DeliveryResult> delivery = sink->deliver(std::move(event));
+    const pipeline::DeliveryResult result = co_await std::move(delivery);
+    if (result.status != pipeline::DeliveryResult::Status::kDelivered) ++*failed;
   }
-  std::unique_lock lock(mutex);
-  done.wait(lock, [&] { return running == 0; });
+}
+
+// The same client load without the database: `events` signed POSTs, `in_flight` at a time,
+// awaited on one io_context as the relay's are.
+double ceiling(const std::string& url, int events, std::size_t in_flight) {
+  connectors::http::WebhookSink sink(webhook_options(url, in_flight));
+  boost::asio::io_context io(1);
+  int next = 0;
+  int failed = 0;
+  const auto start = Clock::now();
+  for (std::size_t sender = 0; sender < in_flight; ++sender) {
+    boost::asio::co_spawn(io, send_events(&sink, events, &next, &failed), boost::asio::detached);
+  }
+  io.run();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (failed > 0) std::fprintf(stderr, "ceiling: %d requests failed\n", failed);
   return events / seconds;

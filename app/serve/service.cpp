@@ -63,7 +63,7 @@ struct Service::Impl {
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
-        streams(options.config, options.database_url, pipeline_metrics),
+        streams(options.config, options.database_url, pipeline_metrics, io),
         api(options.config, runs, pool, metrics, pipeline_metrics, api_options()),
         workers(options.worker_threads),
         server(io, workers, options.listen,
@@ -256,7 +256,7 @@ struct Service::Impl {
   PipelineMetrics pipeline_metrics;
   std::atomic<bool> retention_running{false};  // a retention pass is under way on a worker
   RunQueue runs;
-  StreamConsumers streams;  // its threads end (joined) before the metrics and the pool go
+  StreamConsumers streams;  // its consumers end with io.run(), its threads before the metrics and the pool go
   Api api;
   asio::thread_pool workers;
   HttpServer server;

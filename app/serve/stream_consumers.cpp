@@ -1,17 +1,29 @@
 #include "app/serve/stream_consumers.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
 #include "app/wiring/run_request.hpp"
 #include "connectors/nats/connection.hpp"
 #include "connectors/nats/nats_source.hpp"
+#include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
 #include "pipeline/run/partition_worker.hpp"
 #include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
+
+namespace asio = boost::asio;
 
 namespace {
 
@@ -42,114 +54,178 @@ struct Backoff {
 
 }  // namespace
 
-StreamConsumers::StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics)
-    : config_(config), database_url_(std::move(database_url)), metrics_(metrics) {}
+// One partitioned pipeline's consumer. Its coroutine runs on serve's io_context; its rounds
+// (connect, poll, disconnect) run on the consumers' threads one at a time, co_awaited, so
+// the state below is never touched from two threads at once.
+struct StreamConsumers::Consumer {
+  Consumer(StreamConsumers& consumers, const pipeline::PipelineConfig& consumed)
+      : consumers(consumers),
+        consumed(consumed),
+        nats(std::get<connectors::nats::NatsSourceOptions>(consumed.source.options)),
+        settings{nats.owner_timeout, nats.rebalance_interval},
+        requests(partition_requests(consumed, consumers.config_.entity(consumed.entity))),
+        partition_backoff(requests.size(), Backoff(settings.rebalance_interval)),
+        consumer_backoff(settings.rebalance_interval),
+        timer(consumers.io_) {
+    for (pipeline::RunRequest& request : requests) {
+      request.database_url = consumers.database_url_;
+      request.trigger = to_string(pipeline::Trigger::kStream);
+      request.stop_requested = &consumers.stopping_;
+      request.on_batch = [this](const pipeline::BatchReport& report) {
+        this->consumers.metrics_.run_batch(this->consumed.name, report);
+      };
+    }
+  }
+
+  static asio::awaitable<void> consume(Consumer* consumer);
+  // Waits `delay` on the timer, or until the stop cancels it.
+  asio::awaitable<void> wait(std::chrono::milliseconds delay);
+  // Blocking, on a consumer thread: the worker (its heartbeat from here until it ends) and
+  // the connections to the streams and to the checkpoints.
+  void connect();
+  // Blocking, on a consumer thread: balances when due, then runs each owned partition whose
+  // stream holds news.
+  void poll();
+  // Blocking, on a consumer thread: the worker ends, which frees its partitions for the
+  // other workers at once.
+  void disconnect();
+
+  StreamConsumers& consumers;
+  const pipeline::PipelineConfig& consumed;
+  // The consumer watches the partitions' streams for news: nats is the one partitioned kind.
+  const connectors::nats::NatsSourceOptions& nats;
+  const pipeline::LeaseSettings settings;
+  std::vector<pipeline::RunRequest> requests;
+  std::vector<Backoff> partition_backoff;
+  Backoff consumer_backoff;
+  asio::steady_timer timer;  // on the io_context: the poll's and the backoff's waits
+  // While connected.
+  std::optional<pipeline::PartitionWorker> worker;
+  std::optional<connectors::nats::Connection> streams;
+  std::unique_ptr<pqxx::connection> checkpoints;
+  std::vector<pipeline::PartitionLease> owned;
+  Clock::time_point next_balance{};
+};
+
+asio::awaitable<void> StreamConsumers::Consumer::consume(Consumer* consumer) {
+  StreamConsumers& self = consumer->consumers;
+  const std::string& name = consumer->consumed.name;
+  const std::function<void()> connecting = [consumer] { consumer->connect(); };
+  const std::function<void()> polling = [consumer] { consumer->poll(); };
+  const std::function<void()> disconnecting = [consumer] { consumer->disconnect(); };
+  while (!self.stopping_) {
+    std::optional<std::chrono::milliseconds> retry;
+    try {
+      co_await pipeline::async::offload(self.threads_.get(), &connecting);
+      while (!self.stopping_) {
+        co_await pipeline::async::offload(self.threads_.get(), &polling);
+        // A balance that is due goes before the wait.
+        if (Clock::now() < consumer->next_balance && !self.stopping_) co_await consumer->wait(kPollInterval);
+      }
+    } catch (const std::exception& error) {
+      // The database or the NATS servers could not be reached: the worker ends (its
+      // partitions freed where the database allowed) and starts again after the backoff.
+      self.metrics_.partitions_owned(name, 0);
+      retry = consumer->consumer_backoff.failed();
+      spdlog::error("pipeline {}: consumer failed: {}; starting again in {}", name, error.what(),
+                    pipeline::format_duration(*retry));
+    }
+    co_await pipeline::async::offload(self.threads_.get(), &disconnecting);
+    if (retry && !self.stopping_) co_await consumer->wait(*retry);
+  }
+  self.metrics_.partitions_owned(name, 0);
+}
+
+asio::awaitable<void> StreamConsumers::Consumer::wait(std::chrono::milliseconds delay) {
+  timer.expires_after(delay);
+  boost::system::error_code cancelled;
+  co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, cancelled));
+}
+
+void StreamConsumers::Consumer::connect() {
+  const std::string& url = consumers.database_url_;
+  worker.emplace(url, consumed.name, nats.partitions, settings);
+  streams.emplace(nats.servers);
+  checkpoints = pipeline::db::connect(url);
+  owned.clear();
+  next_balance = {};
+}
+
+void StreamConsumers::Consumer::disconnect() {
+  checkpoints.reset();
+  streams.reset();
+  worker.reset();
+}
+
+void StreamConsumers::Consumer::poll() {
+  const std::string& name = consumed.name;
+  if (Clock::now() >= next_balance) {
+    owned = worker->balance();
+    consumers.metrics_.partitions_owned(name, owned.size());
+    consumer_backoff.succeeded();
+    next_balance = Clock::now() + settings.rebalance_interval;
+  }
+  for (const pipeline::PartitionLease& lease : owned) {
+    if (consumers.stopping_) break;
+    Backoff& backoff = partition_backoff[static_cast<std::size_t>(lease.partition)];
+    pipeline::RunRequest& request = requests[static_cast<std::size_t>(lease.partition)];
+    const std::string stream = connectors::nats::partition_stream(nats, lease.partition);
+    if (backoff.waiting() ||
+        !connectors::nats::partition_has_work(*streams, nats, lease.partition,
+                                              pipeline::stored_checkpoint(*checkpoints, name, stream).value_or(pipeline::Position{}).text)) {
+      continue;
+    }
+    request.partition = pipeline::PartitionOwnership{&worker->leases(), lease};
+    try {
+      const pipeline::RunSummary summary = pipeline::run_pipeline(request);
+      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, summary.stopped_early ? "stopped" : "succeeded");
+      backoff.succeeded();
+    } catch (const pipeline::LeaseLost& lost) {
+      // Another worker took the partition: balance again before anything else.
+      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
+      spdlog::info("pipeline {}: {}; balancing again", name, lost.what());
+      next_balance = Clock::now();
+      break;
+    } catch (const std::exception& error) {
+      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
+      if (dynamic_cast<const connectors::nats::PartitionRefused*>(&error) != nullptr) {
+        consumers.metrics_.partition_refused(name, lease.partition);
+      }
+      const auto delay = backoff.failed();
+      spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", name, stream, error.what(),
+                    pipeline::format_duration(delay));
+    }
+    // After a long drain, balance before the next partition: a worker that joined
+    // meanwhile gets its share now, not after every partition this one owns.
+    if (Clock::now() >= next_balance) break;
+  }
+}
+
+StreamConsumers::StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics,
+                                 asio::io_context& io)
+    : config_(config), database_url_(std::move(database_url)), metrics_(metrics), io_(io) {}
 
 StreamConsumers::~StreamConsumers() {
   request_stop();
-  for (std::thread& thread : threads_) thread.join();
+  // The consumers ended with serve's io.run(); what their threads still hold ends here.
+  if (threads_) threads_->join();
 }
 
 void StreamConsumers::start() {
   for (const auto& [name, pipeline] : config_.pipelines) {
     if (!pipeline.source.capabilities().partitioned) continue;
-    threads_.emplace_back([this, &pipeline = pipeline] { consume(pipeline); });
+    consumers_.emplace_back(*this, pipeline);
     spdlog::info("pipeline {}: consumed continuously ({} partitions of stream {})", name,
-                 pipeline.source.partition_count(),
-                 std::get<connectors::nats::NatsSourceOptions>(pipeline.source.options).stream);
+                 pipeline.source.partition_count(), consumers_.back().nats.stream);
   }
+  if (consumers_.empty()) return;
+  threads_ = std::make_unique<asio::thread_pool>(consumers_.size());
+  for (Consumer& consumer : consumers_) asio::co_spawn(io_, Consumer::consume(&consumer), asio::detached);
 }
 
 void StreamConsumers::request_stop() {
-  {
-    const std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-}
-
-bool StreamConsumers::wait(std::chrono::milliseconds delay) {
-  std::unique_lock lock(mutex_);
-  return !wake_.wait_for(lock, delay, [this] { return stopping_.load(); });
-}
-
-void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
-  const std::string& name = pipeline.name;
-  // The consumer watches the partitions' streams for news: nats is the one partitioned kind.
-  const auto& nats = std::get<connectors::nats::NatsSourceOptions>(pipeline.source.options);
-  const pipeline::LeaseSettings settings{nats.owner_timeout, nats.rebalance_interval};
-  std::vector<pipeline::RunRequest> requests = partition_requests(pipeline, config_.entity(pipeline.entity));
-  for (pipeline::RunRequest& request : requests) {
-    request.database_url = database_url_;
-    request.trigger = to_string(pipeline::Trigger::kStream);
-    request.stop_requested = &stopping_;
-    request.on_batch = [this, &name](const pipeline::BatchReport& report) { metrics_.run_batch(name, report); };
-  }
-  std::vector<Backoff> partition_backoff(requests.size(), Backoff(settings.rebalance_interval));
-  Backoff consumer_backoff(settings.rebalance_interval);
-  while (!stopping_) {
-    try {
-      // The worker's heartbeat runs on its own thread from here until the worker ends, which
-      // frees its partitions for the other workers at once.
-      pipeline::PartitionWorker worker(database_url_, name, nats.partitions, settings);
-      connectors::nats::Connection streams(nats.servers);
-      const auto checkpoints = pipeline::db::connect(database_url_);
-      std::vector<pipeline::PartitionLease> owned;
-      Clock::time_point next_balance{};
-      while (!stopping_) {
-        if (Clock::now() >= next_balance) {
-          owned = worker.balance();
-          metrics_.partitions_owned(name, owned.size());
-          consumer_backoff.succeeded();
-          next_balance = Clock::now() + settings.rebalance_interval;
-        }
-        for (const pipeline::PartitionLease& lease : owned) {
-          if (stopping_) break;
-          Backoff& backoff = partition_backoff[static_cast<std::size_t>(lease.partition)];
-          pipeline::RunRequest& request = requests[static_cast<std::size_t>(lease.partition)];
-          const std::string stream = connectors::nats::partition_stream(nats, lease.partition);
-          if (backoff.waiting() ||
-              !connectors::nats::partition_has_work(streams, nats, lease.partition,
-                                                    pipeline::stored_checkpoint(*checkpoints, name, stream).value_or(pipeline::Position{}).text)) {
-            continue;
-          }
-          request.partition = pipeline::PartitionOwnership{&worker.leases(), lease};
-          try {
-            const pipeline::RunSummary summary = pipeline::run_pipeline(request);
-            metrics_.run_ended(name, pipeline::Trigger::kStream, summary.stopped_early ? "stopped" : "succeeded");
-            backoff.succeeded();
-          } catch (const pipeline::LeaseLost& lost) {
-            // Another worker took the partition: balance again before anything else.
-            metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
-            spdlog::info("pipeline {}: {}; balancing again", name, lost.what());
-            next_balance = Clock::now();
-            break;
-          } catch (const std::exception& error) {
-            metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
-            if (dynamic_cast<const connectors::nats::PartitionRefused*>(&error) != nullptr) {
-              metrics_.partition_refused(name, lease.partition);
-            }
-            const auto delay = backoff.failed();
-            spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", name, stream, error.what(),
-                          pipeline::format_duration(delay));
-          }
-          // After a long drain, balance before the next partition: a worker that joined
-          // meanwhile gets its share now, not after every partition this one owns.
-          if (Clock::now() >= next_balance) break;
-        }
-        if (Clock::now() < next_balance && !wait(kPollInterval)) break;
-      }
-    } catch (const std::exception& error) {
-      // The database or the NATS servers could not be reached: the worker ended (its
-      // partitions freed where the database allowed) and starts again after the backoff.
-      metrics_.partitions_owned(name, 0);
-      const auto delay = consumer_backoff.failed();
-      spdlog::error("pipeline {}: consumer failed: {}; starting again in {}", name, error.what(),
-                    pipeline::format_duration(delay));
-      if (!wait(delay)) break;
-    }
-  }
-  metrics_.partitions_owned(name, 0);
+  stopping_ = true;
+  for (Consumer& consumer : consumers_) consumer.timer.cancel();
 }
 
 }  // namespace tidemark::app::serve

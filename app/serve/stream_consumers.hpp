@@ -1,50 +1,58 @@
 #pragma once
 // serve's consumption of partitioned pipelines (source kind nats; docs/scale-out.md "serve"):
-// one worker per such pipeline, on a thread of its own, for as long as serve runs. Every
-// rebalance interval it balances its leases (it takes its fair share and gives up its surplus
-// as workers on other hosts join and leave); every poll it starts a run (trigger `stream`) of
-// each partition it owns whose stream holds messages past the checkpoint. A run drains its
-// partition up to the stream's last sequence at the run's start, so an idle partition
-// records no runs and a busy one a run per poll at most. A partition whose run failed (a
-// refused stream, an unreachable server) is tried again after a backoff that doubles up to
-// kMaxRetryDelay; serve's schedule and webhooks do not start runs of these pipelines.
+// one worker per such pipeline for as long as serve runs. Every rebalance interval it
+// balances its leases (it takes its fair share and gives up its surplus as workers on other
+// hosts join and leave); every poll it starts a run (trigger `stream`) of each partition it
+// owns whose stream holds messages past the checkpoint. A run drains its partition up to the
+// stream's last sequence at the run's start, so an idle partition records no runs and a busy
+// one a run per poll at most. A partition whose run failed (a refused stream, an unreachable
+// server) is tried again after a backoff that doubles up to kMaxRetryDelay; serve's schedule
+// and webhooks do not start runs of these pipelines.
+//
+// Each consumer is a coroutine on serve's io_context: its waits (the poll, a backoff) are
+// timers there, which the stop cancels. What blocks (connecting, balancing, asking the
+// stream for news through libnats, the runs) runs on a thread of the consumer's own.
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
+#include <list>
+#include <memory>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "app/config/config.hpp"
 #include "app/serve/pipeline_metrics.hpp"
+
+namespace boost::asio {
+class io_context;
+class thread_pool;
+}  // namespace boost::asio
 
 namespace tidemark::app::serve {
 
 class StreamConsumers {
  public:
-  StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics);
-  // Stops (request_stop) and waits for the runs in hand to end.
+  // The consumers run on `io`, which must outlive them (they end before io.run() returns).
+  StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics,
+                  boost::asio::io_context& io);
+  // Stops (request_stop) and waits for the blocking work in hand to end.
   ~StreamConsumers();
   StreamConsumers(const StreamConsumers&) = delete;
   StreamConsumers& operator=(const StreamConsumers&) = delete;
 
-  // Starts a consumer for each nats pipeline of the config.
+  // Starts a consumer for each nats pipeline of the config, on the io_context.
   void start();
-  // The runs in hand commit their batch and end; the workers free their partitions.
+  // On the io_context's thread: the runs in hand commit their batch and end, the waits are
+  // cancelled; the workers free their partitions.
   void request_stop();
 
  private:
-  void consume(const pipeline::PipelineConfig& pipeline);
-  // Waits up to `delay`; false once stopping.
-  bool wait(std::chrono::milliseconds delay);
+  struct Consumer;
 
   const pipeline::Config& config_;
   std::string database_url_;
   PipelineMetrics& metrics_;
+  boost::asio::io_context& io_;
   std::atomic<bool> stopping_{false};  // also the runs' RunRequest::stop_requested
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::vector<std::thread> threads_;
+  std::list<Consumer> consumers_;
+  std::unique_ptr<boost::asio::thread_pool> threads_;  // one per consumer: its blocking work
 };
 
 }  // namespace tidemark::app::serve

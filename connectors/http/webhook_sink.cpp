@@ -218,18 +218,12 @@ class WebhookSink::Client {
     thread_.join();
   }
 
-  void deliver(OutboxEvent event, Completion done) {
-    asio::co_spawn(io_, send(std::move(event)),
-                   [done = std::move(done)](std::exception_ptr failure, DeliveryResult result) {
-                     if (failure) {
-                       try {
-                         std::rethrow_exception(failure);
-                       } catch (const std::exception& error) {
-                         result = DeliveryResult::retry(std::string("internal error: ") + error.what());
-                       }
-                     }
-                     done(std::move(result));
-                   });
+  // The exchange runs on this sink's thread, where its connections live; the caller resumes
+  // on its own executor.
+  asio::awaitable<DeliveryResult> deliver(OutboxEvent event) {
+    asio::awaitable<DeliveryResult> sending = send(std::move(event));  // named: not a temporary of the co_await
+    DeliveryResult result = co_await asio::co_spawn(io_, std::move(sending), asio::use_awaitable);
+    co_return result;
   }
 
  private:
@@ -384,6 +378,6 @@ WebhookSink::WebhookSink(WebhookOptions options) : client_(std::make_unique<Clie
 
 WebhookSink::~WebhookSink() = default;
 
-void WebhookSink::deliver(OutboxEvent event, Completion done) { client_->deliver(std::move(event), std::move(done)); }
+asio::awaitable<DeliveryResult> WebhookSink::deliver(OutboxEvent event) { return client_->deliver(std::move(event)); }
 
 }  // namespace tidemark::connectors::http

@@ -41,7 +41,7 @@ class WebhookSink final : public pipeline::Sink {
   WebhookSink(const WebhookSink&) = delete;
   WebhookSink& operator=(const WebhookSink&) = delete;
 
-  void deliver(pipeline::OutboxEvent event, Completion done) override;
+  boost::asio::awaitable<pipeline::DeliveryResult> deliver(pipeline::OutboxEvent event) override;
 
  private:
   class Client;

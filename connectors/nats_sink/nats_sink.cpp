@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <exception>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "connectors/http/webhook_sink.hpp"
 #include "connectors/nats_sink/subject.hpp"
+#include "pipeline/async/offload.hpp"
 
 namespace tidemark::connectors::nats_sink {
 
@@ -107,7 +107,7 @@ StreamSetup setup_stream(const ConnectionOptions& connection_options, const std:
 }
 
 // Publishes on a pool of max_in_flight threads: each publish waits for its PubAck (bounded by
-// ack_timeout), so a slow stream holds a thread, never the relay's loop. The connection is
+// ack_timeout), so a slow stream holds a thread, never the relay's io_context. The connection is
 // shared: nats.c's publish is thread-safe.
 class NatsSink::Publisher {
  public:
@@ -130,16 +130,19 @@ class NatsSink::Publisher {
 
   ~Publisher() { pool_.join(); }  // the publishes in flight end within ack_timeout
 
-  void deliver(OutboxEvent event, Completion done) {
-    boost::asio::post(pool_, [this, event = std::move(event), done = std::move(done)] {
-      DeliveryResult result;
+  // nats.c's publish blocks until the PubAck: it runs on the pool, never on the caller's
+  // io_context, which resumes with the answer.
+  boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) {
+    DeliveryResult result;
+    const std::function<void()> publishing = [this, &event, &result] {
       try {
         result = publish(event);
       } catch (const std::exception& error) {
         result = DeliveryResult::retry(std::string("internal error: ") + error.what());
       }
-      done(std::move(result));
-    });
+    };
+    co_await pipeline::async::offload(&pool_, &publishing);
+    co_return result;
   }
 
  private:
@@ -177,6 +180,6 @@ NatsSink::NatsSink(NatsSinkOptions options) : publisher_(std::make_unique<Publis
 
 NatsSink::~NatsSink() = default;
 
-void NatsSink::deliver(OutboxEvent event, Completion done) { publisher_->deliver(std::move(event), std::move(done)); }
+boost::asio::awaitable<DeliveryResult> NatsSink::deliver(OutboxEvent event) { return publisher_->deliver(std::move(event)); }
 
 }  // namespace tidemark::connectors::nats_sink

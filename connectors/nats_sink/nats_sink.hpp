@@ -86,7 +86,7 @@ class NatsSink final : public pipeline::Sink {
   NatsSink(const NatsSink&) = delete;
   NatsSink& operator=(const NatsSink&) = delete;
 
-  void deliver(pipeline::OutboxEvent event, Completion done) override;
+  boost::asio::awaitable<pipeline::DeliveryResult> deliver(pipeline::OutboxEvent event) override;
 
  private:
   class Publisher;

@@ -1,15 +1,18 @@
 #pragma once
 // The one interface the relay delivers through (STYLE habit 1). Connectors implement it;
-// the relay never knows whether an event goes to an HTTP webhook or elsewhere.
+// the relay never knows whether an event goes to an HTTP webhook or elsewhere. A delivery is
+// an Asio awaitable, as everything that waits in the process is (docs/architecture.md,
+// "Concurrency: one model"); the one Asio header here is the awaitable's own.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <boost/asio/awaitable.hpp>
 
 #include "pipeline/core/duration.hpp"
 
@@ -49,11 +52,12 @@ struct DeliveryResult {
 
 class Sink {
  public:
-  using Completion = std::function<void(DeliveryResult)>;
   virtual ~Sink() = default;
-  // Starts delivering `event` and returns at once; `done` is called exactly once, from any
-  // thread, when the outcome is known (bounded by the sink's timeouts). Deliveries may overlap.
-  virtual void deliver(OutboxEvent event, Completion done) = 0;
+  // Delivers `event`; the awaiting coroutine resumes on its own executor with the outcome
+  // (bounded by the sink's timeouts) and its io_context never blocks: a sink whose client
+  // blocks does so on threads of its own. Deliveries may overlap. The sink must outlive
+  // the co_await.
+  virtual boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) = 0;
 };
 
 // The sinks the relay delivers through, by destination name.

@@ -9,6 +9,7 @@
 
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -120,6 +121,10 @@ struct Relay::LoopState {
   // The loop's body, and what it does when a statement ends; both on the strand.
   static void start_slot(Relay* relay, Slot* slot);
   static asio::awaitable<void> run_slot(Relay* relay, Slot* slot);
+  // One delivery of `event` through `sink`, spawned on the strand by send(); its answer goes
+  // to answered(). A delivery outlives the loop that sent it when that loop fails: the next
+  // loop records its answer. The io_context's run() waits for it, so the relay does too.
+  static asio::awaitable<void> deliver(Relay* relay, Sink* sink, OutboxEvent event);
   // Runs `*work` on a pooled connection with database retries; for ever in run() (see
   // RelayOptions::database_retries), throws when stopping or in drain().
   static asio::awaitable<void> with_database(Relay* relay, const char* what,
@@ -518,18 +523,26 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
 }
 
 void Relay::send(OutboxEvent event) {
+  Sink* sink = sinks_.at(event.destination).get();
+  asio::co_spawn(*state_->executor, LoopState::deliver(this, sink, std::move(event)), asio::detached);
+}
+
+asio::awaitable<void> Relay::LoopState::deliver(Relay* relay, Sink* sink, OutboxEvent event) {
   Answer answer;
   answer.id = event.id;
   answer.destination = event.destination;
   answer.idempotency_key = event.idempotency_key;
   answer.attempt = event.attempt;
   const auto started = std::chrono::steady_clock::now();
-  sinks_.at(event.destination)
-      ->deliver(std::move(event), [this, answer = std::move(answer), started](DeliveryResult result) mutable {
-        answer.result = std::move(result);
-        answer.elapsed = std::chrono::steady_clock::now() - started;
-        answered(std::move(answer));
-      });
+  try {
+    asio::awaitable<DeliveryResult> delivery = sink->deliver(std::move(event));  // named: not a temporary of the co_await
+    answer.result = co_await std::move(delivery);
+  } catch (const std::exception& error) {
+    // A sink's own failure, not the destination's answer: the event goes again.
+    answer.result = DeliveryResult::retry(std::string("internal error: ") + error.what());
+  }
+  answer.elapsed = std::chrono::steady_clock::now() - started;
+  relay->answered(std::move(answer));
 }
 
 Duration Relay::retry_delay(const Answer& answer) {

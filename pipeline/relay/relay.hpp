@@ -3,7 +3,8 @@
 // transactions, hands them to the destination's Sink, and records the answer — delivered,
 // retry later with capped, jittered backoff, or dead. Several relays may run at once.
 // The loop is a coroutine on an io_context (relay.cpp); its libpqxx work runs on threads of
-// the relay's own. This header stays free of Asio: the CLI and the tests include it.
+// the relay's own. This header includes no Asio beyond the Sink port's awaitable: the CLI and
+// the tests include it.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -123,12 +124,13 @@ class Relay {
                         std::size_t capacity, std::vector<OutboxEvent>& claimed);
   // After the commit: counts, logs and metrics of the recorded answers.
   void account(const std::vector<Answer>& answers);
-  // Hands `event` to its sink; the answer comes back through answered().
+  // Delivers `event` through its sink on the loop's strand; the answer comes back through answered().
   void send(OutboxEvent event);
   // The pending events per destination into `pending`. On a database thread.
   void count_pending(pqxx::connection& connection, std::map<std::string, double>& pending);
   void publish_pending(const std::map<std::string, double>& pending);
-  // Called by the sinks, from any thread: queues the answer and wakes the loop.
+  // Called by the deliveries, on the strand of the loop that sent them (a loop that failed
+  // may have gone since): queues the answer and wakes the loop running now.
   void answered(Answer answer);
   bool stop_requested();
   Duration retry_delay(const Answer& answer);
@@ -142,7 +144,7 @@ class Relay {
   std::atomic<bool> waiting_for_database_{false};
 
   std::mutex mutex_;
-  std::deque<Answer> answers_;  // guarded by mutex_: filled by the sinks, from any thread
+  std::deque<Answer> answers_;  // guarded by mutex_: filled by the deliveries
   bool stop_requested_ = false;  // guarded by mutex_
 
   // After database_: its thread is joined before the pool it uses goes.

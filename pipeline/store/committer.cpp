@@ -14,10 +14,11 @@ Committer::Committer(std::string url, std::string pipeline, std::string source, 
     : pipeline_(std::move(pipeline)),
       retry_(retry),
       writer_(pipeline_, std::move(source), destinations, std::move(precedes), entity),
-      sessions_(std::move(url), pipeline_, writer_.create_stage()) {}
+      sessions_(std::move(url), pipeline_, writer_.create_stage()),
+      mode_(std::make_unique<CommitEachBatch>(pipeline_, retry_, writer_, sessions_)) {}
 
 Committer::~Committer() {
-  dry_run_.reset();  // rolls the dry run back; the sessions release the locks after, on the idle connections
+  mode_.reset();  // rolls a dry run back; the sessions release the locks after, on the idle connections
 }
 
 void Committer::own_partition(const PartitionLeases& leases, PartitionLease lease) {
@@ -35,18 +36,31 @@ pqxx::connection* Committer::open_connection() const { return sessions_.open_fir
 void Committer::begin_dry_run() {
   pqxx::connection* first = open_connection();
   if (!first) throw std::logic_error("Committer::begin_dry_run: no connection");
-  dry_run_ = std::make_unique<pqxx::work>(*first, "dry run");
+  auto dry_run = std::make_unique<DryRun>(*first, writer_, sessions_);
+  dry_run_ = dry_run.get();
+  mode_ = std::move(dry_run);
 }
 
 pqxx::transaction_base& Committer::dry_run_transaction() {
   if (!dry_run_) throw std::logic_error("Committer::dry_run_transaction: not a dry run");
-  return *dry_run_;
+  return dry_run_->transaction();
 }
 
-void Committer::stage_batches_ahead() { sessions_.use_two(); }
+void Committer::stage_batches_ahead() {
+  sessions_.use_two();
+  mode_ = std::make_unique<StagingAhead>(pipeline_, retry_, writer_, sessions_);
+}
 
-StagedBatch Committer::stage_ahead(const BatchInput& batch) {
-  if (!sessions_.two() || batch.plan.versions.empty()) return nullptr;
+StagedBatch Committer::stage_ahead(const BatchInput& batch) { return mode_->stage_ahead(batch); }
+
+BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+  return mode_->commit(batch, origin, run_id);
+}
+
+StagedBatch CommitMode::stage_ahead(const BatchInput&) { return nullptr; }
+
+StagedBatch StagingAhead::stage_ahead(const BatchInput& batch) {
+  if (batch.plan.versions.empty()) return nullptr;
   const std::size_t index = sessions_.session_of(batch.batch_no);
   try {
     auto staged = std::make_unique<pqxx::work>(sessions_.session(index));
@@ -60,10 +74,12 @@ StagedBatch Committer::stage_ahead(const BatchInput& batch) {
   }
 }
 
-BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
+CommitEachBatch::CommitEachBatch(const std::string& pipeline, db::RetryPolicy retry, const BatchWriter& writer,
+                                 CommitSessions& sessions)
+    : writer_(writer), sessions_(sessions), pipeline_(pipeline), retry_(retry) {}
+
+BatchResult CommitEachBatch::commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) {
   StagedBatch staged = batch.staged ? std::move(*batch.staged) : nullptr;
-  // A retry would start over on a new transaction without the batches before: the dry run ends.
-  if (dry_run_) return attempt(batch, origin, run_id, nullptr);
   const std::size_t index = sessions_.session_of(batch.batch_no);
   BatchResult result;
   bool first = true;
@@ -83,7 +99,7 @@ BatchResult Committer::commit(const BatchInput& batch, const QuarantineOrigin& o
   return result;
 }
 
-std::optional<BatchResult> Committer::read_back(std::size_t session_index, std::int64_t run_id, int batch_no) {
+std::optional<BatchResult> CommitEachBatch::read_back(std::size_t session_index, std::int64_t run_id, int batch_no) {
   pqxx::nontransaction txn(sessions_.session(session_index));
   const auto rows = txn.exec_params(std::string(sql::kCommitReadBackBatch), run_id, batch_no);
   if (rows.empty()) return std::nullopt;
@@ -108,35 +124,47 @@ void Committer::record_files(const std::vector<FileMark>& marks, const std::vect
   });
 }
 
-BatchResult Committer::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
-                               StagedBatch staged) {
-  const std::size_t index = sessions_.session_of(batch.batch_no);
+BatchResult CommitEachBatch::attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
+                                     StagedBatch staged) {
   const bool staged_ahead = staged != nullptr;
-  std::unique_ptr<pqxx::work> own = std::move(staged);
-  if (!own && !dry_run_) own = std::make_unique<pqxx::work>(sessions_.session(index));
-  pqxx::transaction_base& txn = dry_run_ ? *dry_run_ : *own;
+  std::unique_ptr<pqxx::work> txn = std::move(staged);
+  if (!txn) txn = std::make_unique<pqxx::work>(sessions_.session(sessions_.session_of(batch.batch_no)));
   // A partition's batch commits only while its worker owns the partition; the fence's row lock
   // orders the batch before a taker's epoch bump or after it (sql/lease/fence.sql). Another
   // run's batch commits only while its run is running (sql/commit/fence_run.sql). A batch
   // staged ahead holds no row lock yet: its stage is its session's own temporary table.
-  if (sessions_.partitioned() || !dry_run_) sessions_.fence(txn, run_id);
+  sessions_.fence(*txn, run_id);
 
   // 1. Stage the batch, unless it was staged ahead.
-  if (!staged_ahead) writer_.stage(txn, batch);
+  if (!staged_ahead) writer_.stage(*txn, batch);
   // 2. Compare, upsert, sequence and outbox in one statement.
   std::vector<std::optional<EntityRecord>> stored_rows;
-  BatchResult result = writer_.apply(txn, batch, stored_rows);
+  BatchResult result = writer_.apply(*txn, batch, stored_rows);
   if (batch.admit) batch.admit(result.counts);  // throws: txn is rolled back as it unwinds
-  if (dry_run_) {
-    // The upserts and outbox rows stay in the dry run's transaction for the next batch to
-    // see; the stage is emptied here, as COMMIT empties it in a real run.
-    writer_.empty_stage(txn);
-    return result;
-  }
   // 3. and 4.
-  writer_.record(txn, batch, origin, run_id, result, stored_rows);
+  writer_.record(*txn, batch, origin, run_id, result, stored_rows);
   failpoint("before_commit");
-  txn.commit();
+  txn->commit();
+  return result;
+}
+
+DryRun::DryRun(pqxx::connection& first, const BatchWriter& writer, const CommitSessions& sessions)
+    : writer_(writer), sessions_(sessions), transaction_(first, "dry run") {}
+
+BatchResult DryRun::commit(const BatchInput& batch, const QuarantineOrigin&, std::int64_t run_id) {
+  // Never retried: a retry would start over on a new transaction without the batches before.
+  // A batch staged ahead is not continued (a dry run does not stage ahead): dropped, it rolls back.
+  if (batch.staged) batch.staged->reset();
+  // A partition's batch still checks its worker's ownership; a dry run records no run whose
+  // row could fence it.
+  if (sessions_.partitioned()) sessions_.fence(transaction_, run_id);
+  writer_.stage(transaction_, batch);
+  std::vector<std::optional<EntityRecord>> stored_rows;
+  BatchResult result = writer_.apply(transaction_, batch, stored_rows);
+  if (batch.admit) batch.admit(result.counts);
+  // The upserts and outbox rows stay in the transaction for the next batch to see; the stage
+  // is emptied here, as COMMIT empties it in a real run.
+  writer_.empty_stage(transaction_);
   return result;
 }
 

@@ -2,9 +2,9 @@
 // The commit step, the only writer during a batch (docs/architecture.md): one transaction per
 // batch that stages the planned versions, compares them with the stored rows, upserts,
 // writes outbox rows, quarantine entries, the ledger row and the checkpoint. The committer
-// decides which transaction a batch runs in and how often (retries with read-back, a dry
-// run's one transaction, staging ahead on two sessions); its sessions are
-// commit_session.hpp's, the batch's statements batch_writer.hpp's.
+// decides which transaction a batch runs in and how often by its mode (CommitMode below:
+// retries with read-back, staging ahead on two sessions, a dry run's one transaction); its
+// sessions are commit_session.hpp's, the batch's statements batch_writer.hpp's.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +80,66 @@ struct QuarantineOrigin {
   std::string format;
 };
 
+// The committer's modes (Committer picks one): which transaction a batch runs in and how
+// often. Each batch committed in a transaction of its own, with retries and the ledger's
+// read-back; the same while staging ahead, where a batch may come already staged on its
+// session; a dry run's one transaction that is never committed.
+class CommitMode {
+ public:
+  virtual ~CommitMode() = default;
+  // Commits `batch` as the mode does (Committer::commit).
+  virtual BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) = 0;
+  // Stages `batch` on its session for commit() to continue; null in a mode that does not
+  // stage ahead (Committer::stage_ahead).
+  virtual StagedBatch stage_ahead(const BatchInput& batch);
+};
+
+// Each batch in a transaction of its own on its session, committed; transient failures are
+// retried, each retry after reading back the ledger.
+class CommitEachBatch : public CommitMode {
+ public:
+  CommitEachBatch(const std::string& pipeline, db::RetryPolicy retry, const BatchWriter& writer,
+                  CommitSessions& sessions);
+  BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) override;
+
+ protected:
+  const BatchWriter& writer_;
+  CommitSessions& sessions_;
+
+ private:
+  // One attempt: `staged` continued when given, else a new transaction that stages the batch.
+  BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
+                      StagedBatch staged);
+  std::optional<BatchResult> read_back(std::size_t session, std::int64_t run_id, int batch_no);
+
+  const std::string& pipeline_;
+  db::RetryPolicy retry_;
+};
+
+// CommitEachBatch on two sessions, whose batches the read stage COPYs into their session's
+// stage while the batch before commits on the other (docs/architecture.md "Staging ahead").
+class StagingAhead final : public CommitEachBatch {
+ public:
+  using CommitEachBatch::CommitEachBatch;
+  StagedBatch stage_ahead(const BatchInput& batch) override;
+};
+
+// One transaction on the first session for every batch, never committed (Committer::begin_dry_run):
+// each batch runs the stage and the apply statement, so it sees the batches before it; no
+// quarantine entry, ledger row or checkpoint is written, and a failure is not retried.
+// Destroyed, it rolls all of them back.
+class DryRun final : public CommitMode {
+ public:
+  DryRun(pqxx::connection& first, const BatchWriter& writer, const CommitSessions& sessions);
+  BatchResult commit(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id) override;
+  pqxx::transaction_base& transaction() { return transaction_; }
+
+ private:
+  const BatchWriter& writer_;
+  const CommitSessions& sessions_;
+  pqxx::work transaction_;
+};
+
 class Committer {
  public:
   // `source` is the source's identity (valid text); `precedes` orders its positions, so the
@@ -144,15 +204,13 @@ class Committer {
   pqxx::transaction_base& dry_run_transaction();
 
  private:
-  BatchResult attempt(const BatchInput& batch, const QuarantineOrigin& origin, std::int64_t run_id,
-                      StagedBatch staged);
-  std::optional<BatchResult> read_back(std::size_t session, std::int64_t run_id, int batch_no);
-
   std::string pipeline_;
   db::RetryPolicy retry_;
   BatchWriter writer_;
   CommitSessions sessions_;
-  std::unique_ptr<pqxx::work> dry_run_;  // on the first session; rolled back, never committed
+  // After the sessions: a dry run's transaction rolls back before they release the locks.
+  std::unique_ptr<CommitMode> mode_;  // CommitEachBatch until stage_batches_ahead() or begin_dry_run()
+  DryRun* dry_run_ = nullptr;         // mode_, when it is the dry run
 };
 
 }  // namespace tidemark::pipeline

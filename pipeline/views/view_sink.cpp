@@ -1,10 +1,11 @@
 #include "pipeline/views/view_sink.hpp"
 
+#include <functional>
 #include <utility>
 
-#include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "pipeline/async/offload.hpp"
 #include "pipeline/views/admin.hpp"
 #include "pipeline/views/registry.hpp"
 
@@ -12,7 +13,7 @@ namespace tidemark::pipeline::views {
 
 struct ViewSinkLane {
   explicit ViewSinkLane(const std::string& database_url) : database(database_url) {}
-  // Every apply queued runs (and calls its `done`) before the pool it uses goes.
+  // Every apply queued runs before the pool it uses goes.
   ~ViewSinkLane() { apply_thread.join(); }
   ViewSinkLane(const ViewSinkLane&) = delete;
   ViewSinkLane& operator=(const ViewSinkLane&) = delete;
@@ -71,11 +72,13 @@ DeliveryResult apply(const View& view, const std::string& name, db::Database& da
 ViewSink::ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane)
     : view_(view), name_(view.name()), lane_(std::move(lane)) {}
 
-void ViewSink::deliver(OutboxEvent event, Completion done) {
-  // By value and the lane by pointer: a sink may go before its applies ran; the lane (the
-  // last sink holds it) does not, and a registered View lives as long as the program.
-  boost::asio::post(lane_->apply_thread, [&view = view_, name = name_, lane = lane_.get(), event = std::move(event),
-                                          done = std::move(done)] { done(apply(view, name, lane->database, event)); });
+boost::asio::awaitable<DeliveryResult> ViewSink::deliver(OutboxEvent event) {
+  DeliveryResult result;
+  const std::function<void()> applying = [this, &event, &result] {
+    result = apply(view_, name_, lane_->database, event);
+  };
+  co_await async::offload(&lane_->apply_thread, &applying);
+  co_return result;
 }
 
 Sinks make_view_sinks(const std::vector<std::string>& names, const std::string& database_url) {

@@ -20,9 +20,8 @@ struct ViewSinkLane;
 class ViewSink : public Sink {
  public:
   ViewSink(const View& view, std::shared_ptr<ViewSinkLane> lane);
-  // Returns at once, as the Sink contract asks: the apply runs on the lane's thread, which
-  // calls `done` when it has committed or rolled back.
-  void deliver(OutboxEvent event, Completion done) override;
+  // The apply runs on the lane's thread; the caller resumes when it has committed or rolled back.
+  boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) override;
 
  private:
   const View& view_;

@@ -913,10 +913,10 @@ namespace {
 class LoopThreadSink : public Sink {
  public:
   LoopThreadSink(std::unique_ptr<Sink> inner, boost::asio::io_context& io) : inner_(std::move(inner)), io_(io) {}
-  void deliver(OutboxEvent event, Completion done) override {
+  boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) override {
     ++deliveries;
     if (!io_.get_executor().running_in_this_thread()) ++off_the_io_context;
-    inner_->deliver(std::move(event), std::move(done));
+    return inner_->deliver(std::move(event));
   }
   std::atomic<int> deliveries{0};
   std::atomic<int> off_the_io_context{0};

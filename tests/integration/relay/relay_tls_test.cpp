@@ -17,6 +17,7 @@
 #include "connectors/http/signature.hpp"
 #include "connectors/http/tls.hpp"
 #include "connectors/http/webhook_sink.hpp"
+#include "pipeline/async/run_to_end.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_certificates.hpp"
@@ -71,11 +72,7 @@ OutboxEvent event(const std::string& key) {
 }
 
 // One delivery, waited for (the sink's timeouts bound it).
-DeliveryResult deliver(WebhookSink& sink, const std::string& key) {
-  std::promise<DeliveryResult> result;
-  sink.deliver(event(key), [&](DeliveryResult outcome) { result.set_value(std::move(outcome)); });
-  return result.get_future().get();
-}
+DeliveryResult deliver(WebhookSink& sink, const std::string& key) { return pipeline::async::run_to_end(sink.deliver(event(key))); }
 
 // Sets an environment variable for one test and restores it afterwards.
 class ScopedEnv {

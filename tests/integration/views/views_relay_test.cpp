@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "app/wiring/options.hpp"
+#include "pipeline/async/run_to_end.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/views/view_sink.hpp"
@@ -57,9 +58,13 @@ relay::RelayOptions fast_options() {
 class TwiceSink : public Sink {
  public:
   explicit TwiceSink(std::unique_ptr<Sink> inner) : inner_(std::move(inner)) {}
-  void deliver(OutboxEvent event, Completion done) override {
-    inner_->deliver(event, [](DeliveryResult) {});
-    inner_->deliver(std::move(event), std::move(done));
+  boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) override {
+    boost::asio::awaitable<DeliveryResult> first = inner_->deliver(event);
+    const DeliveryResult discarded = co_await std::move(first);
+    (void)discarded;
+    boost::asio::awaitable<DeliveryResult> second = inner_->deliver(std::move(event));
+    DeliveryResult answer = co_await std::move(second);
+    co_return answer;
   }
 
  private:
@@ -149,13 +154,9 @@ Rows outbox_rows(const TestDatabase& db, const std::string& destination, const s
                         "WHERE destination = '" + destination + "' ORDER BY " + order);
 }
 
-// Delivers one event to a sink and waits for its answer (deliver returns at once, the Sink
-// contract; the answer comes from the sink's thread).
+// Delivers one event to a sink and waits for its answer.
 DeliveryResult::Status deliver_to(Sink& sink, OutboxEvent event) {
-  std::promise<DeliveryResult> answered;
-  auto result = answered.get_future();
-  sink.deliver(std::move(event), [&](DeliveryResult answer) { answered.set_value(std::move(answer)); });
-  return result.get().status;
+  return async::run_to_end(sink.deliver(std::move(event))).status;
 }
 
 // The answers computed directly from transaction_state (and the view's sequences for versions).

@@ -12,6 +12,7 @@
 #include "app/wiring/sinks.hpp"
 #include "connectors/nats_sink/nats_sink.hpp"
 #include "metrics/metrics.hpp"
+#include "pipeline/async/run_to_end.hpp"
 #include "tests/support/nats_server.hpp"
 #include "tests/support/nats_sink_stream.hpp"
 
@@ -44,10 +45,7 @@ OutboxEvent event(const std::string& key, const std::string& partition_key, cons
 
 // Delivers and waits for the answer (every answer comes within the sink's ack timeout).
 DeliveryResult deliver(pipeline::Sink& sink, OutboxEvent outbox_event) {
-  std::promise<DeliveryResult> answer;
-  auto future = answer.get_future();
-  sink.deliver(std::move(outbox_event), [&answer](DeliveryResult result) { answer.set_value(std::move(result)); });
-  return future.get();
+  return pipeline::async::run_to_end(sink.deliver(std::move(outbox_event)));
 }
 
 class NatsSinkPublish : public ::testing::Test {
