@@ -32,7 +32,7 @@ std::string destinations_config(long items) {
 // Seconds check_config takes on `yaml`; exits when the file does not read without errors.
 double seconds_to_check(const std::string& yaml) {
   const auto start = std::chrono::steady_clock::now();
-  const auto check = tidemark::pipeline::check_config(yaml, "bench.yaml");
+  const auto check = tidemark::app::config::check_config(yaml, "bench.yaml");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!check.errors.empty()) {
     std::fprintf(stderr, "config_bench: %s\n", check.errors.front().c_str());

@@ -24,13 +24,13 @@ struct Findings {
   std::vector<std::string> notes;  // what a run or serve will do, not a fault
 };
 
-std::string at_line(const std::string& file, const pipeline::DestinationConfig& destination) {
+std::string at_line(const std::string& file, const app::config::DestinationConfig& destination) {
   return file + ":" + std::to_string(destination.line) + ": ";
 }
 
 // Every destination of the config, in the file's order.
-std::vector<pipeline::DestinationConfig> destinations_by_line(const pipeline::Config& config) {
-  std::vector<pipeline::DestinationConfig> destinations;
+std::vector<app::config::DestinationConfig> destinations_by_line(const app::config::Config& config) {
+  std::vector<app::config::DestinationConfig> destinations;
   for (const auto& [name, destination] : config.destinations()) destinations.push_back(destination);
   std::sort(destinations.begin(), destinations.end(), [](const auto& a, const auto& b) { return a.line < b.line; });
   return destinations;
@@ -39,7 +39,7 @@ std::vector<pipeline::DestinationConfig> destinations_by_line(const pipeline::Co
 // What the config's parsing cannot see: the environment the relay will read its secrets
 // from, and which views Tidemark ships. The same checks as the relay's and serve's start-up
 // (each destination kind's in app/wiring/registry), with the line of the destination.
-void check_destinations(const pipeline::Config& config, const std::string& file, Findings& findings) {
+void check_destinations(const app::config::Config& config, const std::string& file, Findings& findings) {
   for (const auto& destination : destinations_by_line(config)) {
     for (const auto& error : destination_check(destination)(destination, config)) {
       findings.errors.push_back(at_line(file, destination) + error);
@@ -48,7 +48,7 @@ void check_destinations(const pipeline::Config& config, const std::string& file,
 }
 
 // What each source reads from the environment when a run opens it (a postgres source's URL).
-void check_sources(const pipeline::Config& config, Findings& findings) {
+void check_sources(const app::config::Config& config, Findings& findings) {
   for (const auto& [name, pipeline] : config.pipelines) {
     for (auto& error : source_check(pipeline.source)(pipeline.source)) findings.errors.push_back(std::move(error));
   }
@@ -58,7 +58,7 @@ void check_sources(const pipeline::Config& config, Findings& findings) {
 // does so only when every pipeline that writes that state lists it; otherwise `views rebuild`
 // replays the outbox's history, which retention may have shortened. Not an error: a view
 // reflects the pipelines that list it, by choice.
-void check_snapshot_views(const pipeline::Config& config, const std::string& file, Findings& findings) {
+void check_snapshot_views(const app::config::Config& config, const std::string& file, Findings& findings) {
   std::vector<std::string> writers;
   for (const auto& [name, pipeline] : config.pipelines) {
     if (pipeline.entity == pipeline::kBuiltInEntityName) writers.push_back(name);
@@ -87,7 +87,7 @@ void check_snapshot_views(const pipeline::Config& config, const std::string& fil
 
 // Each declared entity against its table as the database has it, read-only: the comparison
 // that `run`, `serve` and `migrate --config` make before they create or extend the table.
-void check_entity_tables(pqxx::connection& connection, const pipeline::Config& config, const std::string& file,
+void check_entity_tables(pqxx::connection& connection, const app::config::Config& config, const std::string& file,
                          Findings& findings) {
   for (const auto& [name, entity] : config.entities) {
     const std::string prefix = file + ": entity " + name + ": ";
@@ -126,7 +126,7 @@ void register_check_command(CLI::App& root, int& exit_code) {
   check->callback([&, options] {
     const std::string& file = options->database.config_file;
     Findings findings;
-    auto parsed = pipeline::check_config_file(file);
+    auto parsed = app::config::check_config_file(file);
     findings.errors = std::move(parsed.errors);
     check_destinations(parsed.config, file, findings);
     check_snapshot_views(parsed.config, file, findings);

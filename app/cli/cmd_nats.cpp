@@ -21,7 +21,7 @@ struct NatsOptions {
 };
 
 // The named pipeline; UsageError when the configuration has none.
-pipeline::PipelineConfig find_pipeline(const pipeline::Config& config, const NatsOptions& options) {
+app::config::PipelineConfig find_pipeline(const app::config::Config& config, const NatsOptions& options) {
   const auto found = config.pipelines.find(options.pipeline);
   if (found == config.pipelines.end()) {
     std::string known;
@@ -34,7 +34,7 @@ pipeline::PipelineConfig find_pipeline(const pipeline::Config& config, const Nat
 
 // The nats source of the named pipeline; UsageError when there is none.
 connectors::nats::NatsSourceOptions nats_source(const NatsOptions& options) {
-  const pipeline::SourceConfig source = find_pipeline(pipeline::load_config(options.config_file), options).source;
+  const app::config::SourceConfig source = find_pipeline(app::config::load_config(options.config_file), options).source;
   const auto* nats = source.get_if<connectors::nats::NatsSourceOptions>();
   if (nats == nullptr) {
     throw UsageError("pipeline " + options.pipeline + " reads a kind " + std::string(source.kind()) +
@@ -74,7 +74,7 @@ int setup_source(const connectors::nats::NatsSourceOptions& source) {
 
 // The stream of a nats destination (docs/delivery.md "NATS JetStream destinations"): its
 // duplicate window twice the relay's redelivery horizon; returns whether it differs.
-bool setup_destination(const pipeline::DestinationConfig& destination, const pipeline::RelayConfig& relay) {
+bool setup_destination(const app::config::DestinationConfig& destination, const app::config::RelayConfig& relay) {
   const auto options = nats_options(destination, relay);
   const auto setup = connectors::nats_sink::setup_stream(options.connection, options.stream, options.subject,
                                                          options.redelivery_horizon);
@@ -91,10 +91,10 @@ bool setup_destination(const pipeline::DestinationConfig& destination, const pip
 // Creates the missing streams of the pipeline's nats source and nats destinations and
 // compares the existing ones; exit 2 when one differs.
 int setup(const NatsOptions& options) {
-  const pipeline::Config config = pipeline::load_config(options.config_file);
-  const pipeline::PipelineConfig pipeline = find_pipeline(config, options);
+  const app::config::Config config = app::config::load_config(options.config_file);
+  const app::config::PipelineConfig pipeline = find_pipeline(config, options);
   const auto destinations = config.destinations();
-  std::vector<pipeline::DestinationConfig> sinks;
+  std::vector<app::config::DestinationConfig> sinks;
   for (const auto& name : pipeline.destination_names()) {
     const auto found = destinations.find(name);
     if (found != destinations.end() && found->second.get_if<connectors::nats_sink::NatsDestinationOptions>()) {

@@ -35,7 +35,7 @@ std::string current_user() {
 
 // Entity `name` as its table was last brought up to date (tidemark_entities), else as `config`
 // declares it (its table not created yet). nullptr when neither knows it.
-const pipeline::EntityDeclaration* find_entity(pqxx::transaction_base& txn, const std::optional<pipeline::Config>& config,
+const pipeline::EntityDeclaration* find_entity(pqxx::transaction_base& txn, const std::optional<app::config::Config>& config,
                                                const std::string& name,
                                                std::optional<pipeline::EntityDeclaration>& recorded) {
   recorded = pipeline::db::recorded_entity(txn, name);
@@ -45,7 +45,7 @@ const pipeline::EntityDeclaration* find_entity(pqxx::transaction_base& txn, cons
 
 // The entity table's current row for the entry's key, below the entry: what a conflict
 // conflicts with, and what a release would compete against.
-void print_stored_row(pqxx::transaction_base& txn, const std::optional<pipeline::Config>& config,
+void print_stored_row(pqxx::transaction_base& txn, const std::optional<app::config::Config>& config,
                       const pqxx::row& entry) {
   const std::string entity_name = entry["entity"].c_str();
   if (entry["transaction_id"].is_null()) {

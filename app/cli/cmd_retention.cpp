@@ -42,7 +42,7 @@ void register_retention_command(CLI::App& root, int& exit_code) {
       retention_options.windows = config->retention;
       retention_options.redelivery = redelivery(config->relay);
     } else {
-      retention_options.redelivery = redelivery(pipeline::RelayConfig{});
+      retention_options.redelivery = redelivery(app::config::RelayConfig{});
     }
     retention_options.dry_run = options->dry_run;
     auto connection = options->database.connect(config);

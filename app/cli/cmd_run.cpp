@@ -41,13 +41,13 @@ struct RunOptions {
 // one) and the source they read.
 struct PlannedRun {
   std::vector<pipeline::RunRequest> requests;
-  pipeline::SourceConfig source;
+  app::config::SourceConfig source;
 };
 
 // The pipeline as this run sees it: the config's, when given, with --source, --format and
 // --batch-size overriding it; without a config, the options alone.
-PlannedRun build_request(const RunOptions& options, const std::optional<pipeline::Config>& config) {
-  pipeline::PipelineConfig pipeline;
+PlannedRun build_request(const RunOptions& options, const std::optional<app::config::Config>& config) {
+  app::config::PipelineConfig pipeline;
   pipeline.name = options.pipeline;
   if (config) {
     const auto found = config->pipelines.find(options.pipeline);
@@ -245,7 +245,7 @@ int run_command(const RunOptions& options, Committed& committed) {
       // Only a file source's input has a size in bytes; another's bar has no total.
       const auto* file = planned.source.get_if<connectors::file::FileSourceOptions>();
       request.open_source = [open = request.open_source, path = file != nullptr ? file->path : std::string(),
-                             format = file != nullptr ? file->format : pipeline::Format::kCsv, bar = bar.get()] {
+                             format = file != nullptr ? file->format : connectors::file::Format::kCsv, bar = bar.get()] {
         return with_progress(open(), std::make_shared<const SourceBytes>(path, format), *bar);
       };
     }
@@ -261,7 +261,7 @@ int run_command(const RunOptions& options, Committed& committed) {
   // workers. A dry run writes nothing and keeps to the pipeline's lock.
   std::unique_ptr<pipeline::PartitionWorker> worker;
   if (partitioned_source && !options.dry_run) {
-    const pipeline::SourceConfig& source = planned.source;
+    const app::config::SourceConfig& source = planned.source;
     worker = std::make_unique<pipeline::PartitionWorker>(
         database_url, options.pipeline, source.partition_count(),
         pipeline::LeaseSettings{source.owner_timeout(), source.rebalance_interval()});

@@ -119,7 +119,7 @@ void register_status_command(CLI::App& root, int& exit_code) {
   command->callback([&, options] {
     const auto config = options->database.load_config();
     auto connection = options->database.connect_existing(config);
-    const pipeline::Config* config_pointer = config ? &*config : nullptr;
+    const app::config::Config* config_pointer = config ? &*config : nullptr;
     const std::vector<std::string> known = status::known_pipelines(*connection, config_pointer);
     std::vector<std::string> names = known;
     if (!options->pipeline.empty()) {

@@ -17,7 +17,7 @@ namespace tidemark::app {
 namespace {
 
 // The config's default and the views' own are one window.
-static_assert(pipeline::RetentionConfig{}.inbox == pipeline::views::kDefaultInboxRetention);
+static_assert(app::config::RetentionConfig{}.inbox == pipeline::views::kDefaultInboxRetention);
 const std::string kDefaultRetention = pipeline::format_duration(pipeline::views::kDefaultInboxRetention);
 
 struct ViewsCommandOptions {
@@ -133,11 +133,11 @@ void register_views_command(CLI::App& root, int& exit_code) {
       options->retention = pipeline::format_duration(config ? config->retention.inbox
                                                              : pipeline::Duration(pipeline::views::kDefaultInboxRetention));
     }
-    const auto retention = pipeline::parse_duration(options->retention);
+    const auto retention = app::config::parse_duration(options->retention);
     if (!retention) {
       throw UsageError("--retention '" + options->retention + "' is not a duration: an integer with ms, s, m or h");
     }
-    const pipeline::RelayConfig relay_config = config ? config->relay : pipeline::RelayConfig{};
+    const app::config::RelayConfig relay_config = config ? config->relay : app::config::RelayConfig{};
     auto connection = options->database.connect(config);
     as_usage_errors([&] {
       const auto deleted = pipeline::views::cleanup_inbox(*connection, *retention, redelivery(relay_config));

@@ -32,22 +32,22 @@ struct DatabaseOptions {
 
   void add_to(CLI::App& command);
   // The loaded config, when --config was given (ConfigError on a bad file).
-  std::optional<pipeline::Config> load_config() const;
+  std::optional<app::config::Config> load_config() const;
   // --database > TIDEMARK_DATABASE_URL > config `database:` > the embedded default
   // (created and started on first use); then applies pending migrations. Returns the URL.
   // A malformed URL is a UsageError (exit 2); a server that refuses us fails at once.
-  std::string connect_url(const std::optional<pipeline::Config>& config) const;
+  std::string connect_url(const std::optional<app::config::Config>& config) const;
   // The same for read-only commands, which never create a database: with none configured
   // and no embedded cluster under $TIDEMARK_HOME, a UsageError saying how to start one.
-  std::string existing_url(const std::optional<pipeline::Config>& config) const;
+  std::string existing_url(const std::optional<app::config::Config>& config) const;
   // connect_url and existing_url, keeping the connection that applied the migrations for the
   // command's own statements (one connection per command).
-  std::unique_ptr<pqxx::connection> connect(const std::optional<pipeline::Config>& config) const;
-  std::unique_ptr<pqxx::connection> connect_existing(const std::optional<pipeline::Config>& config) const;
+  std::unique_ptr<pqxx::connection> connect(const std::optional<app::config::Config>& config) const;
+  std::unique_ptr<pqxx::connection> connect_existing(const std::optional<app::config::Config>& config) const;
   // For `check`: connects once to the database the others would use, creating, starting and
   // migrating nothing, and hands that connection to `inspect` when given (read-only checks).
   // Returns where the URL came from; UsageError when it cannot be reached.
-  std::string probe(const std::optional<pipeline::Config>& config,
+  std::string probe(const std::optional<app::config::Config>& config,
                     const std::function<void(pqxx::connection&)>& inspect = {}) const;
 
  private:
@@ -56,12 +56,12 @@ struct DatabaseOptions {
     std::string url;
     std::string source;  // where the URL came from, for messages
   };
-  Location locate(const std::optional<pipeline::Config>& config, Embedded embedded) const;
+  Location locate(const std::optional<app::config::Config>& config, Embedded embedded) const;
   struct Resolved {
     std::string url;
     std::unique_ptr<pqxx::connection> connection;  // migrated
   };
-  Resolved resolve(const std::optional<pipeline::Config>& config, bool create_embedded) const;
+  Resolved resolve(const std::optional<app::config::Config>& config, bool create_embedded) const;
 };
 
 // UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
@@ -72,7 +72,7 @@ void require_embedded_cluster(const pipeline::cluster::Cluster& cluster);
 // "The table": `migrate --config` and `serve` at its start do, `check` never does) and tells
 // `report` what it did to each ("entity orders: table orders created"). A table that cannot
 // hold its declaration is a configuration error: a UsageError (exit 2) with the message.
-void ensure_entity_tables(const pipeline::Config& config, const std::string& url,
+void ensure_entity_tables(const app::config::Config& config, const std::string& url,
                           const std::function<void(const std::string& done)>& report);
 
 // Each sets `exit_code` from its callback; errors propagate as exceptions to main, which

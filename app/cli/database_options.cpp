@@ -32,7 +32,7 @@ std::string listed(const std::vector<std::string>& names) {
 
 }  // namespace
 
-void ensure_entity_tables(const pipeline::Config& config, const std::string& url,
+void ensure_entity_tables(const app::config::Config& config, const std::string& url,
                           const std::function<void(const std::string& done)>& report) {
   if (config.entities.empty()) return;
   auto connection = pipeline::db::connect(url);
@@ -64,16 +64,16 @@ void DatabaseOptions::add_to(CLI::App& command) {
     const CLI::Option* pipeline = command.get_option_no_throw("--pipeline");
     if (pipeline == nullptr || pipeline->count() == 0) return;
     const auto name = pipeline->as<std::string>();
-    if (!pipeline::is_valid_name(name)) {
+    if (!app::config::is_valid_name(name)) {
       throw UsageError("--pipeline '" + name + "' is not a pipeline name: pipeline names are " +
-                       std::string(pipeline::kNameRule) + ", as in the config");
+                       std::string(app::config::kNameRule) + ", as in the config");
     }
   });
 }
 
-std::optional<pipeline::Config> DatabaseOptions::load_config() const {
+std::optional<app::config::Config> DatabaseOptions::load_config() const {
   if (config_file.empty()) return std::nullopt;
-  auto config = pipeline::load_config(config_file);
+  auto config = app::config::load_config(config_file);
   apply_log_config(config.log.level, config.log.format, config_file);
   return config;
 }
@@ -85,7 +85,7 @@ void require_embedded_cluster(const pipeline::cluster::Cluster& cluster) {
                    "--database, TIDEMARK_DATABASE_URL or the config's database:");
 }
 
-DatabaseOptions::Location DatabaseOptions::locate(const std::optional<pipeline::Config>& config,
+DatabaseOptions::Location DatabaseOptions::locate(const std::optional<app::config::Config>& config,
                                                   Embedded embedded) const {
   std::string url = database_url;
   std::string source = "--database";
@@ -125,7 +125,7 @@ UsageError malformed_url(const std::string& source, const std::exception& error)
 
 }  // namespace
 
-DatabaseOptions::Resolved DatabaseOptions::resolve(const std::optional<pipeline::Config>& config,
+DatabaseOptions::Resolved DatabaseOptions::resolve(const std::optional<app::config::Config>& config,
                                                    bool create_embedded) const {
   auto [url, source] = locate(config, create_embedded ? Embedded::kCreate : Embedded::kExisting);
   Resolved resolved{std::move(url), nullptr};
@@ -140,24 +140,24 @@ DatabaseOptions::Resolved DatabaseOptions::resolve(const std::optional<pipeline:
   return resolved;
 }
 
-std::string DatabaseOptions::connect_url(const std::optional<pipeline::Config>& config) const {
+std::string DatabaseOptions::connect_url(const std::optional<app::config::Config>& config) const {
   return resolve(config, /*create_embedded=*/true).url;
 }
 
-std::string DatabaseOptions::existing_url(const std::optional<pipeline::Config>& config) const {
+std::string DatabaseOptions::existing_url(const std::optional<app::config::Config>& config) const {
   return resolve(config, /*create_embedded=*/false).url;
 }
 
-std::unique_ptr<pqxx::connection> DatabaseOptions::connect(const std::optional<pipeline::Config>& config) const {
+std::unique_ptr<pqxx::connection> DatabaseOptions::connect(const std::optional<app::config::Config>& config) const {
   return resolve(config, /*create_embedded=*/true).connection;
 }
 
 std::unique_ptr<pqxx::connection> DatabaseOptions::connect_existing(
-    const std::optional<pipeline::Config>& config) const {
+    const std::optional<app::config::Config>& config) const {
   return resolve(config, /*create_embedded=*/false).connection;
 }
 
-std::string DatabaseOptions::probe(const std::optional<pipeline::Config>& config,
+std::string DatabaseOptions::probe(const std::optional<app::config::Config>& config,
                                    const std::function<void(pqxx::connection&)>& inspect) const {
   const auto [url, source] = locate(config, Embedded::kAsItIs);
   std::unique_ptr<pqxx::connection> connection;

@@ -23,7 +23,20 @@
 #include "connectors/nats_sink/subject.hpp"
 #include "pipeline/core/names.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
+
+using pipeline::built_in_transaction_entity;
+using pipeline::check_table_unused;
+using pipeline::extra_fields_from_string;
+using pipeline::field_type_from_string;
+using pipeline::FieldType;
+using pipeline::FieldSpec;
+using pipeline::format_duration;
+using pipeline::is_name;
+using pipeline::kBuiltInEntityName;
+using pipeline::kFieldTypes;
+using pipeline::kMaxDecimalPrecision;
+using pipeline::parse_rejection_limit;
 
 namespace {
 
@@ -1612,4 +1625,4 @@ std::optional<Duration> parse_duration(std::string_view text) {
   return std::nullopt;
 }
 
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -27,7 +27,13 @@
 #include "pipeline/core/error.hpp"
 #include "pipeline/run/limits.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
+
+// The pipeline's vocabulary that a configuration is written in.
+using pipeline::DeclarationPart;
+using pipeline::Duration;
+using pipeline::EntityDeclaration;
+using pipeline::RejectionLimit;
 
 // One configuration error, or every error of a file (what(): one per line, in line order).
 class ConfigError : public tidemark::Error {
@@ -46,7 +52,7 @@ inline constexpr std::string_view kNameRule = "1-64 characters of A-Z, a-z, 0-9,
 bool is_valid_name(std::string_view text);
 
 // What a source kind can do. Callers ask these, never which kind a source is: each kind
-// says what it can do in its descriptor (app/config/source_kinds.cpp).
+// says what it can do in its descriptor (source_descriptors() in config.cpp).
 struct SourceCapabilities {
   bool takes_file_override = false;  // `run --source/--format` replace its path and format
   // Read as partitions (partition_count()), each a run of its own under a worker's lease;
@@ -159,11 +165,11 @@ struct DestinationConfig {
 struct PipelineConfig {
   std::string name;
   // The entity it loads (`entity:`): a declared one, or the built-in one when absent.
-  std::string entity = std::string(kBuiltInEntityName);
+  std::string entity = std::string(pipeline::kBuiltInEntityName);
   SourceConfig source;
   std::size_t batch_size = 10000;
   // A batch also closes before its records' raw bytes pass this (it always holds one record).
-  std::size_t max_batch_bytes = kDefaultMaxBatchBytes;
+  std::size_t max_batch_bytes = pipeline::kDefaultMaxBatchBytes;
   std::optional<RejectionLimit> max_rejected;  // unlimited when unset
   std::optional<ScheduleConfig> schedule;
   std::vector<DestinationConfig> destinations;
@@ -257,4 +263,4 @@ ConfigCheck check_config_file(const std::filesystem::path& path);
 std::optional<Duration> parse_duration(std::string_view text);
 // The other way: format_duration (pipeline/core/duration.hpp).
 
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -4,7 +4,7 @@
 #include <sstream>
 #include <vector>
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 
 namespace {
 
@@ -118,4 +118,4 @@ std::optional<TimePoint> CronExpression::next_after(TimePoint after) const {
   return std::nullopt;
 }
 
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 
 using TimePoint = std::chrono::system_clock::time_point;
 
@@ -35,4 +35,4 @@ class CronExpression {
   bool day_of_week_restricted_ = false;
 };
 
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

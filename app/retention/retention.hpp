@@ -37,7 +37,7 @@ struct KindResult {
 };
 
 struct Options {
-  pipeline::RetentionConfig windows;
+  app::config::RetentionConfig windows;
   pipeline::views::Redelivery redelivery;  // for the inbox's rule 16 check
   std::int64_t chunk = kDefaultChunk;
   bool dry_run = false;  // count what would be deleted; delete nothing

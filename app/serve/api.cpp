@@ -38,7 +38,7 @@ std::vector<RouteHandler> route_table(ApiContext& context) {
 
 }  // namespace
 
-Api::Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::Database& pool, metrics::Metrics& metrics,
+Api::Api(const app::config::Config& config, RunQueue& runs, pipeline::db::Database& pool, metrics::Metrics& metrics,
          PipelineMetrics& pipeline_metrics, ApiOptions options)
     : options_(std::move(options)),
       context_{config, runs, pool, metrics, pipeline_metrics, options_},

@@ -45,7 +45,7 @@ struct ApiOptions {
 // The API: the route table (route -> handler, in api.cpp) behind the router.
 class Api {
  public:
-  Api(const pipeline::Config& config, RunQueue& runs, pipeline::db::Database& pool, metrics::Metrics& metrics,
+  Api(const app::config::Config& config, RunQueue& runs, pipeline::db::Database& pool, metrics::Metrics& metrics,
       PipelineMetrics& pipeline_metrics, ApiOptions options);
   Api(const Api&) = delete;  // the route table holds a reference to context_
   Api& operator=(const Api&) = delete;

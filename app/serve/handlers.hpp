@@ -24,7 +24,7 @@ struct ApiOptions;
 
 // What the handlers work with; owned by the Service.
 struct ApiContext {
-  const pipeline::Config& config;
+  const app::config::Config& config;
   RunQueue& runs;
   pipeline::db::Database& pool;
   metrics::Metrics& metrics;

@@ -14,7 +14,7 @@ namespace {
 
 // Refreshes tidemark_view_lag_seconds for the config's views just before a scrape.
 void export_view_lag(ApiContext& context) {
-  const std::vector<std::string> views = context.config.destination_names_with(&pipeline::DestinationCapabilities::view);
+  const std::vector<std::string> views = context.config.destination_names_with(&app::config::DestinationCapabilities::view);
   if (views.empty()) return;
   try {
     context.pool.with_connection("measuring view lag", [&](pqxx::connection& connection) {

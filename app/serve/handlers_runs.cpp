@@ -75,7 +75,7 @@ HttpResponse accept_trigger(ApiContext& context, const HttpRequest& request, con
     return reject_webhook(context, "bad_request", 400,
                           "the body must be a JSON object: {\"mode\":\"resume\"|\"replay\",\"reason\":\"…\"}");
   }
-  TriggerRequest trigger{pipeline, pipeline::Trigger::kWebhook, false, std::nullopt, std::string(headers.id)};
+  TriggerRequest trigger{pipeline, app::config::Trigger::kWebhook, false, std::nullopt, std::string(headers.id)};
   for (const auto& [key, value] : body.as_object()) {
     if (key == "mode" && value.is_string() && (value.as_string() == "resume" || value.as_string() == "replay")) {
       trigger.replay = value.as_string() == "replay";
@@ -151,7 +151,7 @@ HttpResponse run_status(ApiContext& context, const HttpRequest&, const Route& ro
 namespace {
 
 // What a pipeline reads: its kind, then what its kind shows (a postgres or http source has no path).
-boost::json::object source_document(const pipeline::SourceConfig& source) {
+boost::json::object source_document(const app::config::SourceConfig& source) {
   boost::json::object document{{"kind", source.kind()}};
   for (const auto& [key, shown] : source.shown()) {
     std::visit(

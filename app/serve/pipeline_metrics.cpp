@@ -10,7 +10,7 @@
 
 namespace tidemark::app::serve {
 
-PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics)
+PipelineMetrics::PipelineMetrics(const app::config::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics)
     : metrics_(metrics) {
   for (const auto& [name, pipeline] : config.pipelines) {
     entities_[name] = pipeline.entity;
@@ -21,9 +21,9 @@ PipelineMetrics::PipelineMetrics(const pipeline::Config& config, pipeline::db::D
     for (const char* status : {"committed", "failed"}) metrics_.batches_total.Add({{"pipeline", name}, {"status", status}});
     // serve starts a partitioned pipeline's runs itself, as its streams fill (stream_consumers.hpp).
     const bool streamed = pipeline.source.capabilities().partitioned;
-    const auto triggers = streamed ? std::vector<pipeline::Trigger>{pipeline::Trigger::kStream}
-                                   : std::vector<pipeline::Trigger>{pipeline::Trigger::kSchedule,
-                                                                    pipeline::Trigger::kWebhook};
+    const auto triggers = streamed ? std::vector<app::config::Trigger>{app::config::Trigger::kStream}
+                                   : std::vector<app::config::Trigger>{app::config::Trigger::kSchedule,
+                                                                    app::config::Trigger::kWebhook};
     for (const auto trigger : triggers) {
       for (const char* status : {"succeeded", "stopped", "failed"}) {
         metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}});
@@ -79,7 +79,7 @@ void PipelineMetrics::run_batch(const std::string& name, const pipeline::BatchRe
   metrics_.checkpoint_timestamp_seconds.Add({{"pipeline", name}}).Set(static_cast<double>(std::time(nullptr)));
 }
 
-void PipelineMetrics::run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status) {
+void PipelineMetrics::run_ended(const std::string& name, app::config::Trigger trigger, const std::string& status) {
   metrics_.runs_total.Add({{"pipeline", name}, {"trigger", std::string(to_string(trigger))}, {"status", status}})
       .Increment();
   if (status == "failed") metrics_.batches_total.Add({{"pipeline", name}, {"status", "failed"}}).Increment();

@@ -20,14 +20,14 @@ class PipelineMetrics {
   // Every series of the config's pipelines exists from the start, so rates and alerts see
   // zeros rather than gaps; the checkpoint gauge starts at the last advance recorded in
   // the database (not at 0, which would look stuck).
-  PipelineMetrics(const pipeline::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics);
+  PipelineMetrics(const app::config::Config& config, pipeline::db::Database& pool, metrics::Metrics& metrics);
 
   // A batch committed for pipeline `name`: a run's, or a quarantine release's.
   void batch_committed(const std::string& name, const pipeline::OutcomeCounts& counts);
   // A run's committed batch, with its duration; the checkpoint moved now.
   void run_batch(const std::string& name, const pipeline::BatchReport& report);
   // A run ended: "succeeded", "stopped" or "failed" (a failed run's batch failed too).
-  void run_ended(const std::string& name, pipeline::Trigger trigger, const std::string& status);
+  void run_ended(const std::string& name, app::config::Trigger trigger, const std::string& status);
   // A run found `count` files changed and read them again (RunSummary::rewritten_files).
   void files_reread(const std::string& name, std::size_t count);
   // A nats pipeline's consumer: how many partitions it owns now; a partition's run refused.

@@ -25,7 +25,7 @@ constexpr const char* kStoppedBeforeStart = "tidemark serve stopped before the r
 
 }  // namespace
 
-RunQueue::RunQueue(const pipeline::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, asio::io_context& io)
+RunQueue::RunQueue(const app::config::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, asio::io_context& io)
     : config_(config),
       pool_(pool),
       metrics_(metrics),
@@ -146,10 +146,10 @@ std::optional<TriggerResult> RunQueue::trigger(const TriggerRequest& request) {
 
   if (slot.queued) {
     slot.queued->replay = slot.queued->replay || request.replay;
-    slot.queued->wait_when_busy = slot.queued->wait_when_busy || request.trigger == pipeline::Trigger::kWebhook;
+    slot.queued->wait_when_busy = slot.queued->wait_when_busy || request.trigger == app::config::Trigger::kWebhook;
     return result;
   }
-  QueuedRun run{result.run_id, request.trigger, request.replay, request.trigger == pipeline::Trigger::kWebhook};
+  QueuedRun run{result.run_id, request.trigger, request.replay, request.trigger == app::config::Trigger::kWebhook};
   if (slot.active) {
     slot.queued = run;
     return result;

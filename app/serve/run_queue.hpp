@@ -30,7 +30,7 @@ namespace tidemark::app::serve {
 
 struct TriggerRequest {
   std::string pipeline;
-  pipeline::Trigger trigger = pipeline::Trigger::kSchedule;  // serve starts scheduled and webhook runs
+  app::config::Trigger trigger = app::config::Trigger::kSchedule;  // serve starts scheduled and webhook runs
   bool replay = false;
   std::optional<std::string> reason;
   std::optional<std::string> request_id;  // webhook-id
@@ -47,7 +47,7 @@ struct TriggerResult {
 class RunQueue {
  public:
   // `io` runs the queue's timers; it need not run yet.
-  RunQueue(const pipeline::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
+  RunQueue(const app::config::Config& config, pipeline::db::Database& pool, PipelineMetrics& metrics, boost::asio::io_context& io);
   ~RunQueue();
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
@@ -79,14 +79,14 @@ class RunQueue {
  private:
   struct QueuedRun {
     std::int64_t run_id = 0;
-    pipeline::Trigger trigger;
+    app::config::Trigger trigger;
     bool replay = false;
     // A webhook asked for it: when another process holds the pipeline it waits for it,
     // where a scheduled run just skips the tick.
     bool wait_when_busy = false;
   };
   struct Slot {
-    const pipeline::PipelineConfig* config = nullptr;
+    const app::config::PipelineConfig* config = nullptr;
     std::mutex mutex;
     bool active = false;
     std::optional<QueuedRun> queued;  // the one follow-up
@@ -111,7 +111,7 @@ class RunQueue {
   std::optional<TriggerResult> find_request(pqxx::transaction_base& txn, const std::string& request_id,
                                             const std::string& pipeline);
 
-  pipeline::Config config_;
+  app::config::Config config_;
   pipeline::db::Database& pool_;
   PipelineMetrics& metrics_;
   boost::asio::io_context& io_;

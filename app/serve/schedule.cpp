@@ -4,7 +4,7 @@
 
 namespace tidemark::app::serve {
 
-Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config) {
+Schedule::Schedule(const std::string& pipeline, const app::config::ScheduleConfig& config) {
   if (config.cron) {
     cron_ = config.cron->expression;  // parsed and checked by the config
     text_ = "cron \"" + config.cron->text + "\" (UTC)";
@@ -12,7 +12,7 @@ Schedule::Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& 
     every_ = config.every->value;
     text_ = "every " + config.every->text;
   } else {
-    throw pipeline::ConfigError("pipelines." + pipeline + ".schedule.every must be longer than 0ms");
+    throw app::config::ConfigError("pipelines." + pipeline + ".schedule.every must be longer than 0ms");
   }
 }
 

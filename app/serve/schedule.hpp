@@ -9,7 +9,7 @@
 
 namespace tidemark::app::serve {
 
-using pipeline::TimePoint;
+using config::TimePoint;
 
 // A pipeline's schedule. Ticks missed while a run is in progress (or the process is busy)
 // coalesce: the next tick is always computed from now, never replayed one by one.
@@ -17,7 +17,7 @@ class Schedule {
  public:
   // ConfigError naming the pipeline when `every` is not longer than 0 (the config's cron
   // expression comes parsed and checked).
-  Schedule(const std::string& pipeline, const pipeline::ScheduleConfig& config);
+  Schedule(const std::string& pipeline, const app::config::ScheduleConfig& config);
   // `every` fires at start-up and then every interval; cron fires on matching minutes.
   TimePoint first(TimePoint now) const;
   std::optional<TimePoint> next(TimePoint previous, TimePoint now) const;
@@ -25,7 +25,7 @@ class Schedule {
 
  private:
   std::optional<pipeline::Duration> every_;
-  std::optional<pipeline::CronExpression> cron_;
+  std::optional<app::config::CronExpression> cron_;
   std::string text_;
 };
 

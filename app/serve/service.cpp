@@ -45,7 +45,7 @@ constexpr std::chrono::milliseconds kFirstRestartDelay = std::chrono::seconds(1)
 constexpr std::chrono::milliseconds kMaxRestartDelay = std::chrono::seconds(30);
 constexpr auto kHealthyRun = std::chrono::minutes(1);
 
-std::vector<std::pair<std::string, Schedule>> schedules_of(const pipeline::Config& config) {
+std::vector<std::pair<std::string, Schedule>> schedules_of(const app::config::Config& config) {
   std::vector<std::pair<std::string, Schedule>> schedules;
   for (const auto& [name, pipeline] : config.pipelines) {
     if (pipeline.schedule) schedules.emplace_back(name, Schedule(name, *pipeline.schedule));
@@ -155,7 +155,7 @@ struct Service::Impl {
       if (stopping) co_return;
       asio::post(workers, [this, pipeline] {
         try {
-          runs.trigger(TriggerRequest{pipeline, pipeline::Trigger::kSchedule, false, std::nullopt, std::nullopt});
+          runs.trigger(TriggerRequest{pipeline, app::config::Trigger::kSchedule, false, std::nullopt, std::nullopt});
         } catch (const std::exception& failure) {
           spdlog::error("pipeline {}: scheduled run not recorded: {}", pipeline, failure.what());
         }

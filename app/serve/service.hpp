@@ -18,7 +18,7 @@
 namespace tidemark::app::serve {
 
 struct ServeOptions {
-  pipeline::Config config;
+  app::config::Config config;
   std::string database_url;  // migrated already
   std::string listen;        // HOST:PORT; port 0 picks a free one
   ApiOptions api;

@@ -58,7 +58,7 @@ struct Backoff {
 // (connect, poll, disconnect) run on the consumers' threads one at a time, co_awaited, so
 // the state below is never touched from two threads at once.
 struct StreamConsumers::Consumer {
-  Consumer(StreamConsumers& consumers, const pipeline::PipelineConfig& consumed)
+  Consumer(StreamConsumers& consumers, const app::config::PipelineConfig& consumed)
       : consumers(consumers),
         consumed(consumed),
         nats(std::get<connectors::nats::NatsSourceOptions>(consumed.source.options)),
@@ -69,7 +69,7 @@ struct StreamConsumers::Consumer {
         timer(consumers.io_) {
     for (pipeline::RunRequest& request : requests) {
       request.database_url = consumers.database_url_;
-      request.trigger = to_string(pipeline::Trigger::kStream);
+      request.trigger = to_string(app::config::Trigger::kStream);
       request.stop_requested = &consumers.stopping_;
       request.on_batch = [this](const pipeline::BatchReport& report) {
         this->consumers.metrics_.run_batch(this->consumed.name, report);
@@ -91,7 +91,7 @@ struct StreamConsumers::Consumer {
   void disconnect();
 
   StreamConsumers& consumers;
-  const pipeline::PipelineConfig& consumed;
+  const app::config::PipelineConfig& consumed;
   // The consumer watches the partitions' streams for news: nats is the one partitioned kind.
   const connectors::nats::NatsSourceOptions& nats;
   const pipeline::LeaseSettings settings;
@@ -178,16 +178,16 @@ void StreamConsumers::Consumer::poll() {
     request.partition = pipeline::PartitionOwnership{&worker->leases(), lease};
     try {
       const pipeline::RunSummary summary = pipeline::run_pipeline(request);
-      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, summary.stopped_early ? "stopped" : "succeeded");
+      consumers.metrics_.run_ended(name, app::config::Trigger::kStream, summary.stopped_early ? "stopped" : "succeeded");
       backoff.succeeded();
     } catch (const pipeline::LeaseLost& lost) {
       // Another worker took the partition: balance again before anything else.
-      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
+      consumers.metrics_.run_ended(name, app::config::Trigger::kStream, "failed");
       spdlog::info("pipeline {}: {}; balancing again", name, lost.what());
       next_balance = Clock::now();
       break;
     } catch (const std::exception& error) {
-      consumers.metrics_.run_ended(name, pipeline::Trigger::kStream, "failed");
+      consumers.metrics_.run_ended(name, app::config::Trigger::kStream, "failed");
       if (dynamic_cast<const connectors::nats::PartitionRefused*>(&error) != nullptr) {
         consumers.metrics_.partition_refused(name, lease.partition);
       }
@@ -201,7 +201,7 @@ void StreamConsumers::Consumer::poll() {
   }
 }
 
-StreamConsumers::StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics,
+StreamConsumers::StreamConsumers(const app::config::Config& config, std::string database_url, PipelineMetrics& metrics,
                                  asio::io_context& io)
     : config_(config), database_url_(std::move(database_url)), metrics_(metrics), io_(io) {}
 

@@ -30,7 +30,7 @@ namespace tidemark::app::serve {
 class StreamConsumers {
  public:
   // The consumers run on `io`, which must outlive them (they end before io.run() returns).
-  StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics,
+  StreamConsumers(const app::config::Config& config, std::string database_url, PipelineMetrics& metrics,
                   boost::asio::io_context& io);
   // Stops (request_stop) and waits for the blocking work in hand to end.
   ~StreamConsumers();
@@ -46,7 +46,7 @@ class StreamConsumers {
  private:
   struct Consumer;
 
-  const pipeline::Config& config_;
+  const app::config::Config& config_;
   std::string database_url_;
   PipelineMetrics& metrics_;
   boost::asio::io_context& io_;

@@ -52,7 +52,7 @@ boost::json::array list_runs(pqxx::connection& connection, const RunFilter& filt
   return runs_in(txn, filter);
 }
 
-std::vector<std::string> known_pipelines(pqxx::connection& connection, const pipeline::Config* config) {
+std::vector<std::string> known_pipelines(pqxx::connection& connection, const app::config::Config* config) {
   std::set<std::string> names;
   if (config != nullptr) {
     for (const auto& [name, pipeline] : config->pipelines) names.insert(name);
@@ -64,7 +64,7 @@ std::vector<std::string> known_pipelines(pqxx::connection& connection, const pip
   return {names.begin(), names.end()};
 }
 
-std::optional<boost::json::object> pipeline_status(pqxx::connection& connection, const pipeline::Config* config,
+std::optional<boost::json::object> pipeline_status(pqxx::connection& connection, const app::config::Config* config,
                                                    const std::string& name) {
   const bool configured = config != nullptr && config->pipelines.count(name) != 0;
   if (!configured) {
@@ -102,12 +102,12 @@ std::optional<boost::json::object> pipeline_status(pqxx::connection& connection,
   // config's; else a registered view is a view; else unknown (most likely http). A view's
   // health is shown for the configured destinations that keep a view and the registered views.
   const auto configured_destinations =
-      config != nullptr ? config->destinations() : std::map<std::string, pipeline::DestinationConfig>{};
+      config != nullptr ? config->destinations() : std::map<std::string, app::config::DestinationConfig>{};
   const auto kind_of = [&](const std::string& destination) -> std::optional<std::string_view> {
     if (const auto found = configured_destinations.find(destination); found != configured_destinations.end()) {
       return found->second.kind();
     }
-    if (registered_views.count(destination) != 0) return pipeline::DestinationConfig{.options = pipeline::ViewDestinationOptions{}}.kind();
+    if (registered_views.count(destination) != 0) return app::config::DestinationConfig{.options = app::config::ViewDestinationOptions{}}.kind();
     return std::nullopt;
   };
   const auto keeps_a_view = [&](const std::string& destination) {

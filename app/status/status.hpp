@@ -44,12 +44,12 @@ boost::json::array list_runs(pqxx::connection& connection, const RunFilter& filt
 
 // Every pipeline the config lists or the database knows (runs, checkpoints, open quarantine
 // entries), sorted by name.
-std::vector<std::string> known_pipelines(pqxx::connection& connection, const pipeline::Config* config);
+std::vector<std::string> known_pipelines(pqxx::connection& connection, const app::config::Config* config);
 
 // Pipeline `name`'s status: last run, checkpoints and their age, open quarantine entries,
 // undelivered outbox events per destination, and each view destination's lag. nullopt when
 // neither the config nor the database knows the pipeline. `config` may be null (no --config).
-std::optional<boost::json::object> pipeline_status(pqxx::connection& connection, const pipeline::Config* config,
+std::optional<boost::json::object> pipeline_status(pqxx::connection& connection, const app::config::Config* config,
                                                    const std::string& name);
 
 }  // namespace tidemark::app::status

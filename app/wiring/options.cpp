@@ -13,7 +13,7 @@ constexpr pipeline::Duration kMinimumLease = std::chrono::seconds(2);
 
 }  // namespace
 
-pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config) {
+pipeline::relay::RelayOptions relay_options(const app::config::RelayConfig& config) {
   pipeline::relay::RelayOptions options;
   options.config = {.max_attempts = config.max_attempts,
                     .base_delay = config.base_delay,
@@ -25,7 +25,7 @@ pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config)
   return options;
 }
 
-pipeline::relay::RelayOptions relay_options(const pipeline::Config& config) {
+pipeline::relay::RelayOptions relay_options(const app::config::Config& config) {
   auto options = relay_options(config.relay);
   for (const auto& [name, destination] : config.destinations()) {
     if (destination.max_in_flight) options.windows[name] = *destination.max_in_flight;
@@ -33,18 +33,18 @@ pipeline::relay::RelayOptions relay_options(const pipeline::Config& config) {
   return options;
 }
 
-pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config) {
+pipeline::views::Redelivery redelivery(const app::config::RelayConfig& config) {
   return {.max_attempts = config.max_attempts,
           .base_delay = config.base_delay,
           .max_delay = config.max_delay,
           .lease = relay_options(config).lease};
 }
 
-pipeline::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url) {
-  const std::vector<std::string> names = config.destination_names_with(&pipeline::DestinationCapabilities::view);
+pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url) {
+  const std::vector<std::string> names = config.destination_names_with(&app::config::DestinationCapabilities::view);
   for (const auto& name : names) {
     if (pipeline::views::find_view(name) == nullptr) {
-      throw pipeline::ConfigError("destination '" + name + "' is of kind view, but tidemark has no such view (" +
+      throw app::config::ConfigError("destination '" + name + "' is of kind view, but tidemark has no such view (" +
                                   pipeline::views::view_list(", ") + ")");
     }
   }

@@ -12,17 +12,17 @@ namespace tidemark::app {
 
 // Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
 // (at least 2 s), so that only a dead or hung relay ever loses its lease.
-pipeline::relay::RelayOptions relay_options(const pipeline::RelayConfig& config);
+pipeline::relay::RelayOptions relay_options(const app::config::RelayConfig& config);
 // The same, with the windows of the destinations that set their own max_in_flight.
-pipeline::relay::RelayOptions relay_options(const pipeline::Config& config);
+pipeline::relay::RelayOptions relay_options(const app::config::Config& config);
 
 // How late the relay configured by `config` may deliver an event again, for the inbox
 // cleanup's check (docs/rules.md rule 16).
-pipeline::views::Redelivery redelivery(const pipeline::RelayConfig& config);
+pipeline::views::Redelivery redelivery(const app::config::RelayConfig& config);
 
 // One ViewSink per `kind: view` destination of `config`, keyed by destination name (the
 // view's name); creates version 1 of views that have none. ConfigError for a view name
 // Tidemark does not ship.
-pipeline::Sinks make_view_sinks(const pipeline::Config& config, const std::string& database_url);
+pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url);
 
 }  // namespace tidemark::app

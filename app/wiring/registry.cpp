@@ -19,16 +19,16 @@ namespace tidemark::app {
 namespace {
 
 // How a source kind opens and what `check` asks of it, in the order of SourceOptions'
-// alternatives (pipeline::SourceConfig): one line per kind.
+// alternatives (app::config::SourceConfig): one line per kind.
 struct SourceWiring {
   SourceFactory open;
-  SourceCheck check = [](const pipeline::SourceConfig&) { return std::vector<std::string>{}; };
+  SourceCheck check = [](const app::config::SourceConfig&) { return std::vector<std::string>{}; };
 };
 
 // A factory that hands `open` the options of its own kind.
 template <typename Options, typename Open>
 SourceFactory opening(Open open) {
-  return [open](const pipeline::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
+  return [open](const app::config::SourceConfig& source, const pipeline::EntityDeclaration& entity) {
     return open(std::get<Options>(source.options), entity);
   };
 }
@@ -38,7 +38,7 @@ std::shared_ptr<const pipeline::RecordLayout> layout_of(const pipeline::EntityDe
 }
 
 // A postgres source reads its database's URL from the environment when a run opens it.
-std::vector<std::string> check_postgres_source(const pipeline::SourceConfig& source) {
+std::vector<std::string> check_postgres_source(const app::config::SourceConfig& source) {
   const auto& postgres = std::get<connectors::postgres::Options>(source.options);
   const char* url = std::getenv(postgres.url_env.c_str());
   if (url != nullptr && *url != '\0') return {};
@@ -69,7 +69,7 @@ const std::vector<SourceWiring>& source_wirings() {
   return wirings;
 }
 
-const SourceWiring& source_wiring(const pipeline::SourceConfig& source) {
+const SourceWiring& source_wiring(const app::config::SourceConfig& source) {
   const auto& wirings = source_wirings();
   if (source.options.index() >= wirings.size()) {
     throw std::invalid_argument("no factory is registered for source kind '" + std::string(source.kind()) + "'");
@@ -80,11 +80,11 @@ const SourceWiring& source_wiring(const pipeline::SourceConfig& source) {
 // What `check` finds of a destination whose options the relay builds from the environment:
 // the relay's own start-up check.
 template <typename Options>
-DestinationCheck checking(Options (*options)(const pipeline::DestinationConfig&, const pipeline::RelayConfig&)) {
-  return [options](const pipeline::DestinationConfig& destination, const pipeline::Config& config) {
+DestinationCheck checking(Options (*options)(const app::config::DestinationConfig&, const app::config::RelayConfig&)) {
+  return [options](const app::config::DestinationConfig& destination, const app::config::Config& config) {
     try {
       options(destination, config.relay);
-    } catch (const pipeline::ConfigError& error) {
+    } catch (const app::config::ConfigError& error) {
       return std::vector<std::string>{error.what()};
     }
     return std::vector<std::string>{};
@@ -92,15 +92,15 @@ DestinationCheck checking(Options (*options)(const pipeline::DestinationConfig&,
 }
 
 // A view destination names a view Tidemark ships.
-std::vector<std::string> check_view_destination(const pipeline::DestinationConfig& destination,
-                                                const pipeline::Config&) {
+std::vector<std::string> check_view_destination(const app::config::DestinationConfig& destination,
+                                                const app::config::Config&) {
   if (pipeline::views::find_view(destination.name) != nullptr) return {};
   return {"destination '" + destination.name + "' is of kind " + std::string(destination.kind()) + ", but tidemark has no such view (" +
           pipeline::views::view_list(", ") + ")"};
 }
 
 // How a destination kind's sinks open and what `check` asks of it, in the order of
-// DestinationOptions' alternatives (pipeline::DestinationConfig): one line per kind.
+// DestinationOptions' alternatives (app::config::DestinationConfig): one line per kind.
 struct SinkWiring {
   SinkFactory open;
   DestinationCheck check;
@@ -119,11 +119,11 @@ const std::vector<SinkWiring>& sink_wirings() {
 
 }  // namespace
 
-const SourceFactory& source_factory(const pipeline::SourceConfig& source) { return source_wiring(source).open; }
+const SourceFactory& source_factory(const app::config::SourceConfig& source) { return source_wiring(source).open; }
 
-const SourceCheck& source_check(const pipeline::SourceConfig& source) { return source_wiring(source).check; }
+const SourceCheck& source_check(const app::config::SourceConfig& source) { return source_wiring(source).check; }
 
-const DestinationCheck& destination_check(const pipeline::DestinationConfig& destination) {
+const DestinationCheck& destination_check(const app::config::DestinationConfig& destination) {
   const auto& wirings = sink_wirings();
   if (destination.options.index() >= wirings.size()) {
     throw std::invalid_argument("no factory is registered for destination kind '" + std::string(destination.kind()) +

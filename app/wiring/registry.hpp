@@ -21,13 +21,13 @@ namespace tidemark::app {
 
 // Opens the source a pipeline reads (once the run holds the pipeline lock), decoding the fields
 // of the entity it loads.
-using SourceFactory = std::function<std::unique_ptr<pipeline::Source>(const pipeline::SourceConfig&,
+using SourceFactory = std::function<std::unique_ptr<pipeline::Source>(const app::config::SourceConfig&,
                                                                       const pipeline::EntityDeclaration&)>;
 
 // What a sink factory may need: the whole config (its destinations of the kind, the relay
 // settings) and the database the in-process sinks write to.
 struct SinkContext {
-  const pipeline::Config& config;
+  const app::config::Config& config;
   const std::string& database_url;
   metrics::Metrics* metrics = nullptr;  // where sinks count what only they see; nullptr: not exported
 };
@@ -36,15 +36,15 @@ using SinkFactory = std::function<pipeline::Sinks(const SinkContext&)>;
 
 // What `tidemark check` finds wrong in the environment a source or a destination reads when
 // it opens (a variable that is not set): the messages, none when all is well.
-using SourceCheck = std::function<std::vector<std::string>(const pipeline::SourceConfig&)>;
+using SourceCheck = std::function<std::vector<std::string>(const app::config::SourceConfig&)>;
 using DestinationCheck =
-    std::function<std::vector<std::string>(const pipeline::DestinationConfig&, const pipeline::Config&)>;
+    std::function<std::vector<std::string>(const app::config::DestinationConfig&, const app::config::Config&)>;
 
 // The factory of `source`'s kind; every kind the config admits has one.
-const SourceFactory& source_factory(const pipeline::SourceConfig& source);
-const SourceCheck& source_check(const pipeline::SourceConfig& source);
+const SourceFactory& source_factory(const app::config::SourceConfig& source);
+const SourceCheck& source_check(const app::config::SourceConfig& source);
 // What `check` asks of `destination`'s environment: its kind's check.
-const DestinationCheck& destination_check(const pipeline::DestinationConfig& destination);
+const DestinationCheck& destination_check(const app::config::DestinationConfig& destination);
 
 // Every destination kind's sink factory, in the order of DestinationOptions' alternatives
 // (every alternative has one).

@@ -7,7 +7,7 @@
 
 namespace tidemark::app {
 
-pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
+pipeline::RunRequest request_from_config(const app::config::PipelineConfig& config,
                                          const pipeline::EntityDeclaration& entity) {
   pipeline::RunRequest request;
   request.pipeline = config.name;
@@ -22,12 +22,12 @@ pipeline::RunRequest request_from_config(const pipeline::PipelineConfig& config,
   return request;
 }
 
-std::vector<pipeline::RunRequest> partition_requests(const pipeline::PipelineConfig& config,
+std::vector<pipeline::RunRequest> partition_requests(const app::config::PipelineConfig& config,
                                                      const pipeline::EntityDeclaration& entity) {
   if (!config.source.capabilities().partitioned) return {request_from_config(config, entity)};
   std::vector<pipeline::RunRequest> requests;
   for (int partition = 0; partition < config.source.partition_count(); ++partition) {
-    pipeline::PipelineConfig one = config;
+    app::config::PipelineConfig one = config;
     one.source = config.source.partition(partition);
     requests.push_back(request_from_config(one, entity));
   }

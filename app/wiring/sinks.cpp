@@ -10,17 +10,17 @@
 
 namespace tidemark::app {
 
-using pipeline::ConfigError;
+using app::config::ConfigError;
 
-pipeline::Sinks make_sinks(const pipeline::Config& config, const std::string& database_url,
+pipeline::Sinks make_sinks(const app::config::Config& config, const std::string& database_url,
                                   metrics::Metrics* metrics) {
   pipeline::Sinks sinks;
   for (const auto& factory : sink_factories()) sinks.merge(factory(SinkContext{config, database_url, metrics}));
   return sinks;
 }
 
-connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConfig& destination,
-                                                 const pipeline::RelayConfig& relay) {
+connectors::http::WebhookOptions webhook_options(const app::config::DestinationConfig& destination,
+                                                 const app::config::RelayConfig& relay) {
   const std::string where = "destination '" + destination.name + "'";
   const auto& http = std::get<connectors::http::HttpDestinationOptions>(destination.options);
   if (http.secret_env.empty()) throw ConfigError(where + " has no secret_env naming its signing secret");
@@ -44,7 +44,7 @@ connectors::http::WebhookOptions webhook_options(const pipeline::DestinationConf
   return options;
 }
 
-pipeline::Sinks make_webhook_sinks(const pipeline::Config& config) {
+pipeline::Sinks make_webhook_sinks(const app::config::Config& config) {
   pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
     if (destination.get_if<connectors::http::HttpDestinationOptions>() == nullptr) continue;
@@ -58,8 +58,8 @@ pipeline::Sinks make_webhook_sinks(const pipeline::Config& config) {
   return sinks;
 }
 
-connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationConfig& destination,
-                                                    const pipeline::RelayConfig& relay) {
+connectors::nats_sink::NatsSinkOptions nats_options(const app::config::DestinationConfig& destination,
+                                                    const app::config::RelayConfig& relay) {
   const auto& nats = std::get<connectors::nats_sink::NatsDestinationOptions>(destination.options);
   connectors::nats_sink::NatsSinkOptions options;
   options.connection.servers = nats.servers;
@@ -80,7 +80,7 @@ connectors::nats_sink::NatsSinkOptions nats_options(const pipeline::DestinationC
   return options;
 }
 
-pipeline::Sinks make_nats_sinks(const pipeline::Config& config, metrics::Metrics* metrics) {
+pipeline::Sinks make_nats_sinks(const app::config::Config& config, metrics::Metrics* metrics) {
   pipeline::Sinks sinks;
   for (const auto& [name, destination] : config.destinations()) {
     if (destination.get_if<connectors::nats_sink::NatsDestinationOptions>() == nullptr) continue;

@@ -60,7 +60,7 @@ class NatsSinkRelay : public ::testing::Test {
 
   // The horizon the relay computes from this config (app/wiring), which the stream must exceed.
   pipeline::Duration horizon() const {
-    const auto config = pipeline::load_config(config_);
+    const auto config = app::config::load_config(config_);
     return app::nats_options(config.destinations().at("bus"), config.relay).redelivery_horizon;
   }
 

@@ -22,7 +22,7 @@ int exit_code_of(const Thrown& thrown) {
 
 TEST(ExitStatusTest, TheUsersMistakesExit2AndEverythingElse1) {
   EXPECT_EQ(exit_code_of(UsageError("--batch-size 0")), kExitUsage);
-  EXPECT_EQ(exit_code_of(pipeline::ConfigError("tidemark.yaml:3: unknown key")), kExitUsage);
+  EXPECT_EQ(exit_code_of(app::config::ConfigError("tidemark.yaml:3: unknown key")), kExitUsage);
   EXPECT_EQ(exit_code_of(pipeline::db::InvalidDatabaseUrl("missing \"=\"")), kExitUsage);
   EXPECT_EQ(exit_code_of(pipeline::db::RetriesExhausted("connecting")), kExitFailed);
   EXPECT_EQ(exit_code_of(pipeline::db::ConnectionRejected("password authentication failed")), kExitFailed);

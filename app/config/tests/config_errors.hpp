@@ -6,7 +6,7 @@
 
 #include "app/config/config.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 
 // The message of the ConfigError that parsing `yaml` throws ("" when it parses).
 inline std::string config_error(const std::string& yaml) {
@@ -37,4 +37,4 @@ inline std::string pipeline_with(const std::string& source) {
   return "pipelines:\n  orders:\n    source: " + source + "\n";
 }
 
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -6,7 +6,7 @@
 #include "app/config/config.hpp"
 #include "app/config/tests/config_errors.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using connectors::http_api::JsonPath;
@@ -83,4 +83,4 @@ TEST(ParseHttpSourceErrors, EachNamesTheKeyAndTheLine) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -12,7 +12,7 @@
 #include "app/config/config.hpp"
 #include "app/config/tests/config_errors.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using ::testing::ElementsAre;
@@ -77,4 +77,4 @@ TEST(ConfigLargeList, AnAliasedValueIsInterpolatedOnce) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -6,7 +6,7 @@
 #include "app/config/config.hpp"
 #include "app/config/tests/config_errors.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using ::testing::HasSubstr;
@@ -123,4 +123,4 @@ TEST(ParseNatsSource, ItsCapabilitiesAndPartitions) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -6,7 +6,7 @@
 #include "app/config/config.hpp"
 #include "app/config/tests/config_errors.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using ::testing::StartsWith;
@@ -86,4 +86,4 @@ TEST(ParsePostgresSource, EachRuleIsAnErrorNamingTheKeyAndLine) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using std::chrono::hours;
@@ -21,6 +21,13 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
+using pipeline::built_in_transaction_entity;
+using pipeline::ExtraFields;
+using pipeline::FieldSpec;
+using pipeline::FieldType;
+using pipeline::format_duration;
+using pipeline::kDefaultMaxTextLength;
+using pipeline::parse_rejection_limit;
 
 // A valid pipeline to which tests append one faulty line or block.
 constexpr const char* kPipelineHead =
@@ -1164,4 +1171,4 @@ TEST(LoadConfig, ADirectoryIsNamedAsOne) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

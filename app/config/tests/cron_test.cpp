@@ -8,7 +8,7 @@
 
 #include "app/config/cron.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app::config {
 namespace {
 
 using namespace std::chrono;
@@ -54,4 +54,4 @@ TEST(CronExpressionTest, MalformedExpressionsNameTheField) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app::config

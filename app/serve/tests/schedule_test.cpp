@@ -15,22 +15,22 @@ TimePoint at(int y, unsigned m, unsigned d, int hour, int minute, int second = 0
 }
 
 // A cron schedule as the config gives it: parsed once, with its text.
-pipeline::WrittenCron cron(const std::string& text) {
+app::config::WrittenCron cron(const std::string& text) {
   std::string error;
-  return {pipeline::CronExpression::parse(text, error).value(), text};
+  return {app::config::CronExpression::parse(text, error).value(), text};
 }
 
 // The config refuses it, so that serve never sees it.
 TEST(CronExpressionTest, AnImpossibleDateIsAConfigError) {
-  EXPECT_THROW(pipeline::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
+  EXPECT_THROW(app::config::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
                                       "    schedule: {cron: \"0 0 30 2 *\"}\n",
                                       "config.yaml"),
-               pipeline::ConfigError);
+               app::config::ConfigError);
 }
 
 TEST(ScheduleTest, EveryFiresAtStartThenEachIntervalAndMissedTicksCoalesce) {
-  pipeline::ScheduleConfig config;
-  config.every = pipeline::WrittenDuration{5min, "5m"};
+  app::config::ScheduleConfig config;
+  config.every = app::config::WrittenDuration{5min, "5m"};
   const Schedule schedule("transactions", config);
   const TimePoint start = at(2024, 5, 1, 10, 0);
   EXPECT_EQ(schedule.first(start), start);
@@ -40,7 +40,7 @@ TEST(ScheduleTest, EveryFiresAtStartThenEachIntervalAndMissedTicksCoalesce) {
 }
 
 TEST(ScheduleTest, CronMissedTicksCoalesceIntoTheNextMatchAfterNow) {
-  pipeline::ScheduleConfig config;
+  app::config::ScheduleConfig config;
   config.cron = cron("*/5 * * * *");
   const Schedule schedule("transactions", config);
   const TimePoint tick = at(2024, 5, 1, 10, 0);
@@ -52,7 +52,7 @@ TEST(ScheduleTest, CronMissedTicksCoalesceIntoTheNextMatchAfterNow) {
 // it, not `every 20000ms`, nor `every 1m` for `60s`.
 TEST(ScheduleTest, DescribeStatesEveryAsTheConfigWritesIt) {
   const auto every = [](std::string_view text) {
-    const auto parsed = pipeline::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
+    const auto parsed = app::config::parse_config("pipelines:\n  p:\n    source: {path: in.csv}\n"
                                                "    schedule: {every: " + std::string(text) + "}\n",
                                                "config.yaml");
     return Schedule("p", *parsed.pipelines.at("p").schedule).describe();
@@ -62,7 +62,7 @@ TEST(ScheduleTest, DescribeStatesEveryAsTheConfigWritesIt) {
   }
   EXPECT_EQ(pipeline::format_duration(61s), "61s");
   EXPECT_EQ(pipeline::format_duration(1500ms), "1500ms");
-  pipeline::ScheduleConfig config;
+  app::config::ScheduleConfig config;
   config.cron = cron("*/5 * * * *");
   EXPECT_EQ(Schedule("transactions", config).describe(), "cron \"*/5 * * * *\" (UTC)");
 }

@@ -7,10 +7,13 @@
 #include "app/config/tests/config_errors.hpp"
 #include "app/wiring/sinks.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app {
 namespace {
 
 using ::testing::HasSubstr;
+using config::config_error;
+using config::ConfigError;
+using config::parse_config;
 
 // A pipeline whose destination (line 5) the tests write.
 std::string with_destination(const std::string& destination) {
@@ -98,4 +101,4 @@ TEST(NatsSinkConfig, TheSinkGetsTheRelaysTimeoutsAndRedeliveryHorizon) {
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app

@@ -17,11 +17,11 @@ namespace {
 using ::testing::HasSubstr;
 
 // One source of each kind SourceOptions holds.
-std::vector<pipeline::SourceConfig> one_source_of_each_kind() {
-  std::vector<pipeline::SourceConfig> sources;
+std::vector<app::config::SourceConfig> one_source_of_each_kind() {
+  std::vector<app::config::SourceConfig> sources;
   [&]<std::size_t... kind>(std::index_sequence<kind...>) {
-    (sources.push_back({pipeline::SourceOptions(std::in_place_index<kind>)}), ...);
-  }(std::make_index_sequence<std::variant_size_v<pipeline::SourceOptions>>());
+    (sources.push_back({app::config::SourceOptions(std::in_place_index<kind>)}), ...);
+  }(std::make_index_sequence<std::variant_size_v<app::config::SourceOptions>>());
   return sources;
 }
 
@@ -31,12 +31,12 @@ TEST(Registry, EveryConfigKindHasAFactory) {
     EXPECT_TRUE(source_check(source)) << source.kind();
   }
   const auto factories = sink_factories();
-  ASSERT_EQ(factories.size(), std::variant_size_v<pipeline::DestinationOptions>);
+  ASSERT_EQ(factories.size(), std::variant_size_v<app::config::DestinationOptions>);
   for (const auto& factory : factories) EXPECT_TRUE(factory);
-  std::vector<pipeline::DestinationConfig> destinations;
+  std::vector<app::config::DestinationConfig> destinations;
   [&]<std::size_t... kind>(std::index_sequence<kind...>) {
-    (destinations.push_back({.options = pipeline::DestinationOptions(std::in_place_index<kind>)}), ...);
-  }(std::make_index_sequence<std::variant_size_v<pipeline::DestinationOptions>>());
+    (destinations.push_back({.options = app::config::DestinationOptions(std::in_place_index<kind>)}), ...);
+  }(std::make_index_sequence<std::variant_size_v<app::config::DestinationOptions>>());
   for (const auto& destination : destinations) EXPECT_TRUE(destination_check(destination)) << destination.kind();
 }
 
@@ -46,7 +46,7 @@ TEST(Registry, TheFileFactoryOpensTheConfiguredFile) {
     std::ofstream out(path);
     out << "transaction_id,source_revision,amount\nt1,1,1.00\n";
   }
-  const pipeline::SourceConfig config{connectors::file::FileSourceOptions{.path = path.string(), .format = pipeline::Format::kCsv}};
+  const app::config::SourceConfig config{connectors::file::FileSourceOptions{.path = path.string(), .format = connectors::file::Format::kCsv}};
   const auto source = source_factory(config)(config, pipeline::built_in_transaction_entity());
   ASSERT_NE(source, nullptr);
   std::vector<pipeline::DecodedRecord> records;

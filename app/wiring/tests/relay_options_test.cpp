@@ -10,8 +10,10 @@
 
 #include "app/config/config.hpp"
 
-namespace tidemark::pipeline {
+namespace tidemark::app {
 namespace {
+
+using config::parse_config;
 
 // A valid pipeline to which tests append one faulty line or block.
 constexpr const char* kPipelineHead =
@@ -31,10 +33,10 @@ TEST(ParseConfig, ADestinationMayHaveAWindowOfItsOwn) {
   const auto& destinations = config.pipelines.at("transactions").destinations;
   EXPECT_EQ(destinations.at(0).max_in_flight, std::optional<std::size_t>(8));
   EXPECT_EQ(destinations.at(1).max_in_flight, std::nullopt);
-  const auto options = app::relay_options(config);
+  const auto options = relay_options(config);
   EXPECT_EQ(options.config.max_in_flight, 64u);
   EXPECT_EQ(options.windows, (std::map<std::string, std::size_t>{{"slow", 8}}));
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline
+}  // namespace tidemark::app

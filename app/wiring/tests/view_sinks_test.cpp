@@ -5,22 +5,27 @@
 #include "app/wiring/options.hpp"
 #include "pipeline/views/account_balance.hpp"
 
-namespace tidemark::pipeline::views {
+namespace tidemark::app {
 namespace {
 
+using config::Config;
+using config::ConfigError;
+using config::PipelineConfig;
+using pipeline::views::kAccountBalance;
+
 TEST(ViewSinks, AConfigNamingAnUnknownViewIsAConfigErrorBeforeAnyConnection) {
-  Config config;
-  PipelineConfig pipeline;
-  pipeline.name = "orders";
-  pipeline.destinations = {{kAccountBalance, pipeline::ViewDestinationOptions{}},
-                           {"monthly_totals", pipeline::ViewDestinationOptions{}}};
-  config.pipelines["orders"] = pipeline;
+  Config loaded;
+  PipelineConfig orders;
+  orders.name = "orders";
+  orders.destinations = {{kAccountBalance, config::ViewDestinationOptions{}},
+                           {"monthly_totals", config::ViewDestinationOptions{}}};
+  loaded.pipelines["orders"] = orders;
   // An unreachable database: the name check must come first.
-  EXPECT_THAT([&] { app::make_view_sinks(config, "postgresql://nobody@127.0.0.1:1/none"); },
+  EXPECT_THAT([&] { make_view_sinks(loaded, "postgresql://nobody@127.0.0.1:1/none"); },
               testing::ThrowsMessage<ConfigError>(testing::HasSubstr(
                   "destination 'monthly_totals' is of kind view, but tidemark has no such view "
                   "(account_balance, daily_totals)")));
 }
 
 }  // namespace
-}  // namespace tidemark::pipeline::views
+}  // namespace tidemark::app

@@ -28,7 +28,7 @@ namespace tidemark::connectors::http {
 namespace {
 
 using namespace std::chrono_literals;
-using pipeline::ConfigError;
+using app::config::ConfigError;
 using pipeline::DeliveryResult;
 using pipeline::OutboxEvent;
 using testing::ServerCertificate;
@@ -244,7 +244,7 @@ std::string config_yaml(const std::string& url, const std::string& ca_file) {
 
 std::string config_error(const std::string& yaml) {
   try {
-    pipeline::parse_config(yaml, "config.yaml");
+    app::config::parse_config(yaml, "config.yaml");
   } catch (const ConfigError& error) {
     return error.what();
   }
@@ -257,7 +257,7 @@ TEST(RelayTls, CaFileMustBeAReadableFileAndOnlyForHttps) {
   const auto missing = (folder.path() / "missing.pem").string();
   const std::string key = "config.yaml:9: pipelines.p.destinations[0].ca_file: ";
 
-  const auto config = pipeline::parse_config(config_yaml("https://h/e", bundle.string()), "config.yaml");
+  const auto config = app::config::parse_config(config_yaml("https://h/e", bundle.string()), "config.yaml");
   EXPECT_EQ(config.pipelines.at("p").destinations.at(0).get_if<connectors::http::HttpDestinationOptions>()->ca_file,
             bundle.string());
   EXPECT_EQ(config_error(config_yaml("https://h/e", missing)),
@@ -288,7 +288,7 @@ TEST(RelayTls, RelayDeliversOverHttpsAndRecordsARefusedCertificateAsLastError) {
                          ", ca_file: " + ca.ca_file().string() + "}\n"
                      "      - {name: untrusted, kind: http, url: " + receiver.url() + ", secret_env: " + kSecretEnv +
                          "}\n");
-  const auto config = pipeline::load_config(config_file);
+  const auto config = app::config::load_config(config_file);
   TestDatabase db;
   db.scalar(
       "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) VALUES "

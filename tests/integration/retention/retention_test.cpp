@@ -60,7 +60,7 @@ std::string run_row(const TestDatabase& db, const std::string& pipeline, const s
 
 Options options_with_chunk(std::int64_t chunk) {
   Options options;
-  options.redelivery = redelivery(pipeline::RelayConfig{});
+  options.redelivery = redelivery(app::config::RelayConfig{});
   options.chunk = chunk;
   return options;
 }

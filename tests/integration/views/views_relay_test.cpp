@@ -25,6 +25,10 @@ namespace tidemark::pipeline::views {
 namespace {
 
 using namespace std::chrono_literals;
+using app::config::Config;
+using app::config::PipelineConfig;
+using app::config::RelayConfig;
+using app::config::ViewDestinationOptions;
 using testing::query_rows;
 using testing::Rows;
 using testing::TempDir;

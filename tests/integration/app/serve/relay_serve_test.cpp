@@ -37,7 +37,7 @@ class RelayInServeTest : public ::testing::Test {
                              ", secret_env: " + kSecretEnv + "}\n" +
                              "relay: {base_delay: 10ms, max_delay: 50ms}\n";
     ServeOptions options;
-    options.config = pipeline::parse_config(yaml, "relay-serve-test.yaml");
+    options.config = app::config::parse_config(yaml, "relay-serve-test.yaml");
     options.database_url = db_.url();
     options.listen = "127.0.0.1:0";
     service_ = std::make_unique<Service>(std::move(options));

@@ -138,7 +138,7 @@ class ServeApiTest : public ::testing::Test {
     if (!destinations.empty()) yaml += "    destinations: " + destinations + "\n";
     yaml += extra_yaml_;
     ServeOptions options;
-    options.config = pipeline::parse_config(yaml, "serve-test.yaml");
+    options.config = app::config::parse_config(yaml, "serve-test.yaml");
     options.database_url = db_.url();
     options.listen = "127.0.0.1:0";
     options.api.webhook_key = key();
@@ -1021,7 +1021,7 @@ TEST_F(ServeApiTest, ThePipelineListSaysWhenTheScheduleRunsNext) {
 TEST_F(ServeApiTest, AStopAskedBeforeServeRunsEndsItWithoutWaitingForTheSchedule) {
   write_source(directory_ / "in.csv", 10);
   ServeOptions options;
-  options.config = pipeline::parse_config("pipelines:\n  transactions:\n    source: {path: " +
+  options.config = app::config::parse_config("pipelines:\n  transactions:\n    source: {path: " +
                                               (directory_ / "in.csv").string() + "}\n    schedule: {cron: \"0 3 1 1 *\"}\n",
                                           "serve-test.yaml");
   options.database_url = db_.url();

@@ -56,7 +56,7 @@ class ServeConsoleApiTest : public ::testing::Test {
     const std::string yaml = "pipelines:\n  p:\n    source: {path: " + source.string() + "}\n" +
                              "    destinations:\n      - {name: ledger, kind: http, url: " + receiver_.url() +
                              ", secret_env: " + kSecretEnv + "}\n";
-    config_ = pipeline::parse_config(yaml, "console-api-test.yaml");
+    config_ = app::config::parse_config(yaml, "console-api-test.yaml");
     pipeline::run_pipeline(testing::file_request(db_, "p", source));
     ASSERT_EQ(db_.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'"), "4");
   }
@@ -119,7 +119,7 @@ class ServeConsoleApiTest : public ::testing::Test {
   TestDatabase db_;
   TempDir dir_;
   TestReceiver receiver_{kSecret};
-  pipeline::Config config_;
+  app::config::Config config_;
   std::unique_ptr<Service> service_;
   std::thread thread_;
   unsigned short port_ = 0;

@@ -31,7 +31,7 @@ class ServeConsolePageTest : public ::testing::Test {
   void SetUp() override {
     const auto source = dir_.write("in.csv", "transaction_id,source_revision,amount\n");
     ServeOptions options;
-    options.config = pipeline::parse_config("pipelines:\n  p:\n    source: {path: " + source.string() + "}\n",
+    options.config = app::config::parse_config("pipelines:\n  p:\n    source: {path: " + source.string() + "}\n",
                                             "console-page-test.yaml");
     options.database_url = db_.url();
     options.listen = "127.0.0.1:0";

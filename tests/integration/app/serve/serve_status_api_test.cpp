@@ -60,7 +60,7 @@ class ServeStatusApiTest : public ::testing::Test {
         "    destinations:\n      - {name: ledger, kind: http, url: http://127.0.0.1:9/x, secret_env: SOME_VAR}\n"
         "  b:\n    source: {path: " + (directory_ / "b.csv").string() + "}\n";
     ServeOptions options;
-    options.config = pipeline::parse_config(yaml, "serve-status-test.yaml");
+    options.config = app::config::parse_config(yaml, "serve-status-test.yaml");
     options.database_url = db_.url();
     options.listen = "127.0.0.1:0";
     options.api.webhook_key = key();

@@ -41,7 +41,7 @@ class ServeUrlRedactionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ServeOptions options;
-    options.config = pipeline::parse_config(
+    options.config = app::config::parse_config(
         "pipelines:\n  h:\n    source: {kind: http, url: \"" + kSourceUrl + "\", records: data, next: {link_header: next}}\n",
         "url-redaction-test.yaml");
     options.database_url = db_.url();

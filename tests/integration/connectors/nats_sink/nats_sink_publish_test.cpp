@@ -88,7 +88,7 @@ TEST_F(NatsSinkPublish, PublishesThePayloadToTheKeysSubjectWithTheIdempotencyKey
 TEST_F(NatsSinkPublish, TheSameEventTwiceIsStoredOnceAndCountedAsADuplicate) {
   ASSERT_TRUE(setup_stream(connection(), kStream, kSubject, kHorizon).created);
   // Through the wiring, as relay and serve build it: the counter is the exported family.
-  const auto config = pipeline::parse_config(
+  const auto config = app::config::parse_config(
       "pipelines:\n  p:\n    source: {path: in.csv}\n    destinations:\n"
       "      - {name: bus, kind: nats, servers: [" + server_.url() + "], subject: " + kSubject + ", stream: " +
           kStream + "}\n"
