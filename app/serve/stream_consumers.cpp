@@ -42,8 +42,8 @@ struct Backoff {
 
 }  // namespace
 
-StreamConsumers::StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics)
-    : config_(config), database_url_(std::move(database_url)), metrics_(metrics) {}
+StreamConsumers::StreamConsumers(const pipeline::Config& config, pipeline::db::Database& database, PipelineMetrics& metrics)
+    : config_(config), database_(database), metrics_(metrics) {}
 
 StreamConsumers::~StreamConsumers() {
   request_stop();
@@ -80,7 +80,7 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
   const pipeline::LeaseSettings settings{nats.owner_timeout, nats.rebalance_interval};
   std::vector<pipeline::RunRequest> requests = partition_requests(pipeline, config_.entity(pipeline.entity));
   for (pipeline::RunRequest& request : requests) {
-    request.database_url = database_url_;
+    request.database = &database_;
     request.trigger = to_string(pipeline::Trigger::kStream);
     request.stop_requested = &stopping_;
     request.on_batch = [this, &name](const pipeline::BatchReport& report) { metrics_.run_batch(name, report); };
@@ -91,9 +91,9 @@ void StreamConsumers::consume(const pipeline::PipelineConfig& pipeline) {
     try {
       // The worker's heartbeat runs on its own thread from here until the worker ends, which
       // frees its partitions for the other workers at once.
-      pipeline::PartitionWorker worker(database_url_, name, nats.partitions, settings);
+      pipeline::PartitionWorker worker(database_, name, nats.partitions, settings);
       connectors::nats::Connection streams(nats.servers);
-      const auto checkpoints = pipeline::db::connect(database_url_);
+      const auto checkpoints = database_.connect();
       std::vector<pipeline::PartitionLease> owned;
       Clock::time_point next_balance{};
       while (!stopping_) {

@@ -17,12 +17,13 @@
 
 #include "app/config/config.hpp"
 #include "app/serve/pipeline_metrics.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::app::serve {
 
 class StreamConsumers {
  public:
-  StreamConsumers(const pipeline::Config& config, std::string database_url, PipelineMetrics& metrics);
+  StreamConsumers(const pipeline::Config& config, pipeline::db::Database& database, PipelineMetrics& metrics);
   // Stops (request_stop) and waits for the runs in hand to end.
   ~StreamConsumers();
   StreamConsumers(const StreamConsumers&) = delete;
@@ -39,7 +40,7 @@ class StreamConsumers {
   bool wait(std::chrono::milliseconds delay);
 
   const pipeline::Config& config_;
-  std::string database_url_;
+  pipeline::db::Database& database_;
   PipelineMetrics& metrics_;
   std::atomic<bool> stopping_{false};  // also the runs' RunRequest::stop_requested
   std::mutex mutex_;

@@ -1,12 +1,11 @@
 #include "pipeline/store/commit_session.hpp"
 
-#include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
-CommitSessions::CommitSessions(std::string url, std::string pipeline, std::string create_stage)
-    : url_(std::move(url)), pipeline_(std::move(pipeline)), create_stage_(std::move(create_stage)) {}
+CommitSessions::CommitSessions(db::Database& database, std::string pipeline, std::string create_stage)
+    : database_(database), pipeline_(std::move(pipeline)), create_stage_(std::move(create_stage)) {}
 
 CommitSessions::~CommitSessions() {
   if (leases_) return;
@@ -29,7 +28,7 @@ void CommitSessions::use_two() {
 pqxx::connection& CommitSessions::session(std::size_t index) {
   std::unique_ptr<pqxx::connection>& connection = sessions_.at(index);
   if (!connection || !connection->is_open()) {
-    connection = db::connect(url_);
+    connection = database_.connect();
     try {
       if (leases_) {
         leases_->register_session(*connection);

@@ -9,12 +9,12 @@
 
 namespace tidemark::pipeline {
 
-Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
+Committer::Committer(db::Database& database, std::string pipeline, std::string source, std::vector<std::string> destinations,
                      db::RetryPolicy retry, PositionOrder precedes, const EntityDeclaration& entity)
     : pipeline_(std::move(pipeline)),
       retry_(retry),
       writer_(pipeline_, std::move(source), destinations, std::move(precedes), entity),
-      sessions_(std::move(url), pipeline_, writer_.create_stage()) {}
+      sessions_(database, pipeline_, writer_.create_stage()) {}
 
 Committer::~Committer() {
   dry_run_.reset();  // rolls the dry run back; the sessions release the locks after, on the idle connections
