@@ -1,5 +1,6 @@
 #include "pipeline/store/commit_session.hpp"
 
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -64,7 +65,7 @@ void CommitSessions::forget_if_lost(std::size_t index) {
 
 void CommitSessions::fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const {
   const auto rows = txn.exec_params(std::string(sql::kCommitFenceRun), run_id);
-  const std::string status = rows.empty() ? "gone" : rows[0][0].c_str();
+  const std::string status = rows.empty() ? "gone" : db::Row(rows[0]).text("status");
   if (status == "running") return;
   throw RunEnded("run " + std::to_string(run_id) + " of pipeline " + pipeline_ + " is no longer running (its status is " +
                  status + "): it lost its database sessions, and another run of the pipeline started meanwhile. "

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/failpoint.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
@@ -89,8 +90,10 @@ std::optional<BatchResult> Committer::read_back(std::size_t session_index, std::
   if (rows.empty()) return std::nullopt;
   BatchResult result;
   result.recovered = true;
-  for (std::size_t i = 0; i < kOutcomeCount; ++i) {
-    result.counts.by_outcome[i] = rows[0][static_cast<int>(i)].as<std::uint64_t>();
+  // The ledger's count columns are named as the outcomes are.
+  const db::Row counts(rows[0]);
+  for (const Outcome outcome : kAllOutcomes) {
+    result.counts[outcome] = counts.get<std::uint64_t>(std::string(to_string(outcome)).c_str());
   }
   return result;
 }
