@@ -49,9 +49,9 @@ void register_db_commands(CLI::App& root, int& exit_code) {
   options->add_to(*migrate);
   migrate->callback([&, options] {
     const auto config = options->load_config();
-    const std::string url = options->connect_url(config);
+    const auto connection = options->connect(config);
     std::cout << "migrations applied\n";
-    if (config) ensure_entity_tables(*config, url, [](const std::string& done) { std::cout << done << "\n"; });
+    if (config) ensure_entity_tables(*config, *connection, [](const std::string& done) { std::cout << done << "\n"; });
     exit_code = kExitOk;
   });
 }

@@ -27,6 +27,16 @@ struct QuarantineOptions {
   std::int64_t id = 0;
 };
 
+// A row of `quarantine list` (sql/cli/quarantine_list.sql), as it prints: text, "" for NULL.
+struct QuarantineListRow {
+  std::string id, pipeline, reason, transaction_id, revision, position, detail, released_as;
+
+  static QuarantineListRow read(const pipeline::db::Row& row) {
+    return {row.text("id"), row.text("pipeline"), row.text("reason"), row.text("transaction_id"),
+            row.text("revision"), row.text("position"), row.text("detail"), row.text("released_as")};
+  }
+};
+
 std::string current_user() {
   if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') return user;
   if (const passwd* entry = getpwuid(geteuid())) return entry->pw_name;
@@ -96,9 +106,10 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
         options->pipeline, options->all, options->limit);
     std::cout << "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail"
               << (options->all ? "\treleased_as" : "") << "\n";
-    for (const auto& row : rows) {
-      std::cout << row[0].c_str();
-      for (int column = 1; column < (options->all ? 8 : 7); ++column) std::cout << "\t" << row[column].c_str();
+    for (const QuarantineListRow& entry : pipeline::db::read_all<QuarantineListRow>(rows)) {
+      std::cout << entry.id << "\t" << entry.pipeline << "\t" << entry.reason << "\t" << entry.transaction_id << "\t"
+                << entry.revision << "\t" << entry.position << "\t" << entry.detail;
+      if (options->all) std::cout << "\t" << entry.released_as;
       std::cout << "\n";
     }
     std::cerr << rows.size() << " record(s)\n";

@@ -226,7 +226,7 @@ struct Committed {
 int run_command(const RunOptions& options, Committed& committed) {
   const auto config = options.database.load_config();
   PlannedRun planned = build_request(options, config);
-  const std::string database_url = options.database.connect_url(config);
+  pipeline::db::Database database(options.database.connect_url(config));
   // A bar on a terminal; the per-batch log lines otherwise. Created before the run's threads.
   // The bar measures bytes of files: a partitioned source logs its batches instead.
   const std::unique_ptr<ProgressBar> bar =
@@ -236,7 +236,7 @@ int run_command(const RunOptions& options, Committed& committed) {
   std::atomic<bool> stop{false};
   int stop_signal = 0;
   for (pipeline::RunRequest& request : planned.requests) {
-    request.database_url = database_url;
+    request.database = &database;
     request.on_batch = [&committed](const pipeline::BatchReport& batch) {
       committed.counts += batch.counts;
       ++committed.batches;
@@ -263,7 +263,7 @@ int run_command(const RunOptions& options, Committed& committed) {
   if (partitioned_source && !options.dry_run) {
     const app::config::SourceConfig& source = planned.source;
     worker = std::make_unique<pipeline::PartitionWorker>(
-        database_url, options.pipeline, source.partition_count(),
+        database, options.pipeline, source.partition_count(),
         pipeline::LeaseSettings{source.owner_timeout(), source.rebalance_interval()});
     std::vector<pipeline::RunRequest> owned;
     for (const pipeline::PartitionLease& lease : worker->balance()) {

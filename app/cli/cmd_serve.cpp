@@ -66,9 +66,12 @@ void register_serve_command(CLI::App& root, int& exit_code) {
       spdlog::warn("TIDEMARK_API_TOKEN is not set: the /v1 read and release endpoints answer anyone who can connect "
                    "to {}", serve_options.listen);
     }
-    serve_options.database_url = options->database.connect_url(config);
-    // Before serving: a table that cannot hold its entity stops serve here (exit 2), not each run.
-    ensure_entity_tables(*config, serve_options.database_url, [](const std::string& done) { spdlog::info("{}", done); });
+    {
+      auto migrated = options->database.resolve(config, /*create_embedded=*/true);
+      serve_options.database_url = std::move(migrated.url);
+      // Before serving: a table that cannot hold its entity stops serve here (exit 2), not each run.
+      ensure_entity_tables(*config, *migrated.connection, [](const std::string& done) { spdlog::info("{}", done); });
+    }
     serve_options.config = std::move(*config);
     block_stop_signals();  // before the service starts its threads
     serve::Service service(std::move(serve_options));

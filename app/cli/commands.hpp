@@ -44,6 +44,13 @@ struct DatabaseOptions {
   // command's own statements (one connection per command).
   std::unique_ptr<pqxx::connection> connect(const std::optional<app::config::Config>& config) const;
   std::unique_ptr<pqxx::connection> connect_existing(const std::optional<app::config::Config>& config) const;
+  // Both: the URL (for serve's components) and the connection that applied the migrations
+  // (for what serve does before it starts: its entity tables).
+  struct Resolved {
+    std::string url;
+    std::unique_ptr<pqxx::connection> connection;  // migrated
+  };
+  Resolved resolve(const std::optional<app::config::Config>& config, bool create_embedded) const;
   // For `check`: connects once to the database the others would use, creating, starting and
   // migrating nothing, and hands that connection to `inspect` when given (read-only checks).
   // Returns where the URL came from; UsageError when it cannot be reached.
@@ -57,11 +64,6 @@ struct DatabaseOptions {
     std::string source;  // where the URL came from, for messages
   };
   Location locate(const std::optional<app::config::Config>& config, Embedded embedded) const;
-  struct Resolved {
-    std::string url;
-    std::unique_ptr<pqxx::connection> connection;  // migrated
-  };
-  Resolved resolve(const std::optional<app::config::Config>& config, bool create_embedded) const;
 };
 
 // UsageError unless the embedded cluster under $TIDEMARK_HOME has been created; names the
@@ -72,7 +74,7 @@ void require_embedded_cluster(const pipeline::cluster::Cluster& cluster);
 // "The table": `migrate --config` and `serve` at its start do, `check` never does) and tells
 // `report` what it did to each ("entity orders: table orders created"). A table that cannot
 // hold its declaration is a configuration error: a UsageError (exit 2) with the message.
-void ensure_entity_tables(const app::config::Config& config, const std::string& url,
+void ensure_entity_tables(const app::config::Config& config, pqxx::connection& connection,
                           const std::function<void(const std::string& done)>& report);
 
 // Each sets `exit_code` from its callback; errors propagate as exceptions to main, which

@@ -32,14 +32,13 @@ std::string listed(const std::vector<std::string>& names) {
 
 }  // namespace
 
-void ensure_entity_tables(const app::config::Config& config, const std::string& url,
+void ensure_entity_tables(const app::config::Config& config, pqxx::connection& connection,
                           const std::function<void(const std::string& done)>& report) {
   if (config.entities.empty()) return;
-  auto connection = pipeline::db::connect(url);
   for (const auto& [name, entity] : config.entities) {
     pipeline::db::EntityTableChanges changes;
     try {
-      changes = pipeline::db::ensure_entity_table(*connection, entity);
+      changes = pipeline::db::ensure_entity_table(connection, entity);
     } catch (const pipeline::db::EntitySchemaError& error) {
       throw UsageError(error.what());
     }

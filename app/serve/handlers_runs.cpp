@@ -18,6 +18,7 @@
 #include "connectors/http/signature.hpp"
 #include "pipeline/core/json_value.hpp"
 #include "pipeline/core/validate.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::app::serve {
@@ -195,7 +196,8 @@ HttpResponse list_pipelines(ApiContext& context, const HttpRequest&, const Route
               ? boost::json::value(pipeline::format_timestamp(
                     std::chrono::duration_cast<std::chrono::microseconds>(state.next_scheduled->time_since_epoch()).count()))
               : boost::json::value(nullptr);
-      const auto stored = boost::json::parse(txn.exec_params1(std::string(sql::kServePipelineStatus), name)[0].c_str());
+      const auto stored = boost::json::parse(
+          pipeline::db::Row(txn.exec_params1(std::string(sql::kServePipelineStatus), name)).text("document"));
       for (const auto& [key, value] : stored.as_object()) entry[key] = value;
       for (auto& checkpoint : entry["checkpoints"].as_array()) status::redact_urls_shown(checkpoint.as_object());
       list.push_back(std::move(entry));

@@ -213,7 +213,7 @@ bool RunQueue::idle() {
 RunQueue::Attempt RunQueue::execute(Slot& slot, const QueuedRun& run) {
   const std::string& name = slot.config->name;
   pipeline::RunRequest request = request_from_config(*slot.config, config_.entity(slot.config->entity));
-  request.database_url = pool_.url();
+  request.database = &pool_;
   request.trigger = to_string(run.trigger);
   request.run_id = run.run_id;
   request.replay = run.replay;

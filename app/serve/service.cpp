@@ -63,7 +63,7 @@ struct Service::Impl {
         pool(options.database_url),
         pipeline_metrics(options.config, pool, metrics),
         runs(options.config, pool, pipeline_metrics, io),
-        streams(options.config, options.database_url, pipeline_metrics, io),
+        streams(options.config, pool, pipeline_metrics, io),
         api(options.config, runs, pool, metrics, pipeline_metrics, api_options()),
         workers(options.worker_threads),
         server(io, workers, options.listen,

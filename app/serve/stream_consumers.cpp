@@ -68,7 +68,7 @@ struct StreamConsumers::Consumer {
         consumer_backoff(settings.rebalance_interval),
         timer(consumers.io_) {
     for (pipeline::RunRequest& request : requests) {
-      request.database_url = consumers.database_url_;
+      request.database = &consumers.database_;
       request.trigger = to_string(app::config::Trigger::kStream);
       request.stop_requested = &consumers.stopping_;
       request.on_batch = [this](const pipeline::BatchReport& report) {
@@ -143,10 +143,9 @@ asio::awaitable<void> StreamConsumers::Consumer::wait(std::chrono::milliseconds 
 }
 
 void StreamConsumers::Consumer::connect() {
-  const std::string& url = consumers.database_url_;
-  worker.emplace(url, consumed.name, nats.partitions, settings);
+  worker.emplace(consumers.database_, consumed.name, nats.partitions, settings);
   streams.emplace(nats.servers);
-  checkpoints = pipeline::db::connect(url);
+  checkpoints = consumers.database_.connect();
   owned.clear();
   next_balance = {};
 }
@@ -201,9 +200,9 @@ void StreamConsumers::Consumer::poll() {
   }
 }
 
-StreamConsumers::StreamConsumers(const app::config::Config& config, std::string database_url, PipelineMetrics& metrics,
-                                 asio::io_context& io)
-    : config_(config), database_url_(std::move(database_url)), metrics_(metrics), io_(io) {}
+StreamConsumers::StreamConsumers(const app::config::Config& config, pipeline::db::Database& database,
+                                 PipelineMetrics& metrics, asio::io_context& io)
+    : config_(config), database_(database), metrics_(metrics), io_(io) {}
 
 StreamConsumers::~StreamConsumers() {
   request_stop();

@@ -19,6 +19,7 @@
 
 #include "app/config/config.hpp"
 #include "app/serve/pipeline_metrics.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace boost::asio {
 class io_context;
@@ -30,8 +31,8 @@ namespace tidemark::app::serve {
 class StreamConsumers {
  public:
   // The consumers run on `io`, which must outlive them (they end before io.run() returns).
-  StreamConsumers(const app::config::Config& config, std::string database_url, PipelineMetrics& metrics,
-                  boost::asio::io_context& io);
+  StreamConsumers(const app::config::Config& config, pipeline::db::Database& database,
+                  PipelineMetrics& metrics, boost::asio::io_context& io);
   // Stops (request_stop) and waits for the blocking work in hand to end.
   ~StreamConsumers();
   StreamConsumers(const StreamConsumers&) = delete;
@@ -47,7 +48,7 @@ class StreamConsumers {
   struct Consumer;
 
   const app::config::Config& config_;
-  std::string database_url_;
+  pipeline::db::Database& database_;
   PipelineMetrics& metrics_;
   boost::asio::io_context& io_;
   std::atomic<bool> stopping_{false};  // also the runs' RunRequest::stop_requested

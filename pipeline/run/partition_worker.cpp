@@ -5,18 +5,16 @@
 #include <memory>
 #include <utility>
 
-#include "pipeline/store/pg/database.hpp"
-
 namespace tidemark::pipeline {
 
-PartitionWorker::PartitionWorker(std::string database_url, std::string pipeline, int partitions,
+PartitionWorker::PartitionWorker(db::Database& database, std::string pipeline, int partitions,
                                  LeaseSettings settings)
-    : database_url_(std::move(database_url)),
+    : database_(database),
       leases_(new_worker_id(), std::move(pipeline), partitions, settings) {
   // The heartbeat's session is recorded as the worker's from the start, so the worker counts
   // as alive exactly while its process holds it (or another of its sessions): when the process
   // dies, its partitions are free at once, not after the owner timeout.
-  auto connection = db::connect(database_url_);
+  auto connection = database_.connect();
   leases_.register_session(*connection);
   heartbeat_ = std::thread([this, connection = std::move(connection)]() mutable { beat(std::move(connection)); });
 }
@@ -29,14 +27,21 @@ PartitionWorker::~PartitionWorker() {
   wake_.notify_all();
   heartbeat_.join();
   try {
-    leases_.release_all(*db::connect(database_url_));
+    // A connection of its own: release_all reports no failure, so a stale pooled one (after a
+    // server restart) would keep the partitions until the owner timeout without a retry.
+    leases_.release_all(*database_.connect());
   } catch (const std::exception& error) {
     spdlog::warn("worker {}: could not free its partitions ({}); the others take them after the owner timeout",
                  leases_.worker_id(), error.what());
   }
 }
 
-std::vector<PartitionLease> PartitionWorker::balance() { return leases_.balance(*db::connect(database_url_)); }
+std::vector<PartitionLease> PartitionWorker::balance() {
+  std::vector<PartitionLease> owned;
+  database_.with_connection("balancing the partitions of worker " + leases_.worker_id(),
+                            [&](pqxx::connection& connection) { owned = leases_.balance(connection); });
+  return owned;
+}
 
 void PartitionWorker::beat(std::unique_ptr<pqxx::connection> connection) {
   std::unique_lock lock(mutex_);
@@ -44,7 +49,7 @@ void PartitionWorker::beat(std::unique_ptr<pqxx::connection> connection) {
     lock.unlock();
     try {
       if (!connection || !connection->is_open()) {
-        connection = db::connect(database_url_);
+        connection = database_.connect();
         leases_.register_session(*connection);
       } else {
         leases_.heartbeat(*connection);

@@ -12,13 +12,16 @@
 #include <vector>
 
 #include "pipeline/store/partition_lease.hpp"
+#include "pipeline/store/pg/database.hpp"
 
 namespace tidemark::pipeline {
 
 class PartitionWorker {
  public:
   // Sends the first heartbeat before it returns (errors propagate: the database is needed).
-  PartitionWorker(std::string database_url, std::string pipeline, int partitions, LeaseSettings settings = {});
+  // `database` outlives the worker: its heartbeat is a connection of its own (recorded as the
+  // worker's session), its balance runs on the pool's.
+  PartitionWorker(db::Database& database, std::string pipeline, int partitions, LeaseSettings settings = {});
   // Stops the heartbeat and frees the worker's partitions, so that the others take them at
   // their next balance rather than after the owner timeout.
   ~PartitionWorker();
@@ -32,7 +35,7 @@ class PartitionWorker {
  private:
   void beat(std::unique_ptr<pqxx::connection> connection);
 
-  std::string database_url_;
+  db::Database& database_;
   PartitionLeases leases_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -136,7 +136,7 @@ ReleaseResult release_quarantined(db::Database& database, std::int64_t id,
   std::vector<Checked> validated{checker.check(decoded.front())};
   const BatchPlan plan = plan_batch(validated);
 
-  Committer committer(database.url(), pipeline, "quarantine", destinations, retry, nullptr, entity);
+  Committer committer(database, pipeline, "quarantine", destinations, retry, nullptr, entity);
   pqxx::connection& connection = hold_pipeline(committer, database, pipeline, id);
   // Every release of the pipeline's entries holds its lock from here to its end: one that
   // released this entry first has committed by now.
@@ -152,14 +152,14 @@ ReleaseResult release_quarantined(db::Database& database, std::int64_t id,
     // the entry's own, so that the record keeps one open entry when its source is replayed.
     BatchInput batch{decoded, validated, plan, 1, position, std::nullopt, id, released_by, position, source};
     const BatchResult result = committer.commit(batch, QuarantineOrigin{format}, run_id);
-    finish_run(committer.open_connection(), database.url(), run_id, "succeeded", "");
+    finish_run(committer.open_connection(), database, run_id, "succeeded", "");
     Outcome outcome = Outcome::kInvalid;
     for (Outcome o : kAllOutcomes) {
       if (result.counts[o] > 0) outcome = o;
     }
     return {run_id, outcome};
   } catch (const std::exception& error) {
-    finish_run(committer.open_connection(), database.url(), run_id, "failed", error.what());
+    finish_run(committer.open_connection(), database, run_id, "failed", error.what());
     throw;
   }
 }

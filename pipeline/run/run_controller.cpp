@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <exception>
+#include <stdexcept>
 #include <variant>
 
 #include <spdlog/spdlog.h>
@@ -72,11 +73,7 @@ void record_finish(pqxx::connection& connection, std::int64_t run_id, const std:
 
 }  // namespace
 
-void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error) {
-  record_finish(*db::connect(url), run_id, status, error);
-}
-
-void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t run_id, const std::string& status,
+void finish_run(pqxx::connection* healthy, db::Database& database, std::int64_t run_id, const std::string& status,
                 const std::string& error) {
   if (healthy != nullptr) {
     try {
@@ -88,7 +85,9 @@ void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t 
                     broken.what());
     }
   }
-  finish_run(url, run_id, status, error);
+  // Retried: a pooled connection may be stale (the server restarted, which may be why the run failed).
+  database.with_connection("recording the end of run " + std::to_string(run_id),
+                           [&](pqxx::connection& connection) { record_finish(connection, run_id, status, error); });
 }
 
 // A declared entity's table, created or brought up to date (the built-in one's is a migration's).
@@ -157,6 +156,7 @@ std::optional<Position> stored_checkpoint(pqxx::connection& connection, const st
 }
 
 RunSummary run_pipeline(const RunRequest& request) {
+  if (request.database == nullptr) throw std::logic_error("run_pipeline: the request names no database");
   RunSummary summary;
   summary.pipeline = request.pipeline;
   std::unique_ptr<Source> source;
@@ -169,7 +169,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     // The source orders its own positions; its order depends on nothing it reads, so the
     // commit may ask while the reader thread reads ahead.
     committer = std::make_unique<Committer>(
-        request.database_url, request.pipeline, source->identity(), request.destinations, request.retry,
+        *request.database, request.pipeline, source->identity(), request.destinations, request.retry,
         [&source](const Position& earlier, const Position& later) { return source->precedes(earlier, later); },
         request.entity);
     if (request.partition) committer->own_partition(*request.partition->leases, request.partition->lease);
@@ -313,7 +313,7 @@ RunSummary run_pipeline(const RunRequest& request) {
       return summary;
     }
     // On the committer's connection: the run went well, so it is healthy.
-    finish_run(committer->open_connection(), request.database_url, run_id,
+    finish_run(committer->open_connection(), *request.database, run_id,
                summary.stopped_early ? "stopped" : "succeeded", "");
     spdlog::info("pipeline {} run {} {}: {} {}, {}", request.pipeline, run_id,
                  summary.stopped_early ? "stopped (its committed batches are kept)" : "done", summary.batches,
@@ -323,7 +323,7 @@ RunSummary run_pipeline(const RunRequest& request) {
     if (run_id != 0) {
       try {
         // The committer's connection may be the reason the run failed: used only if still open.
-        finish_run(committer ? committer->open_connection() : nullptr, request.database_url, run_id, "failed",
+        finish_run(committer ? committer->open_connection() : nullptr, *request.database, run_id, "failed",
                    error.what());
       } catch (const std::exception& also) {
         spdlog::error("could not record run {} as failed: {}", run_id, also.what());

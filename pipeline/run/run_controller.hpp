@@ -38,7 +38,10 @@ struct PartitionOwnership {
 
 struct RunRequest {
   std::string pipeline;
-  std::string database_url;
+  // The database the run loads into; it outlives the run. The commit's sessions are
+  // connections of its own (CommitSessions), the run's end is recorded on one of its pool's
+  // when those are gone (finish_run).
+  db::Database* database = nullptr;
   std::function<std::unique_ptr<Source>()> open_source;  // opened once the lock is held
   // The entity the pipeline loads; its source decodes its fields (record_layout). A declared
   // entity's table is created or brought up to date before the run starts
@@ -110,11 +113,10 @@ void ensure_table(pqxx::connection& connection, const EntityDeclaration& entity)
 // process as failed; for a partition, with the partition's lease held, the runs of the
 // pipeline's dead workers, and records the run as its worker's.
 std::int64_t start_run(pqxx::connection& connection, const RunRequest& request);
-// Records the end of a run ("succeeded", "stopped" or "failed"), on a connection of its own.
-void finish_run(const std::string& url, std::int64_t run_id, const std::string& status, const std::string& error);
-// The same on `healthy` (the run's own connection, null when it is gone), and on a fresh
-// connection only when there is none or it fails: a run opens no second connection to end.
-void finish_run(pqxx::connection* healthy, const std::string& url, std::int64_t run_id, const std::string& status,
+// Records the end of a run ("succeeded", "stopped" or "failed") on `healthy` (the run's own
+// connection, null when it is gone), and on a connection of `database`'s pool only when there
+// is none or it fails (retried by its policy): a run opens no second connection to end.
+void finish_run(pqxx::connection* healthy, db::Database& database, std::int64_t run_id, const std::string& status,
                 const std::string& error);
 
 }  // namespace tidemark::pipeline

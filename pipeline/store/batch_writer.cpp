@@ -8,6 +8,7 @@
 #include "pipeline/store/outbox.hpp"
 #include "pipeline/store/pg/copy_writer.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 #include "sql/statements.hpp"
@@ -81,11 +82,16 @@ BatchResult BatchWriter::apply(pqxx::transaction_base& txn, const BatchInput& ba
   BatchResult result;
   if (!plan.versions.empty()) {
     const auto rows = txn.exec_params(apply_batch_, pipeline_, destinations_literal_);
+    // A row per version of the batch: each column is looked up by its name once per result,
+    // not once per row (as db::Row would).
+    const auto ord = rows.column_number("ord");
+    const auto verdict = rows.column_number("verdict");
+    const auto outbox_rows = rows.column_number("outbox_rows");
     for (const auto& row : rows) {
-      const auto v = row[0].as<std::size_t>();
-      verdicts[v] = outcome_from_string(row[1].c_str());
-      result.outbox_rows = row[2].as<std::uint64_t>();
-      if (verdicts[v] == Outcome::kConflict) stored_rows[v] = stored_row(row);
+      const auto v = row[ord].as<std::size_t>();
+      verdicts[v] = outcome_from_string(row[verdict].c_str());
+      result.outbox_rows = row[outbox_rows].as<std::uint64_t>();
+      if (verdicts[v] == Outcome::kConflict) stored_rows[v] = stored_row(row, outbox_rows + 1);
     }
   }
   result.outcomes = resolve_outcomes(plan, verdicts);
@@ -131,7 +137,7 @@ void BatchWriter::record(pqxx::transaction_base& txn, const BatchInput& batch, c
     // Never backwards, by the source's own order: the stored row is locked, so nothing can
     // move it between the comparison and the write.
     const auto stored = txn.exec_params(std::string(sql::kCommitLockCheckpoint), pipeline_, source_);
-    if (stored.empty() || precedes_(Position{stored[0][0].c_str()}, *batch.end)) {
+    if (stored.empty() || precedes_(Position{db::Row(stored[0]).text("position")}, *batch.end)) {
       txn.exec_params(std::string(sql::kCommitAdvanceCheckpoint), pipeline_, source_, batch.end->text, run_id);
     }
   }
@@ -216,12 +222,11 @@ void BatchWriter::quarantine(pqxx::transaction_base& txn, const BatchInput& batc
   txn.exec(std::string(sql::kCommitQuarantine));
 }
 
-EntityRecord BatchWriter::stored_row(const pqxx::row& row) const {
+EntityRecord BatchWriter::stored_row(const pqxx::row& row, pqxx::row::size_type first_value) const {
   // After (ord, verdict, outbox_rows): each value column of the stored row, canonical.
   EntityRecord stored;
-  constexpr int kFirstValue = 3;
   const auto value = [&](std::size_t column) -> std::optional<std::string> {
-    const pqxx::field field = row[static_cast<int>(kFirstValue + column)];
+    const pqxx::field field = row[static_cast<pqxx::row::size_type>(first_value + column)];
     if (field.is_null()) return std::nullopt;
     return std::string(field.c_str(), field.size());
   };

@@ -56,8 +56,9 @@ class BatchWriter {
   void quarantine(pqxx::transaction_base& txn, const BatchInput& batch, const QuarantineOrigin& origin,
                   std::int64_t run_id, const BatchResult& result,
                   const std::vector<std::optional<EntityRecord>>& stored_rows) const;
-  // The stored row the apply statement returns beside a conflict verdict.
-  EntityRecord stored_row(const pqxx::row& row) const;
+  // The stored row the apply statement returns beside a conflict verdict, its value columns
+  // from `first_value` on (they have no names: one per declared field).
+  EntityRecord stored_row(const pqxx::row& row, pqxx::row::size_type first_value) const;
   // A conflicting record's detail: what it conflicts with (the other record's position, or
   // the stored row) and each field that differs, with both values.
   std::string conflict_detail(const BatchInput& batch, const std::vector<std::optional<EntityRecord>>& stored_rows,

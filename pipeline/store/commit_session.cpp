@@ -1,12 +1,12 @@
 #include "pipeline/store/commit_session.hpp"
 
-#include "pipeline/store/pg/database.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
-CommitSessions::CommitSessions(std::string url, std::string pipeline, std::string create_stage)
-    : url_(std::move(url)), pipeline_(std::move(pipeline)), create_stage_(std::move(create_stage)) {}
+CommitSessions::CommitSessions(db::Database& database, std::string pipeline, std::string create_stage)
+    : database_(database), pipeline_(std::move(pipeline)), create_stage_(std::move(create_stage)) {}
 
 CommitSessions::~CommitSessions() {
   if (leases_) return;
@@ -29,7 +29,7 @@ void CommitSessions::use_two() {
 pqxx::connection& CommitSessions::session(std::size_t index) {
   std::unique_ptr<pqxx::connection>& connection = sessions_.at(index);
   if (!connection || !connection->is_open()) {
-    connection = db::connect(url_);
+    connection = database_.connect();
     try {
       if (leases_) {
         leases_->register_session(*connection);
@@ -65,7 +65,7 @@ void CommitSessions::forget_if_lost(std::size_t index) {
 
 void CommitSessions::fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const {
   const auto rows = txn.exec_params(std::string(sql::kCommitFenceRun), run_id);
-  const std::string status = rows.empty() ? "gone" : rows[0][0].c_str();
+  const std::string status = rows.empty() ? "gone" : db::Row(rows[0]).text("status");
   if (status == "running") return;
   throw RunEnded("run " + std::to_string(run_id) + " of pipeline " + pipeline_ + " is no longer running (its status is " +
                  status + "): it lost its database sessions, and another run of the pipeline started meanwhile. "

@@ -13,6 +13,7 @@
 
 #include "pipeline/core/error.hpp"
 #include "pipeline/store/partition_lease.hpp"
+#include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/pipeline_lock.hpp"
 
 namespace tidemark::pipeline {
@@ -25,8 +26,11 @@ struct RunEnded : tidemark::Error {
 
 class CommitSessions {
  public:
-  // `create_stage` is the entity's stage DDL, run on each session when it connects.
-  CommitSessions(std::string url, std::string pipeline, std::string create_stage);
+  // `create_stage` is the entity's stage DDL, run on each session when it connects. Each
+  // session is a connection of its own (Database::connect, not pooled): it holds a session
+  // lock or a worker's registration, and its stage table, for as long as the run lasts.
+  // `database` outlives the sessions.
+  CommitSessions(db::Database& database, std::string pipeline, std::string create_stage);
   ~CommitSessions();  // releases the pipeline's locks
   CommitSessions(const CommitSessions&) = delete;
   CommitSessions& operator=(const CommitSessions&) = delete;
@@ -59,7 +63,7 @@ class CommitSessions {
  private:
   void fence_run(pqxx::transaction_base& txn, std::int64_t run_id) const;
 
-  std::string url_;
+  db::Database& database_;
   std::string pipeline_;
   std::string create_stage_;
   const PartitionLeases* leases_ = nullptr;  // set by own_partition

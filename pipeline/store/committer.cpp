@@ -5,16 +5,17 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/failpoint.hpp"
+#include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline {
 
-Committer::Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
+Committer::Committer(db::Database& database, std::string pipeline, std::string source, std::vector<std::string> destinations,
                      db::RetryPolicy retry, PositionOrder precedes, const EntityDeclaration& entity)
     : pipeline_(std::move(pipeline)),
       retry_(retry),
       writer_(pipeline_, std::move(source), destinations, std::move(precedes), entity),
-      sessions_(std::move(url), pipeline_, writer_.create_stage()),
+      sessions_(database, pipeline_, writer_.create_stage()),
       mode_(std::make_unique<CommitEachBatch>(pipeline_, retry_, writer_, sessions_)) {}
 
 Committer::~Committer() {
@@ -105,8 +106,10 @@ std::optional<BatchResult> CommitEachBatch::read_back(std::size_t session_index,
   if (rows.empty()) return std::nullopt;
   BatchResult result;
   result.recovered = true;
-  for (std::size_t i = 0; i < kOutcomeCount; ++i) {
-    result.counts.by_outcome[i] = rows[0][static_cast<int>(i)].as<std::uint64_t>();
+  // The ledger's count columns are named as the outcomes are.
+  const db::Row counts(rows[0]);
+  for (const Outcome outcome : kAllOutcomes) {
+    result.counts[outcome] = counts.get<std::uint64_t>(std::string(to_string(outcome)).c_str());
   }
   return result;
 }

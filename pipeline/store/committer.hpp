@@ -146,8 +146,9 @@ class Committer {
   // checkpoint a batch advances to never moves it backwards (required to commit a batch with
   // an end position). `entity` is the entity the batches load, through the statements
   // generated from its declaration (pipeline/store/entity_sql.hpp); its table must exist
-  // (the migrations make the built-in one's, ensure_entity_table a declared one's).
-  Committer(std::string url, std::string pipeline, std::string source, std::vector<std::string> destinations,
+  // (the migrations make the built-in one's, ensure_entity_table a declared one's). Its
+  // sessions are connections of `database` (CommitSessions), which outlives it.
+  Committer(db::Database& database, std::string pipeline, std::string source, std::vector<std::string> destinations,
             db::RetryPolicy retry = {}, PositionOrder precedes = nullptr,
             const EntityDeclaration& entity = built_in_transaction_entity());
   ~Committer();  // releases the pipeline's lock

@@ -6,4 +6,4 @@ SELECT json_build_object(
   'checkpoints', (SELECT COALESCE(json_agg(json_build_object('source', source, 'position', position,
                                                              'updated_at', updated_at) ORDER BY source), '[]')
                   FROM checkpoint WHERE pipeline = $1)
-)::text
+)::text AS document

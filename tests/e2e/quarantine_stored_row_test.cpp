@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <boost/json.hpp>
@@ -120,6 +121,54 @@ TEST_F(QuarantineStoredRow, ShowPrintsTheStoredRowOfTheConflictingKey) {
                                    "  amount: 10.50\n"
                                    "  account_id: acct-1\n"
                                    "  occurred_at: 2024-05-01T10:00:00"));
+}
+
+// `quarantine list` prints a header and a tab-separated line per entry, its absent values as
+// '-', and with --all the release outcome as one more column.
+TEST_F(QuarantineStoredRow, ListPrintsATabSeparatedLinePerEntry) {
+  load_transactions();
+  const auto fields = [](const std::string& line) {
+    std::vector<std::string> out(1);
+    for (const char c : line) {
+      if (c == '\t') out.emplace_back();
+      else out.back() += c;
+    }
+    return out;
+  };
+  const auto lines = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::string line;
+    for (const char c : text) {
+      if (c != '\n') line += c;
+      else out.push_back(std::exchange(line, ""));
+    }
+    return out;
+  };
+  const auto listed = tidemark({"quarantine", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.both();
+  const auto open = lines(listed.out);
+  ASSERT_EQ(open.size(), 4u) << listed.out;
+  EXPECT_EQ(open[0], "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail");
+  const auto t9 = fields(open[2]);
+  ASSERT_EQ(t9.size(), 7u) << open[2];
+  EXPECT_EQ(t9[0], entry_of("t9"));
+  EXPECT_EQ(t9[1], "p");
+  EXPECT_EQ(t9[2], "invalid");
+  EXPECT_EQ(t9[3], "t9");
+  EXPECT_EQ(t9[4], "1");
+  EXPECT_FALSE(t9[5].empty());
+  EXPECT_FALSE(t9[6].empty());
+  const auto keyless = fields(open[3]);
+  ASSERT_EQ(keyless.size(), 7u) << open[3];
+  EXPECT_EQ(keyless[3], "-");
+  EXPECT_THAT(listed.err, HasSubstr("3 record(s)"));
+
+  const auto all = tidemark({"quarantine", "list", "--all"});
+  ASSERT_EQ(all.exit_code, 0) << all.both();
+  const auto every = lines(all.out);
+  ASSERT_EQ(every.size(), 4u) << all.out;
+  EXPECT_EQ(every[0], "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail\treleased_as");
+  EXPECT_EQ(fields(every[1]).size(), 8u) << every[1];
 }
 
 TEST_F(QuarantineStoredRow, ShowSaysWhenNoRowIsStoredOrTheRecordHasNoKey) {

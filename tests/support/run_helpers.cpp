@@ -66,7 +66,7 @@ pipeline::RunRequest file_request(const TestDatabase& db, const std::string& pip
                                   connectors::file::Format format) {
   pipeline::RunRequest request;
   request.pipeline = pipeline;
-  request.database_url = db.url();
+  request.database = &db.database();
   request.open_source = [source, format] { return connectors::file::open_file_source(source, format); };
   request.batch_size = batch_size;
   request.replay = replay;

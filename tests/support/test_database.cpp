@@ -75,7 +75,8 @@ TestDatabase::TestDatabase() {
     txn.exec("CREATE DATABASE " + name_);
   }
   url_ = cluster.url(name_);
-  auto connection = pipeline::db::connect(url_);
+  database_ = std::make_unique<pipeline::db::Database>(url_);
+  auto connection = database_->connect();
   pipeline::db::migrate(*connection);
 }
 
@@ -89,7 +90,7 @@ TestDatabase::~TestDatabase() {
   }
 }
 
-std::unique_ptr<pqxx::connection> TestDatabase::connect() const { return pipeline::db::connect(url_); }
+std::unique_ptr<pqxx::connection> TestDatabase::connect() const { return database_->connect(); }
 
 std::string TestDatabase::scalar(const std::string& sql) const {
   pqxx::connection connection(url_);

@@ -10,6 +10,8 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/store/pg/database.hpp"
+
 namespace tidemark::testing {
 
 class TestDatabase {
@@ -21,7 +23,10 @@ class TestDatabase {
 
   const std::string& url() const { return url_; }
   const std::string& name() const { return name_; }
-  // A new connection to this database.
+  // This database as the product's handle (a pool, short retries): what a Committer, a run
+  // request or a partition worker is given.
+  pipeline::db::Database& database() const { return *database_; }
+  // A new connection to this database (Database::connect).
   std::unique_ptr<pqxx::connection> connect() const;
   // Runs a query and returns the first column of the first row as text ("" for NULL).
   std::string scalar(const std::string& sql) const;
@@ -44,6 +49,7 @@ class TestDatabase {
  private:
   std::string name_;
   std::string url_;
+  std::unique_ptr<pipeline::db::Database> database_;
 };
 
 }  // namespace tidemark::testing

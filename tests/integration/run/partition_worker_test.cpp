@@ -2,6 +2,7 @@
 #include "pipeline/run/partition_worker.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -21,7 +22,7 @@ TEST(PartitionWorker, BeatsWhileAliveAndFreesItsPartitionsWhenItEnds) {
   settings.rebalance_interval = std::chrono::milliseconds(20);
   std::string id;
   {
-    PartitionWorker worker(db.url(), "orders", 2, settings);
+    PartitionWorker worker(db.database(), "orders", 2, settings);
     id = worker.leases().worker_id();
     EXPECT_EQ(worker.balance().size(), 2u);
     const auto seen = [&] { return db.scalar("SELECT seen_at FROM tidemark_workers WHERE id = '" + id + "'"); };
@@ -36,6 +37,17 @@ TEST(PartitionWorker, BeatsWhileAliveAndFreesItsPartitionsWhenItEnds) {
   }
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_workers"), "0");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_partitions WHERE owner IS NOT NULL"), "0");
+}
+
+// A worker balances on its database's pool: a balance every rebalance interval opens no
+// connection of its own; the heartbeat's is the one session the worker keeps.
+TEST(PartitionWorker, BalancesOnItsDatabasesPool) {
+  TestDatabase db;
+  db::Database database(db.url());
+  PartitionWorker worker(database, "orders", 2);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(worker.balance().size(), 2u);
+  const std::string ours = TestDatabase::sessions_of(getpid()) + " AND datname = '" + db.name() + "'";
+  EXPECT_TRUE(db.await_sessions(ours, 2)) << "the heartbeat's session and one pooled connection";
 }
 
 }  // namespace

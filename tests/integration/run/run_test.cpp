@@ -280,7 +280,7 @@ TEST_F(RunTest, SummaryCountsEqualTheLedgerAndTheSourceOverSeveralRuns) {
 TEST_F(RunTest, RunOfAPipelineHeldByAnotherCommitterThrowsPipelineBusyNamingTheHolder) {
   const auto path = dir_.write("in.csv", std::string(kHeader) + "tx-1,1,1.00,\ntx-2,1,2.00,\n");
   {
-    Committer holder(db_.url(), "p", "elsewhere", {}, testing::fast_retries());
+    Committer holder(db_.database(), "p", "elsewhere", {}, testing::fast_retries());
     const int holder_pid = holder.connection().backendpid();
     try {
       run_pipeline(file_request(db_, "p", path));

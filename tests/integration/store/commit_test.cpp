@@ -406,8 +406,8 @@ TEST_F(CommitTest, APartitionsBatchCommitsOnlyWhileItsWorkerOwnsThePartition) {
   auto control = db_.connect();
   const auto leases = worker.balance(*control);
   ASSERT_EQ(leases.size(), 2u);
-  Committer first(db_.url(), "p", "ORDERS_0", {"ledger"}, testing::fast_retries(), order);
-  Committer second(db_.url(), "p", "ORDERS_1", {"ledger"}, testing::fast_retries(), order);
+  Committer first(db_.database(), "p", "ORDERS_0", {"ledger"}, testing::fast_retries(), order);
+  Committer second(db_.database(), "p", "ORDERS_1", {"ledger"}, testing::fast_retries(), order);
   first.own_partition(worker, leases[0]);
   second.own_partition(worker, leases[1]);
   RunRequest run;
@@ -434,7 +434,7 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
   const DirectBatch one = direct_batch("tx-1,1,1.00,acct-1,\n");
   const DirectBatch two = direct_batch("tx-2,1,2.00,acct-1,\n");
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the counts below find only ours
-  Committer committer(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  Committer committer(db_.database(), "p", "in", {"ledger"}, testing::fast_retries());
   committer.stage_batches_ahead();
   RunRequest run;
   run.pipeline = "p";
@@ -454,7 +454,7 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
   EXPECT_EQ(query_rows(db_, "SELECT partition_key, sequence, payload->>'transaction_id' FROM outbox ORDER BY id"),
             (Rows{{"acct-1", "1", "tx-1"}, {"acct-1", "2", "tx-2"}}));
 
-  Committer other(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  Committer other(db_.database(), "p", "in", {"ledger"}, testing::fast_retries());
   EXPECT_THROW(other.connection(), PipelineBusy);
   // The first session gone (its lock with it), the second still holds the second lock.
   const std::string sessions = "SELECT string_agg(pid::text, ',') FROM pg_stat_activity "
@@ -464,7 +464,7 @@ TEST_F(CommitTest, BatchesStagedAheadOpenTheirTransactionsOnTwoSessionsThatEachH
   testing::wait_for_tidemark_backends(db_.url(), 1);
   const std::string left = db_.scalar(sessions);
   ASSERT_NE(left, first_pid);
-  Committer after_loss(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  Committer after_loss(db_.database(), "p", "in", {"ledger"}, testing::fast_retries());
   try {
     after_loss.connection();
     ADD_FAILURE() << "a second run took the pipeline while the first run's second session holds it";
@@ -483,7 +483,7 @@ TEST_F(CommitTest, ARunEndedByAnotherWhileItsSessionsWereLostCommitsNoBatchBesid
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the counts below find only ours
   RunRequest run;
   run.pipeline = "p";
-  Committer first_run(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  Committer first_run(db_.database(), "p", "in", {"ledger"}, testing::fast_retries());
   first_run.stage_batches_ahead();
   const std::int64_t first_id = start_run(first_run.connection(), run);
   EXPECT_EQ(counts_text(first_run.commit({one.decoded, one.validated, one.plan, 1, ""}, QuarantineOrigin{"csv"},
@@ -492,7 +492,7 @@ TEST_F(CommitTest, ARunEndedByAnotherWhileItsSessionsWereLostCommitsNoBatchBesid
   EXPECT_EQ(testing::terminate_tidemark_backends(db_), 2);
   testing::wait_for_no_tidemark_backends(db_.url());
 
-  Committer second_run(db_.url(), "p", "in", {"ledger"}, testing::fast_retries());
+  Committer second_run(db_.database(), "p", "in", {"ledger"}, testing::fast_retries());
   second_run.stage_batches_ahead();
   start_run(second_run.connection(), run);
   db_.scalar("SELECT pg_terminate_backend(" + std::to_string(second_run.open_connection()->backendpid()) + ")");
@@ -521,7 +521,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
   const DirectBatch direct = direct_batch("tx-1,1,1.00,acct-1,\ntx-2,1,2.00,acct-1,\nbad,1,1e3,,\n", "direct.csv");
 
   testing::wait_for_no_tidemark_backends(db_.url());  // so that the terminate below finds only ours
-  Committer committer(db_.url(), "p", "direct", {"ledger"}, testing::fast_retries(),
+  Committer committer(db_.database(), "p", "direct", {"ledger"}, testing::fast_retries(),
                       [](const Position& earlier, const Position& later) {
                         return connectors::file::FilePosition::parse(earlier) < connectors::file::FilePosition::parse(later);
                       });
@@ -556,7 +556,7 @@ TEST_F(CommitTest, RetryOfABatchWhoseLedgerRowExistsIsReadBackNotAppliedAgain) {
 // the store. Here a source that counts down ("9" comes before "8"): a text or number order
 // would keep "9" against "8" and let "10" through.
 TEST_F(CommitTest, CheckpointMovesOnlyWhereTheSourcesOwnOrderSaysForward) {
-  Committer committer(db_.url(), "p", "countdown", {}, testing::fast_retries(),
+  Committer committer(db_.database(), "p", "countdown", {}, testing::fast_retries(),
                       [](const Position& earlier, const Position& later) {
                         return std::stoi(later.text) < std::stoi(earlier.text);
                       });

@@ -107,7 +107,7 @@ TEST(ValidatorAgainstPostgres, EveryAcceptedRecordIsStoredWithoutADataErrorAndRe
   ASSERT_GT(validated.size(), 2000u) << "the generators should produce many valid records";
 
   const BatchPlan plan = plan_batch(validated);
-  Committer committer(db.url(), "differential", "generated", {});
+  Committer committer(db.database(), "differential", "generated", {});
   const std::int64_t run_id = std::stoll(db.scalar(
       "INSERT INTO runs (pipeline, trigger, mode, status) VALUES ('differential', 'cli', 'resume', 'running') "
       "RETURNING id"));

@@ -71,7 +71,7 @@ class PostgresSourceTest : public ::testing::Test {
                            std::size_t batch_size = 2) {
     pipeline::RunRequest request;
     request.pipeline = pipeline;
-    request.database_url = target_.url();
+    request.database = &target_.database();
     request.entity = orders_entity();
     request.batch_size = batch_size;
     request.retry = testing::fast_retries();
