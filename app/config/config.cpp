@@ -429,6 +429,14 @@ class Parser {
     return text;
   }
 
+  std::string http_url(const Entry& entry) const {
+    auto url = string_value(entry);
+    if (!url.starts_with("http://") && !url.starts_with("https://")) {
+      fail_value(entry, "a URL starting with http:// or https://");
+    }
+    return url;
+  }
+
   std::string env_var_name(const Entry& entry) const {
     auto name = string_value(entry);
     if (!is_env_var_name(name)) fail_value(entry, "the name of an environment variable");
@@ -1026,12 +1034,7 @@ class Parser {
     static const std::vector<Field<HttpSourceOptions>> schema = {
         read_elsewhere<HttpSourceOptions>("kind"),
         {"url",
-         [](Parser& parser, const Entry& url, HttpSourceOptions& http) {
-           http.url = parser.string_value(url);
-           if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
-             parser.fail_value(url, "a URL starting with http:// or https://");
-           }
-         },
+         [](Parser& parser, const Entry& url, HttpSourceOptions& http) { http.url = parser.http_url(url); },
          true},
         // An ndjson page's records and next cursor are checked against its format after the reading.
         {"records",
@@ -1374,12 +1377,7 @@ const std::vector<DestinationDescriptor>& destination_descriptors() {
       Parser::destination_kind<HttpDestinationOptions>(
           "http", {.windowed = true},
           {{"url",
-            [](Parser& parser, const Entry& url, HttpDestinationOptions& http) {
-              http.url = parser.string_value(url);
-              if (!http.url.starts_with("http://") && !http.url.starts_with("https://")) {
-                parser.fail_value(url, "a URL starting with http:// or https://");
-              }
-            },
+            [](Parser& parser, const Entry& url, HttpDestinationOptions& http) { http.url = parser.http_url(url); },
             true},
            {"secret_env",
             [](Parser& parser, const Entry& secret_env, HttpDestinationOptions& http) {
