@@ -7,7 +7,7 @@
 
 #include "app/cli/commands.hpp"
 #include "app/cli/number_check.hpp"
-#include "app/wiring/run_request.hpp"
+#include "app/wiring/registry.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "pipeline/store/pg/row.hpp"
 #include "pipeline/run/quarantine_release.hpp"

@@ -25,7 +25,7 @@ struct RelayCommandOptions {
   bool all_dead = false;
 };
 
-void print_table(const std::vector<pipeline::relay::OutboxEntry>& entries) {
+void print_table(const std::vector<pipeline::OutboxEntry>& entries) {
   std::cout << "id\tdestination\tstatus\tattempts\tnext_attempt_at\tdelivered_at\tidempotency_key\tlast_error\n";
   for (const auto& entry : entries) {
     std::cout << entry.id << '\t' << entry.destination << '\t' << entry.status << '\t' << entry.attempts << '\t'
@@ -91,11 +91,11 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
   list->add_option("--limit", options->limit, "At most this many rows (default 100)")->check(whole_number());
   list->callback([&, options] {
     auto connection = options->database.connect_existing(options->database.load_config());
-    pipeline::relay::OutboxFilter filter;
+    pipeline::OutboxFilter filter;
     if (!options->status.empty()) filter.status = options->status;
     if (!options->destination.empty()) filter.destination = options->destination;
     filter.limit = static_cast<std::size_t>(options->limit);
-    const auto entries = pipeline::relay::list_outbox(*connection, filter);
+    const auto entries = pipeline::list_outbox(*connection, filter);
     print_table(entries);
     std::cerr << entries.size() << " event(s)\n";
     exit_code = kExitOk;
@@ -111,8 +111,8 @@ void register_relay_commands(CLI::App& root, int& exit_code) {
     if (id_option->count() == 0 && !options->all_dead) throw UsageError("outbox retry needs an event ID or --all-dead");
     auto connection = options->database.connect(options->database.load_config());
     if (options->all_dead) {
-      std::cout << pipeline::relay::retry_dead_outbox_events(*connection) << " dead event(s) re-driven\n";
-    } else if (pipeline::relay::retry_outbox_event(*connection, options->id)) {
+      std::cout << pipeline::retry_dead_outbox_events(*connection) << " dead event(s) re-driven\n";
+    } else if (pipeline::retry_outbox_event(*connection, options->id)) {
       std::cout << "outbox event " << options->id << " re-driven\n";
     } else {
       throw UsageError("outbox event " + std::to_string(options->id) +

@@ -21,7 +21,7 @@ boost::json::value text_or_null(const std::string& text) {
 
 // One event as the API answers it: next_attempt_at while it waits or is dead, delivered_at
 // once delivered (null otherwise), as `outbox list` prints them.
-boost::json::object event_document(const pipeline::relay::OutboxEntry& entry) {
+boost::json::object event_document(const pipeline::OutboxEntry& entry) {
   return boost::json::object{
       {"id", entry.id},
       {"destination", entry.destination},
@@ -42,7 +42,7 @@ boost::json::object event_document(const pipeline::relay::OutboxEntry& entry) {
 
 HttpResponse list_outbox(ApiContext& context, const HttpRequest& request, const Route&) {
   const auto url = boost::urls::parse_origin_form(request.target);
-  pipeline::relay::OutboxFilter filter;
+  pipeline::OutboxFilter filter;
   filter.limit = kDefaultOutboxLimit;
   for (const auto& param : url->params()) {
     if (param.key == "status") {
@@ -68,12 +68,12 @@ HttpResponse list_outbox(ApiContext& context, const HttpRequest& request, const 
                                      "\" (expected status, destination, limit, after_id)");
     }
   }
-  std::vector<pipeline::relay::OutboxEntry> entries;
+  std::vector<pipeline::OutboxEntry> entries;
   context.pool.with_connection("reading the outbox", [&](pqxx::connection& connection) {
     // One event more than the limit tells whether another page follows.
-    pipeline::relay::OutboxFilter probe = filter;
+    pipeline::OutboxFilter probe = filter;
     ++probe.limit;
-    entries = pipeline::relay::list_outbox(connection, probe);
+    entries = pipeline::list_outbox(connection, probe);
   });
   const bool more = entries.size() > filter.limit;
   if (more) entries.pop_back();
@@ -96,13 +96,13 @@ HttpResponse retry_outbox_event(ApiContext& context, const HttpRequest&, const R
   const auto event_id = positive_integer(id);
   if (!event_id) return error_response(404, "no outbox event " + id);
   bool revived = false;
-  std::optional<pipeline::relay::OutboxEntry> event;
+  std::optional<pipeline::OutboxEntry> event;
   context.pool.with_connection("re-driving an outbox event", [&](pqxx::connection& connection) {
     // Once committed, the revival stands: should the read below fail and the pool run this
     // again, the event is pending by then, and the answer is still this revival's 200.
     // The retry wakes serve's relay: it delivers the event at once, not at its next poll.
-    if (!revived) revived = pipeline::relay::retry_outbox_event(connection, *event_id, pipeline::relay::RetryScope::kDeadOnly);
-    event = pipeline::relay::find_outbox_event(connection, *event_id);
+    if (!revived) revived = pipeline::retry_outbox_event(connection, *event_id, pipeline::RetryScope::kDeadOnly);
+    event = pipeline::find_outbox_event(connection, *event_id);
   });
   if (!event) return error_response(404, "no outbox event " + id);
   if (!revived) {

@@ -10,7 +10,7 @@
 #include "app/serve/api.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/status/status.hpp"
-#include "app/wiring/run_request.hpp"
+#include "app/wiring/registry.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/run/quarantine_release.hpp"
 #include "pipeline/store/pg/row.hpp"

@@ -1,13 +1,16 @@
 #include "app/wiring/registry.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 #include <variant>
 
 #include "app/wiring/sinks.hpp"
+#include "connectors/file/file_record_decoder.hpp"
 #include "connectors/file/file_source.hpp"
 #include "connectors/postgres/postgres_source.hpp"
 #include "connectors/http_api/http_source.hpp"
+#include "connectors/http_api/record_decoder.hpp"
 #include "connectors/nats/nats_source.hpp"
 #include "pipeline/core/validate.hpp"
 #include "pipeline/views/registry.hpp"
@@ -18,11 +21,16 @@ namespace tidemark::app {
 
 namespace {
 
-// How a source kind opens and what `check` asks of it, in the order of SourceOptions'
-// alternatives (app::config::SourceConfig): one line per kind.
+// How a source kind opens, what `check` asks of it and how a release decodes what it
+// quarantined, in the order of SourceOptions' alternatives (app::config::SourceConfig): one
+// line per kind.
 struct SourceWiring {
   SourceFactory open;
   SourceCheck check = [](const app::config::SourceConfig&) { return std::vector<std::string>{}; };
+  // The stored formats (pipeline::Source::format) that `decoder` decodes. A kind that stores a
+  // format another kind declares names none: the two decode it alike.
+  std::vector<std::string_view> formats = {};
+  const pipeline::RecordDecoder* decoder = nullptr;
 };
 
 // A factory that hands `open` the options of its own kind.
@@ -47,27 +55,53 @@ std::vector<std::string> check_postgres_source(const app::config::SourceConfig& 
 }
 
 const std::vector<SourceWiring>& source_wirings() {
+  static const connectors::file::FileRecordDecoder file_decoder;
+  static const connectors::http_api::HttpRecordDecoder http_decoder;
   static const std::vector<SourceWiring> wirings = {
-      {opening<connectors::file::FileSourceOptions>([](const auto& file, const auto& entity) {
-        return connectors::file::open_file_source(file.path, file.format, file.settle, layout_of(entity),
-                                                  file.on_change);
-      })},
-      // Rows decode through the quarantine's decoder: a release decodes a row's raw JSON
-      // object exactly as the run did.
-      {opening<connectors::postgres::Options>([](const auto& postgres, const auto& entity) {
+      {.open = opening<connectors::file::FileSourceOptions>([](const auto& file, const auto& entity) {
+         return connectors::file::open_file_source(file.path, file.format, file.settle, layout_of(entity),
+                                                   file.on_change);
+       }),
+       .formats = {connectors::file::to_string(connectors::file::Format::kCsv),
+                   connectors::file::to_string(connectors::file::Format::kJsonl)},
+       .decoder = &file_decoder},
+      // Rows are stored as JSON Lines (the file decoder's) and decode through the quarantine's
+      // decoder: a release decodes a row's raw JSON object exactly as the run did.
+      {.open = opening<connectors::postgres::Options>([](const auto& postgres, const auto& entity) {
          return connectors::postgres::open_postgres_source(postgres, entity, quarantine_decoder());
        }),
-       check_postgres_source},
-      {opening<connectors::http_api::HttpSourceOptions>([](const auto& http, const auto& entity) {
-        return connectors::http_api::open_http_source(http, layout_of(entity));
-      })},
-      // One partition: nats.partition, set per partition by partition_requests.
-      {opening<connectors::nats::NatsSourceOptions>([](const auto& nats, const auto& entity) {
-        return connectors::nats::open_nats_partition(nats, layout_of(entity));
-      })},
+       .check = check_postgres_source},
+      {.open = opening<connectors::http_api::HttpSourceOptions>([](const auto& http, const auto& entity) {
+         return connectors::http_api::open_http_source(http, layout_of(entity));
+       }),
+       .formats = {connectors::http_api::kRecordFormat},
+       .decoder = &http_decoder},
+      // One partition: nats.partition, set per partition by partition_requests. A message is
+      // stored as one JSON object, the http source's format.
+      {.open = opening<connectors::nats::NatsSourceOptions>([](const auto& nats, const auto& entity) {
+         return connectors::nats::open_nats_partition(nats, layout_of(entity));
+       })},
   };
   return wirings;
 }
+
+// A release decodes a quarantined record with the decoder of the kind that declares its stored format.
+class DecoderByFormat final : public pipeline::RecordDecoder {
+ public:
+  pipeline::DecodedRecord decode(std::string_view format, std::string_view decode_context, std::string_view raw,
+                                 const std::string& origin, const pipeline::RecordLayout& layout) const override {
+    for (const SourceWiring& wiring : source_wirings()) {
+      if (std::ranges::find(wiring.formats, format) != wiring.formats.end()) {
+        return wiring.decoder->decode(format, decode_context, raw, origin, layout);
+      }
+    }
+    pipeline::DecodedRecord undecodable;
+    undecodable.raw = std::string(raw);
+    undecodable.position.file = origin;
+    undecodable.decode_error = "no source kind decodes the stored format '" + std::string(format) + "'";
+    return undecodable;
+  }
+};
 
 const SourceWiring& source_wiring(const app::config::SourceConfig& source) {
   const auto& wirings = source_wirings();
@@ -122,6 +156,11 @@ const std::vector<SinkWiring>& sink_wirings() {
 const SourceFactory& source_factory(const app::config::SourceConfig& source) { return source_wiring(source).open; }
 
 const SourceCheck& source_check(const app::config::SourceConfig& source) { return source_wiring(source).check; }
+
+const pipeline::RecordDecoder& quarantine_decoder() {
+  static const DecoderByFormat decoder;
+  return decoder;
+}
 
 const DestinationCheck& destination_check(const app::config::DestinationConfig& destination) {
   const auto& wirings = sink_wirings();

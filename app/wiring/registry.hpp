@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "app/config/config.hpp"
+#include "pipeline/core/record_decoder.hpp"
 #include "pipeline/core/source.hpp"
 #include "pipeline/relay/relay.hpp"
 
@@ -43,6 +44,9 @@ using DestinationCheck =
 // The factory of `source`'s kind; every kind the config admits has one.
 const SourceFactory& source_factory(const app::config::SourceConfig& source);
 const SourceCheck& source_check(const app::config::SourceConfig& source);
+// The decoder a quarantine release decodes stored records with: the decoder of the source kind
+// that declares the record's stored format, so that it decodes exactly as the run did.
+const pipeline::RecordDecoder& quarantine_decoder();
 // What `check` asks of `destination`'s environment: its kind's check.
 const DestinationCheck& destination_check(const app::config::DestinationConfig& destination);
 

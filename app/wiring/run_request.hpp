@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "app/config/config.hpp"
-#include "pipeline/core/record_decoder.hpp"
 #include "pipeline/run/run_controller.hpp"
 
 namespace tidemark::app {
@@ -18,9 +17,5 @@ pipeline::RunRequest request_from_config(const app::config::PipelineConfig& conf
 // partitions in order, each its own source, checkpoint and run), else the one request.
 std::vector<pipeline::RunRequest> partition_requests(const app::config::PipelineConfig& config,
                                                      const pipeline::EntityDeclaration& entity);
-
-// The decoder a quarantine release decodes stored records with (the file connector's: every
-// quarantined record was read by a file source).
-const pipeline::RecordDecoder& quarantine_decoder();
 
 }  // namespace tidemark::app

@@ -142,7 +142,7 @@ void BatchWriter::record(pqxx::transaction_base& txn, const BatchInput& batch, c
     }
   }
   // Wakes the relays that LISTEN (pipeline/relay): PostgreSQL delivers it at the commit.
-  if (result.outbox_rows > 0) relay::notify_relays(txn);
+  if (result.outbox_rows > 0) notify_relays(txn);
 }
 
 void BatchWriter::quarantine(pqxx::transaction_base& txn, const BatchInput& batch, const QuarantineOrigin& origin,

@@ -5,7 +5,7 @@
 #include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
-namespace tidemark::pipeline::relay {
+namespace tidemark::pipeline {
 
 std::vector<OutboxEntry> list_outbox(pqxx::connection& connection, const OutboxFilter& filter) {
   pqxx::read_transaction txn(connection);
@@ -63,4 +63,4 @@ std::size_t retry_dead_outbox_events(pqxx::connection& connection) {
   return static_cast<std::size_t>(rows.affected_rows());
 }
 
-}  // namespace tidemark::pipeline::relay
+}  // namespace tidemark::pipeline

@@ -9,7 +9,7 @@
 
 #include <pqxx/pqxx>
 
-namespace tidemark::pipeline::relay {
+namespace tidemark::pipeline {
 
 // The channel a commit that wrote outbox rows NOTIFYs, and that a serving relay LISTENs on.
 inline constexpr char kOutboxChannel[] = "tidemark_outbox";
@@ -55,4 +55,4 @@ bool retry_outbox_event(pqxx::connection& connection, std::int64_t id, RetryScop
 // Re-drives every dead event and wakes the relays; returns how many.
 std::size_t retry_dead_outbox_events(pqxx::connection& connection);
 
-}  // namespace tidemark::pipeline::relay
+}  // namespace tidemark::pipeline

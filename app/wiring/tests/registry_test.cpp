@@ -11,6 +11,9 @@
 #include <utility>
 #include <variant>
 
+#include "pipeline/core/entity.hpp"
+#include "pipeline/core/validate.hpp"
+
 namespace tidemark::app {
 namespace {
 
@@ -52,6 +55,27 @@ TEST(Registry, TheFileFactoryOpensTheConfiguredFile) {
   std::vector<pipeline::DecodedRecord> records;
   EXPECT_EQ(source->read(records, 10, 1 << 20), 1u);
   std::filesystem::remove(path);
+}
+
+// A release decodes a quarantined record with the decoder of the kind that stored it: each
+// stored format reaches its own decoder, and one no kind declares is a decode error naming it.
+TEST(Registry, TheQuarantineDecoderDecodesEachStoredFormatWithItsKindsDecoder) {
+  const pipeline::RecordLayout layout = pipeline::record_layout(pipeline::built_in_transaction_entity());
+  const auto amount = [&](const pipeline::DecodedRecord& record) {
+    EXPECT_FALSE(record.decode_error) << *record.decode_error;
+    const auto& field = record.field(*layout.index("amount"));
+    return field ? field->text : std::string("(absent)");
+  };
+  const pipeline::RecordDecoder& decoder = quarantine_decoder();
+  EXPECT_EQ(amount(decoder.decode("csv", "transaction_id,source_revision,amount", "t1,1,1.50", "in.csv", layout)),
+            "1.50");
+  const std::string object = R"({"transaction_id": "t1", "source_revision": 1, "amount": 2.25})";
+  EXPECT_EQ(amount(decoder.decode("jsonl", "", object, "in.jsonl", layout)), "2.25");
+  EXPECT_EQ(amount(decoder.decode("json", "", object, "https://api.example/orders", layout)), "2.25");
+  const pipeline::DecodedRecord unknown = decoder.decode("parquet", "", "t1", "in.parquet", layout);
+  ASSERT_TRUE(unknown.decode_error);
+  EXPECT_EQ(*unknown.decode_error, "no source kind decodes the stored format 'parquet'");
+  EXPECT_EQ(unknown.raw, "t1");
 }
 
 }  // namespace

@@ -92,7 +92,7 @@ class CommitTest : public ::testing::Test {
 class OutboxNotifications : public pqxx::notification_receiver {
  public:
   explicit OutboxNotifications(pqxx::connection& connection)
-      : pqxx::notification_receiver(connection, relay::kOutboxChannel) {}
+      : pqxx::notification_receiver(connection, kOutboxChannel) {}
   void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
   std::vector<std::string> payloads;
 };
@@ -105,7 +105,7 @@ TEST_F(CommitTest, ABatchThatWritesOutboxRowsNotifiesTheRelaysAtItsCommitAndOneT
   OutboxNotifications notifications(*connection);
   EXPECT_EQ(counts_text(send(kStored).counts), "inserted 1");
   EXPECT_EQ(counts_text(send(kStored).counts), "unchanged 1");
-  db_.scalar("SELECT 'sent' FROM (SELECT pg_notify('" + std::string(relay::kOutboxChannel) + "', 'marker')) n");
+  db_.scalar("SELECT 'sent' FROM (SELECT pg_notify('" + std::string(kOutboxChannel) + "', 'marker')) n");
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (notifications.payloads.size() < 2 && std::chrono::steady_clock::now() < deadline) {
     connection->await_notification(1, 0);

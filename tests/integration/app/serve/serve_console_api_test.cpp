@@ -176,11 +176,11 @@ TEST_F(ServeConsoleApiTest, RetryRevivesADeadEventWhichTheRelayThenDeliversAndOn
 
   // A serving relay listens for the commit path's NOTIFY; a retry wakes it the same way.
   auto listener = db_.connect();
-  pqxx::nontransaction(*listener).exec(std::string("LISTEN ") + pipeline::relay::kOutboxChannel);
+  pqxx::nontransaction(*listener).exec(std::string("LISTEN ") + pipeline::kOutboxChannel);
 
   const HttpAnswer revived = retry(id);
   ASSERT_EQ(revived.status, 200) << revived.body;
-  EXPECT_EQ(listener->await_notification(30, 0), 1) << "the retry did not NOTIFY " << pipeline::relay::kOutboxChannel;
+  EXPECT_EQ(listener->await_notification(30, 0), 1) << "the retry did not NOTIFY " << pipeline::kOutboxChannel;
   const auto event = boost::json::parse(revived.body).as_object();
   EXPECT_EQ(event.at("id").to_number<std::int64_t>(), first);
   EXPECT_EQ(event.at("status").as_string(), "pending");
