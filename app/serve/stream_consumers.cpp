@@ -13,9 +13,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/wiring/registry.hpp"
 #include "app/wiring/run_request.hpp"
-#include "connectors/nats/connection.hpp"
-#include "connectors/nats/nats_source.hpp"
 #include "pipeline/async/offload.hpp"
 #include "pipeline/core/backoff.hpp"
 #include "pipeline/run/partition_worker.hpp"
@@ -61,8 +60,7 @@ struct StreamConsumers::Consumer {
   Consumer(StreamConsumers& consumers, const app::config::PipelineConfig& consumed)
       : consumers(consumers),
         consumed(consumed),
-        nats(std::get<connectors::nats::NatsSourceOptions>(consumed.source.options)),
-        settings{nats.owner_timeout, nats.rebalance_interval},
+        settings{consumed.source.owner_timeout(), consumed.source.rebalance_interval()},
         requests(partition_requests(consumed, consumers.config_.entity(consumed.entity))),
         partition_backoff(requests.size(), Backoff(settings.rebalance_interval)),
         consumer_backoff(settings.rebalance_interval),
@@ -80,20 +78,20 @@ struct StreamConsumers::Consumer {
   static asio::awaitable<void> consume(Consumer* consumer);
   // Waits `delay` on the timer, or until the stop cancels it.
   asio::awaitable<void> wait(std::chrono::milliseconds delay);
-  // Blocking, on a consumer thread: the worker (its heartbeat from here until it ends) and
-  // the connections to the streams and to the checkpoints.
+  // Blocking, on a consumer thread: the worker (its heartbeat from here until it ends), the
+  // watcher of the partitions and the connection to the checkpoints.
   void connect();
-  // Blocking, on a consumer thread: balances when due, then runs each owned partition whose
-  // stream holds news.
+  // Blocking, on a consumer thread: balances when due, then runs each owned partition that
+  // holds news.
   void poll();
+  // A run of the partition `name` failed: it is tried again after its backoff.
+  void run_failed(const std::string& name, Backoff& backoff, const std::exception& error);
   // Blocking, on a consumer thread: the worker ends, which frees its partitions for the
   // other workers at once.
   void disconnect();
 
   StreamConsumers& consumers;
   const app::config::PipelineConfig& consumed;
-  // The consumer watches the partitions' streams for news: nats is the one partitioned kind.
-  const connectors::nats::NatsSourceOptions& nats;
   const pipeline::LeaseSettings settings;
   std::vector<pipeline::RunRequest> requests;
   std::vector<Backoff> partition_backoff;
@@ -101,7 +99,7 @@ struct StreamConsumers::Consumer {
   asio::steady_timer timer;  // on the io_context: the poll's and the backoff's waits
   // While connected.
   std::optional<pipeline::PartitionWorker> worker;
-  std::optional<connectors::nats::Connection> streams;
+  std::unique_ptr<pipeline::PartitionWatcher> watcher;
   std::unique_ptr<pqxx::connection> checkpoints;
   std::vector<pipeline::PartitionLease> owned;
   Clock::time_point next_balance{};
@@ -143,8 +141,8 @@ asio::awaitable<void> StreamConsumers::Consumer::wait(std::chrono::milliseconds 
 }
 
 void StreamConsumers::Consumer::connect() {
-  worker.emplace(consumers.database_, consumed.name, nats.partitions, settings);
-  streams.emplace(nats.servers);
+  worker.emplace(consumers.database_, consumed.name, consumed.source.partition_count(), settings);
+  watcher = watch_partitions(consumed.source);
   checkpoints = consumers.database_.connect();
   owned.clear();
   next_balance = {};
@@ -152,8 +150,15 @@ void StreamConsumers::Consumer::connect() {
 
 void StreamConsumers::Consumer::disconnect() {
   checkpoints.reset();
-  streams.reset();
+  watcher.reset();
   worker.reset();
+}
+
+void StreamConsumers::Consumer::run_failed(const std::string& name, Backoff& backoff, const std::exception& error) {
+  consumers.metrics_.run_ended(consumed.name, app::config::Trigger::kStream, "failed");
+  const auto delay = backoff.failed();
+  spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", consumed.name, name, error.what(),
+                pipeline::format_duration(delay));
 }
 
 void StreamConsumers::Consumer::poll() {
@@ -168,10 +173,10 @@ void StreamConsumers::Consumer::poll() {
     if (consumers.stopping_) break;
     Backoff& backoff = partition_backoff[static_cast<std::size_t>(lease.partition)];
     pipeline::RunRequest& request = requests[static_cast<std::size_t>(lease.partition)];
-    const std::string stream = connectors::nats::partition_stream(nats, lease.partition);
+    const std::string partition = consumed.source.partition_name(lease.partition);
     if (backoff.waiting() ||
-        !connectors::nats::partition_has_work(*streams, nats, lease.partition,
-                                              pipeline::stored_checkpoint(*checkpoints, name, stream).value_or(pipeline::Position{}).text)) {
+        !watcher->has_work(lease.partition,
+                           pipeline::stored_checkpoint(*checkpoints, name, partition).value_or(pipeline::Position{}).text)) {
       continue;
     }
     request.partition = pipeline::PartitionOwnership{&worker->leases(), lease};
@@ -185,14 +190,11 @@ void StreamConsumers::Consumer::poll() {
       spdlog::info("pipeline {}: {}; balancing again", name, lost.what());
       next_balance = Clock::now();
       break;
+    } catch (const pipeline::PartitionRefused& refused) {
+      consumers.metrics_.partition_refused(name, lease.partition);
+      run_failed(partition, backoff, refused);
     } catch (const std::exception& error) {
-      consumers.metrics_.run_ended(name, app::config::Trigger::kStream, "failed");
-      if (dynamic_cast<const connectors::nats::PartitionRefused*>(&error) != nullptr) {
-        consumers.metrics_.partition_refused(name, lease.partition);
-      }
-      const auto delay = backoff.failed();
-      spdlog::error("pipeline {}: partition {}: run failed: {}; trying again in {}", name, stream, error.what(),
-                    pipeline::format_duration(delay));
+      run_failed(partition, backoff, error);
     }
     // After a long drain, balance before the next partition: a worker that joined
     // meanwhile gets its share now, not after every partition this one owns.
@@ -214,8 +216,9 @@ void StreamConsumers::start() {
   for (const auto& [name, pipeline] : config_.pipelines) {
     if (!pipeline.source.capabilities().partitioned) continue;
     consumers_.emplace_back(*this, pipeline);
-    spdlog::info("pipeline {}: consumed continuously ({} partitions of stream {})", name,
-                 pipeline.source.partition_count(), consumers_.back().nats.stream);
+    const int partitions = pipeline.source.partition_count();
+    spdlog::info("pipeline {}: consumed continuously ({} partitions, {} to {})", name, partitions,
+                 pipeline.source.partition_name(0), pipeline.source.partition_name(partitions - 1));
   }
   if (consumers_.empty()) return;
   threads_ = std::make_unique<asio::thread_pool>(consumers_.size());

@@ -31,6 +31,8 @@ struct SourceWiring {
   // format another kind declares names none: the two decode it alike.
   std::vector<std::string_view> formats = {};
   const pipeline::RecordDecoder* decoder = nullptr;
+  // A partitioned kind's: what watches its partitions for news.
+  std::function<std::unique_ptr<pipeline::PartitionWatcher>(const app::config::SourceConfig&)> watch = nullptr;
 };
 
 // A factory that hands `open` the options of its own kind.
@@ -80,7 +82,10 @@ const std::vector<SourceWiring>& source_wirings() {
       // stored as one JSON object, the http source's format.
       {.open = opening<connectors::nats::NatsSourceOptions>([](const auto& nats, const auto& entity) {
          return connectors::nats::open_nats_partition(nats, layout_of(entity));
-       })},
+       }),
+       .watch = [](const app::config::SourceConfig& source) {
+         return connectors::nats::watch_partitions(std::get<connectors::nats::NatsSourceOptions>(source.options));
+       }},
   };
   return wirings;
 }
@@ -156,6 +161,14 @@ const std::vector<SinkWiring>& sink_wirings() {
 const SourceFactory& source_factory(const app::config::SourceConfig& source) { return source_wiring(source).open; }
 
 const SourceCheck& source_check(const app::config::SourceConfig& source) { return source_wiring(source).check; }
+
+std::unique_ptr<pipeline::PartitionWatcher> watch_partitions(const app::config::SourceConfig& source) {
+  const SourceWiring& wiring = source_wiring(source);
+  if (!wiring.watch) {
+    throw std::invalid_argument("a source of kind '" + std::string(source.kind()) + "' has no partitions to watch");
+  }
+  return wiring.watch(source);
+}
 
 const pipeline::RecordDecoder& quarantine_decoder() {
   static const DecoderByFormat decoder;

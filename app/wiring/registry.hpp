@@ -44,6 +44,10 @@ using DestinationCheck =
 // The factory of `source`'s kind; every kind the config admits has one.
 const SourceFactory& source_factory(const app::config::SourceConfig& source);
 const SourceCheck& source_check(const app::config::SourceConfig& source);
+// What watches the partitions of a partitioned source for news (connecting to it): serve's
+// stream consumers ask it before each run. std::invalid_argument for a source that is not
+// partitioned (a caller's mistake: it asks capabilities().partitioned first).
+std::unique_ptr<pipeline::PartitionWatcher> watch_partitions(const app::config::SourceConfig& source);
 // The decoder a quarantine release decodes stored records with: the decoder of the source kind
 // that declares the record's stored format, so that it decodes exactly as the run did.
 const pipeline::RecordDecoder& quarantine_decoder();

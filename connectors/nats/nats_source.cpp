@@ -103,9 +103,9 @@ class NatsPartitionSource final : public pipeline::Source {
   // operator accepted it (run --accept-gap).
   void gap(const std::string& what) const {
     if (!options_.accept_gap) {
-      throw PartitionRefused(options_.origin + ": partition " + stream_ + " refused: " + what +
-                                  ". Check the stream (docs/scale-out.md \"A recreated or purged stream\"); "
-                                  "run --accept-gap loads what the stream still has and moves on");
+      throw pipeline::PartitionRefused(options_.origin + ": partition " + stream_ + " refused: " + what +
+                                       ". Check the stream (docs/scale-out.md \"A recreated or purged stream\"); "
+                                       "run --accept-gap loads what the stream still has and moves on");
     }
     spdlog::warn("{}: partition {}: {}; accepted (--accept-gap)", options_.origin, stream_, what);
   }
@@ -140,10 +140,10 @@ class NatsPartitionSource final : public pipeline::Source {
       last_.sequence = info->first_sequence - 1;
     }
     if (last_.sequence > info->last_sequence) {
-      throw PartitionRefused(options_.origin + ": partition " + stream_ + " refused: the checkpoint is at sequence " +
-                                  std::to_string(last_.sequence) + " but the stream ends at " +
-                                  std::to_string(info->last_sequence) + " (same creation time): it is not the stream "
-                                  "the checkpoint was written for");
+      throw pipeline::PartitionRefused(options_.origin + ": partition " + stream_ + " refused: the checkpoint is at sequence " +
+                                       std::to_string(last_.sequence) + " but the stream ends at " +
+                                       std::to_string(info->last_sequence) + " (same creation time): it is not the stream "
+                                       "the checkpoint was written for");
     }
     end_sequence_ = info->last_sequence;
     spdlog::info("{}: partition {} taken at sequence {}, draining up to {}", options_.origin, stream_, last_.sequence,
@@ -234,14 +234,30 @@ std::unique_ptr<pipeline::Source> open_nats_partition(const NatsSourceOptions& o
   return std::make_unique<NatsPartitionSource>(options, std::move(layout));
 }
 
-bool partition_has_work(Connection& connection, const NatsSourceOptions& options, int partition,
-                        std::string_view position) {
-  const std::optional<StreamInfo> info = connection.stream_info(partition_stream(options, partition));
-  if (!info) return true;
-  if (position.empty()) return info->last_sequence > 0;
-  const std::optional<StreamPosition> last = parse_position(position);
-  if (!last || last->created != format_created(info->created)) return true;
-  return last->sequence != info->last_sequence;
+namespace {
+
+class StreamWatcher final : public pipeline::PartitionWatcher {
+ public:
+  explicit StreamWatcher(const NatsSourceOptions& options) : options_(options), connection_(options.servers) {}
+
+  bool has_work(int partition, std::string_view checkpoint) override {
+    const std::optional<StreamInfo> info = connection_.stream_info(partition_stream(options_, partition));
+    if (!info) return true;
+    if (checkpoint.empty()) return info->last_sequence > 0;
+    const std::optional<StreamPosition> last = parse_position(checkpoint);
+    if (!last || last->created != format_created(info->created)) return true;
+    return last->sequence != info->last_sequence;
+  }
+
+ private:
+  NatsSourceOptions options_;
+  Connection connection_;
+};
+
+}  // namespace
+
+std::unique_ptr<pipeline::PartitionWatcher> watch_partitions(const NatsSourceOptions& options) {
+  return std::make_unique<StreamWatcher>(options);
 }
 
 }  // namespace tidemark::connectors::nats

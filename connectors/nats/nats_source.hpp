@@ -16,24 +16,19 @@ namespace tidemark::connectors::nats {
 // again as the http source's records are (the same exact-number decoder).
 inline constexpr std::string_view kRecordFormat = "json";
 
-// A partition the source will not read: its stream no longer holds every message after the
-// checkpoint (purged, expired, deleted and created again), or it is not the stream the
-// checkpoint was written for. serve counts it in tidemark_nats_partitions_refused_total.
-struct PartitionRefused : pipeline::SourceError {
-  using pipeline::SourceError::SourceError;
-};
-
 // The partition options.partition names (required). Connects on the first read, where the
 // partition is taken: the stream must be the checkpoint's (same creation time) and still hold
-// the sequence after it, or the read fails with pipeline::SourceError unless accept_gap.
+// the sequence after it, or the read fails with pipeline::PartitionRefused unless accept_gap
+// (the stream was purged, expired, or deleted and created again; serve counts it in
+// tidemark_nats_partitions_refused_total).
 std::unique_ptr<pipeline::Source> open_nats_partition(const NatsSourceOptions& options,
                                                       std::shared_ptr<const pipeline::RecordLayout> layout);
 
-// Whether a run of `partition` has anything to do: its stream holds a message after the
-// checkpoint `position` (empty: nothing loaded yet), or is missing or not the stream the
-// checkpoint names (the run then fails, saying why). serve asks before each run it starts,
-// so that an idle partition records no runs. Throws NatsError when the server cannot answer.
-bool partition_has_work(Connection& connection, const NatsSourceOptions& options, int partition,
-                        std::string_view position);
+// Watches the partitions' streams on one connection to `options.servers` (made here): a
+// partition has work when its stream holds a message after the checkpoint, or is missing or
+// not the stream the checkpoint names (the run then fails, saying why). serve asks before
+// each run it starts, so that an idle partition records no runs. has_work throws NatsError
+// when the server cannot answer.
+std::unique_ptr<pipeline::PartitionWatcher> watch_partitions(const NatsSourceOptions& options);
 
 }  // namespace tidemark::connectors::nats

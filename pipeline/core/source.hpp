@@ -52,6 +52,13 @@ struct SourceError : tidemark::Error {
   explicit SourceError(const std::string& message) : tidemark::Error(tidemark::ErrorKind::kPermanent, message) {}
 };
 
+// Thrown by a partition of a partitioned source that will not read on from its checkpoint
+// (its stream lost messages after it, or is not the stream the checkpoint was written for):
+// serve counts it per partition.
+struct PartitionRefused : SourceError {
+  using SourceError::SourceError;
+};
+
 class Source {
  public:
   virtual ~Source() = default;
@@ -94,6 +101,18 @@ class Source {
   virtual std::vector<std::string> seen_files() const { return {}; }
   // The files this run reads again from their start, known after seek().
   virtual std::vector<ChangedFile> changed_files() const { return {}; }
+};
+
+// Asks a partitioned source whether a partition has anything to load after its checkpoint,
+// so that a consumer starts no run of an idle partition; keeps its connection to the source
+// between questions. Not thread-safe: one consumer asks.
+class PartitionWatcher {
+ public:
+  virtual ~PartitionWatcher() = default;
+  // True when the partition holds a record after `checkpoint` (empty: nothing loaded yet), or
+  // when a run should start to say why it cannot (the partition is missing or not the one
+  // the checkpoint names). Throws when the source cannot answer.
+  virtual bool has_work(int partition, std::string_view checkpoint) = 0;
 };
 
 }  // namespace tidemark::pipeline

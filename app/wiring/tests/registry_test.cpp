@@ -43,6 +43,23 @@ TEST(Registry, EveryConfigKindHasAFactory) {
   for (const auto& destination : destinations) EXPECT_TRUE(destination_check(destination)) << destination.kind();
 }
 
+// A partitioned kind can be watched for news (asking connects to it, which fails here, where
+// no server runs, with the connector's own error); the other kinds have nothing to watch.
+TEST(Registry, EveryPartitionedKindHasAWatcherAndNoOtherKindHasOne) {
+  for (const auto& source : one_source_of_each_kind()) {
+    if (source.capabilities().partitioned) {
+      try {
+        watch_partitions(source);
+      } catch (const std::invalid_argument& error) {
+        ADD_FAILURE() << source.kind() << ": " << error.what();
+      } catch (const std::exception&) {
+      }
+    } else {
+      EXPECT_THROW(watch_partitions(source), std::invalid_argument) << source.kind();
+    }
+  }
+}
+
 TEST(Registry, TheFileFactoryOpensTheConfiguredFile) {
   const auto path = std::filesystem::path(::testing::TempDir()) / "tidemark_registry_test.csv";
   {
