@@ -34,6 +34,18 @@ start_cluster() {
   base_url="postgresql://postgres@127.0.0.1:$port"
 }
 
+# Prints the path of the built-in entity's dataset of ROWS rows (bench/generate.py, seed
+# $SEED), generated under $WORK/data once: the same rows, seed and file for every script.
+generated_csv() {  # rows
+  local file="$WORK/data/rows-$1-seed-$SEED.csv"
+  if [[ ! -s "$file" ]]; then
+    log "generating $1 rows (seed $SEED) into $file"
+    python3 "$here/generate.py" --rows "$1" --seed "$SEED" --output "$file.tmp"
+    mv "$file.tmp" "$file"
+  fi
+  echo "$file"
+}
+
 psql_q() { psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$base_url/${1}" -c "$2"; }
 
 # Starts bench/receiver.js [ARRIVALS_FILE]; sets receiver_url (http://127.0.0.1:PORT).

@@ -79,12 +79,7 @@ for s in $SIZES; do (( s > largest )) && largest=$s; done
 max_batch=0
 for b in $BATCHES $DEST_BATCH; do (( b > max_batch )) && max_batch=$b; done
 total=$((largest + max_batch))
-csv="$WORK/data/rows-$total-seed-$SEED.csv"
-if [[ ! -s "$csv" ]]; then
-  log "generating $total rows into $csv"
-  python3 "$here/generate.py" --rows "$total" --seed "$SEED" --output "$csv.tmp"
-  mv "$csv.tmp" "$csv"
-fi
+csv="$(generated_csv "$total")"
 
 config="$WORK/cost.yaml"
 cat >"$config" <<EOF

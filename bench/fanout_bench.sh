@@ -46,12 +46,7 @@ stamp="$(date +%Y%m%d-%H%M%S)"
 results="$WORK/logs/fanout-$stamp.tsv"
 printf 'destinations\trows\tseconds\trows_per_s\toutbox_rows_per_record\twal_bytes_per_record\n' >"$results"
 
-csv="$WORK/data/rows-$ROWS-seed-$SEED.csv"
-if [[ ! -s "$csv" ]]; then
-  log "generating $ROWS rows (seed $SEED) into $csv"
-  python3 "$here/generate.py" --rows "$ROWS" --seed "$SEED" --output "$csv.tmp"
-  mv "$csv.tmp" "$csv"
-fi
+csv="$(generated_csv "$ROWS")"
 
 # One pipeline per count, fan<N>, its destinations as the header says.
 config="$WORK/fanout.yaml"
