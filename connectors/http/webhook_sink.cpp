@@ -219,12 +219,21 @@ class WebhookSink::Client {
   }
 
   // The exchange runs on this sink's thread, where its connections live; the caller resumes
-  // on its own executor.
+  // on its own executor. A caller already on that thread (the relay: executor()) awaits it
+  // directly, without a hop there and back.
   asio::awaitable<DeliveryResult> deliver(OutboxEvent event) {
     asio::awaitable<DeliveryResult> sending = send(std::move(event));  // named: not a temporary of the co_await
-    DeliveryResult result = co_await asio::co_spawn(io_, std::move(sending), asio::use_awaitable);
+    const asio::any_io_executor caller = co_await asio::this_coro::executor;
+    DeliveryResult result;
+    if (caller == executor()) {
+      result = co_await std::move(sending);
+    } else {
+      result = co_await asio::co_spawn(io_, std::move(sending), asio::use_awaitable);
+    }
     co_return result;
   }
+
+  asio::any_io_executor executor() { return io_.get_executor(); }
 
  private:
   bhttp::request<bhttp::string_body> make_request(OutboxEvent& event) const {
@@ -379,5 +388,7 @@ WebhookSink::WebhookSink(WebhookOptions options) : client_(std::make_unique<Clie
 WebhookSink::~WebhookSink() = default;
 
 asio::awaitable<DeliveryResult> WebhookSink::deliver(OutboxEvent event) { return client_->deliver(std::move(event)); }
+
+std::optional<asio::any_io_executor> WebhookSink::executor() const { return client_->executor(); }
 
 }  // namespace tidemark::connectors::http

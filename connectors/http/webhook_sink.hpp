@@ -42,6 +42,7 @@ class WebhookSink final : public pipeline::Sink {
   WebhookSink& operator=(const WebhookSink&) = delete;
 
   boost::asio::awaitable<pipeline::DeliveryResult> deliver(pipeline::OutboxEvent event) override;
+  std::optional<boost::asio::any_io_executor> executor() const override;
 
  private:
   class Client;

@@ -58,6 +58,10 @@ class Sink {
   // blocks does so on threads of its own. Deliveries may overlap. The sink must outlive
   // the co_await.
   virtual boost::asio::awaitable<DeliveryResult> deliver(OutboxEvent event) = 0;
+  // The executor a sink's deliveries complete on when it has one of its own (the webhook's
+  // I/O thread): the relay awaits its deliveries there, so that an answer does not change
+  // threads to reach the relay. None: the relay awaits on its own.
+  virtual std::optional<boost::asio::any_io_executor> executor() const { return std::nullopt; }
 };
 
 // The sinks the relay delivers through, by destination name.

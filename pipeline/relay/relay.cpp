@@ -121,9 +121,10 @@ struct Relay::LoopState {
   // The loop's body, and what it does when a statement ends; both on the strand.
   static void start_slot(Relay* relay, Slot* slot);
   static asio::awaitable<void> run_slot(Relay* relay, Slot* slot);
-  // One delivery of `event` through `sink`, spawned on the strand by send(); its answer goes
-  // to answered(). A delivery outlives the loop that sent it when that loop fails: the next
-  // loop records its answer. The io_context's run() waits for it, so the relay does too.
+  // One delivery of `event` through `sink`, spawned by send() on the sink's own executor when
+  // it has one, else on the strand; its answer goes to answered(). A delivery outlives the
+  // loop that sent it when that loop fails: the next loop records its answer. The sinks end
+  // (their threads joined) before the relay's answers and mutex do.
   static asio::awaitable<void> deliver(Relay* relay, Sink* sink, OutboxEvent event);
   // Runs `*work` on a pooled connection with database retries; for ever in run() (see
   // RelayOptions::database_retries), throws when stopping or in drain().
@@ -524,7 +525,12 @@ void Relay::record_and_claim(pqxx::connection& connection, const std::vector<Ans
 
 void Relay::send(OutboxEvent event) {
   Sink* sink = sinks_.at(event.destination).get();
-  asio::co_spawn(*state_->executor, LoopState::deliver(this, sink, std::move(event)), asio::detached);
+  asio::awaitable<void> delivery = LoopState::deliver(this, sink, std::move(event));
+  if (const std::optional<asio::any_io_executor> own = sink->executor()) {
+    asio::co_spawn(*own, std::move(delivery), asio::detached);
+  } else {
+    asio::co_spawn(*state_->executor, std::move(delivery), asio::detached);
+  }
 }
 
 asio::awaitable<void> Relay::LoopState::deliver(Relay* relay, Sink* sink, OutboxEvent event) {
