@@ -19,6 +19,11 @@
 # WRK_SECONDS (5)        length of each wrk run
 # TIDEMARKS (build-bench/tidemark)  the binaries to measure
 # WORK (/tmp/tidemark-relay-bench), PGBIN (/usr/lib/postgresql/15/bin)
+#
+# pg_us/event is PostgreSQL's execution time per delivered event (pg_stat_statements, top-level
+# statements of the relay's database, reset before each relay run): the database's cost of a
+# delivery, which the wall-clock rate hides when the receiver or the relay's process is the
+# bottleneck. Its statements, by total time, are in $WORK/logs/statements-<pending>-<round>-<binary>.tsv.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -39,7 +44,8 @@ for binary in "${binaries[@]}"; do
   [[ -x "$binary" ]] || die "$binary not found: build it with cmake -S $repo -B $repo/build-bench -G Ninja -DCMAKE_BUILD_TYPE=Release && ninja -C $repo/build-bench tidemark"
 done
 mkdir -p "$WORK/data"
-start_cluster
+start_cluster "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=top"
+psql_q postgres "CREATE EXTENSION IF NOT EXISTS pg_stat_statements" >/dev/null
 start_receiver
 
 export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
@@ -105,9 +111,9 @@ ceiling() {  # -> requests/s
 }
 
 results="$WORK/logs/relay-$(date +%Y%m%d-%H%M%S).tsv"
-printf 'pending\tround\tbinary\twrk_req_per_s\tseconds\tevents_per_s\tshare\treceiver_events_per_s\tload\n' >"$results"
+printf 'pending\tround\tbinary\twrk_req_per_s\tseconds\tevents_per_s\tshare\treceiver_events_per_s\tpg_us_per_event\tload\n' >"$results"
 log "cpus $(nproc), load $(cut -d' ' -f1-3 /proc/loadavg); results in $results"
-printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' pending round binary wrk_req/s seconds events/s share recv_ev/s
+printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s %12s\n' pending round binary wrk_req/s seconds events/s share recv_ev/s pg_us/event
 for pending in $PENDING; do
   log "filling $pending pending events"
   templates=()
@@ -122,12 +128,20 @@ for pending in $PENDING; do
       psql_q postgres "CREATE DATABASE $db TEMPLATE $template" >/dev/null
       psql_q postgres "CHECKPOINT" >/dev/null
       curl -s "$receiver_url/stats" >/dev/null
+      psql_q postgres "SELECT pg_stat_statements_reset()" >/dev/null
       t0=$(date +%s.%N)
       "$binary" relay --once --config "$config" --database "$base_url/$db" >"$WORK/logs/relay.log" 2>&1 ||
         die "relay --once failed, see $WORK/logs/relay.log"
       t1=$(date +%s.%N)
+      # Read before the count below, which is the bench's statement, not the relay's.
+      statements="$WORK/logs/statements-$pending-$round-$index.tsv"
+      psql_q postgres "SELECT round(total_exec_time::numeric, 1) || E'\t' || calls || E'\t' || left(regexp_replace(query, '\s+', ' ', 'g'), 160)
+                         FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = '$db')
+                        ORDER BY total_exec_time DESC" >"$statements"
+      pg_ms="$(awk -F'\t' '{ total += $1 } END { printf "%.1f", total }' "$statements")"
       delivered="$(psql_q "$db" "SELECT count(*) FROM outbox WHERE status = 'delivered'")"
       [[ "$delivered" == "$pending" ]] || die "$binary delivered $delivered of $pending events, see $WORK/logs/relay.log"
+      pg_us="$(awk -v ms="$pg_ms" -v n="$pending" 'BEGIN { printf "%.1f", ms * 1000 / n }')"
       read -r seconds rate share recv_rate < <(curl -s "$receiver_url/stats" | python3 -c "
 import json, sys
 s = json.load(sys.stdin)
@@ -135,10 +149,10 @@ seconds = $t1 - $t0
 span = (s['last_us'] - s['first_us']) / 1e6
 print(f'{seconds:.2f} {$pending / seconds:.0f} {$pending / seconds / $wire:.2f} {(s[\"received\"] - 1) / span if span > 0 else 0:.0f}')")
       load="$(cut -d' ' -f1 /proc/loadavg)"
-      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pending" "$round" "$binary" "$wire" "$seconds" "$rate" "$share" "$recv_rate" "$load" >>"$results"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$pending" "$round" "$binary" "$wire" "$seconds" "$rate" "$share" "$recv_rate" "$pg_us" "$load" >>"$results"
       label="$binary"
       (( ${#label} > 34 )) && label="${label: -34}"  # (a shorter one would print empty)
-      printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s\n' "$pending" "$round" "$label" "$wire" "$seconds" "$rate" "$share" "$recv_rate"
+      printf '%-9s %-5s %-34s %10s %9s %10s %6s %10s %12s\n' "$pending" "$round" "$label" "$wire" "$seconds" "$rate" "$share" "$recv_rate" "$pg_us"
     done
   done
 done
