@@ -1,9 +1,11 @@
 #include "app/cli/logging.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
 
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -69,11 +71,46 @@ std::optional<LogFormat> parse_log_format(std::string_view name) {
 }
 
 void set_log_format(LogFormat format) {
+  std::unique_ptr<spdlog::formatter> inner;
   if (format == LogFormat::kJson) {
-    spdlog::set_formatter(std::make_unique<JsonLogFormatter>());
+    inner = std::make_unique<JsonLogFormatter>();
   } else {
-    spdlog::set_pattern(kTextPattern, spdlog::pattern_time_type::utc);
+    inner = std::make_unique<spdlog::pattern_formatter>(kTextPattern, spdlog::pattern_time_type::utc);
   }
+  spdlog::set_formatter(std::make_unique<OneLineFormatter>(std::move(inner)));
+}
+
+std::string one_line(std::string_view text) {
+  constexpr std::string_view kBlank = " \t\r\n";
+  std::string joined;
+  while (!text.empty()) {
+    const std::size_t end = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, end);
+    text.remove_prefix(std::min(end + 1, text.size()));
+    const std::size_t last = line.find_last_not_of(kBlank);
+    line = line.substr(0, last == std::string_view::npos ? 0 : last + 1);
+    // The first line keeps its indentation (it is the message's own); the others are parts of it.
+    if (!joined.empty()) line.remove_prefix(std::min(line.find_first_not_of(kBlank), line.size()));
+    if (line.empty()) continue;
+    if (!joined.empty()) joined += " | ";
+    joined += line;
+  }
+  return joined;
+}
+
+void OneLineFormatter::format(const spdlog::details::log_msg& message, spdlog::memory_buf_t& dest) {
+  const std::string_view payload(message.payload.data(), message.payload.size());
+  if (payload.find('\n') == std::string_view::npos && (payload.empty() || payload.back() != '\r')) {
+    return inner_->format(message, dest);
+  }
+  const std::string flat = one_line(payload);
+  spdlog::details::log_msg flattened = message;
+  flattened.payload = spdlog::string_view_t(flat.data(), flat.size());
+  inner_->format(flattened, dest);
+}
+
+std::unique_ptr<spdlog::formatter> OneLineFormatter::clone() const {
+  return std::make_unique<OneLineFormatter>(inner_->clone());
 }
 
 void start_logging() {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/formatter.h>
@@ -37,6 +38,23 @@ void apply_log_config(const std::optional<std::string>& level, const std::option
 std::optional<spdlog::level::level_enum> parse_log_level(std::string_view name);
 std::optional<LogFormat> parse_log_format(std::string_view name);
 void set_log_format(LogFormat format);
+
+// `text` on one line: its lines (libpq's errors have several: `ERROR: …`, `LINE 1: …`, a caret;
+// a connection failure one per address tried) trimmed, the empty ones left out, joined with
+// " | ". A text of one line loses only its trailing whitespace.
+std::string one_line(std::string_view text);
+
+// Every log line of both formats goes through this: it gives `inner` the message on one line
+// (one_line), so that a line of the log is one record, whatever an error's text holds.
+class OneLineFormatter final : public spdlog::formatter {
+ public:
+  explicit OneLineFormatter(std::unique_ptr<spdlog::formatter> inner) : inner_(std::move(inner)) {}
+  void format(const spdlog::details::log_msg& message, spdlog::memory_buf_t& dest) override;
+  std::unique_ptr<spdlog::formatter> clone() const override;
+
+ private:
+  std::unique_ptr<spdlog::formatter> inner_;
+};
 
 // One JSON object per line: {"ts":…,"level":…,"msg":…}; the level named as --log-level
 // names it (`warn`, not spdlog's `warning`).

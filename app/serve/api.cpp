@@ -51,10 +51,10 @@ void Api::on_timeout(const HttpRequest& request) {
     count_webhook(context_.metrics, "timeout");
     // No answer goes back (the connection is closed), so the log is where the reason shows;
     // a flood of them is one line an interval, with the count (the metric counts each).
-    if (const auto held = stalled_triggers_.admit()) {
+    if (const auto summary = stalled_triggers_.admit()) {
       spdlog::warn("run trigger rejected: timeout: the client stalled after its header or sent its body too slowly, "
                    "the connection is closed{}",
-                   held_back(*held));
+                   *summary);
     }
   }
 }

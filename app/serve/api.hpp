@@ -13,7 +13,7 @@
 #include "pipeline/store/pg/database.hpp"
 #include "app/serve/handlers.hpp"
 #include "app/serve/http_message.hpp"
-#include "app/serve/log_throttle.hpp"
+#include "pipeline/core/log_throttle.hpp"
 #include "app/serve/pipeline_metrics.hpp"
 #include "app/serve/router.hpp"
 #include "app/serve/run_queue.hpp"
@@ -57,7 +57,7 @@ class Api {
 
  private:
   ApiOptions options_;
-  LogThrottle stalled_triggers_{std::chrono::seconds(10)};
+  pipeline::LogThrottle stalled_triggers_{std::chrono::seconds(10)};
   ApiContext context_;
   Router router_;
 };

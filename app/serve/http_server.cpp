@@ -20,8 +20,8 @@
 
 #include "app/serve/api.hpp"
 #include "app/serve/front_door.hpp"
-#include "app/serve/log_throttle.hpp"
 #include "pipeline/core/error.hpp"
+#include "pipeline/core/log_throttle.hpp"
 
 namespace tidemark::app::serve {
 
@@ -109,8 +109,8 @@ struct HttpServerState {
   std::map<beast::tcp_stream*, Connection> connections;
   std::size_t open = 0;      // connections within http.max_connections, not closing
   std::size_t reserved = 0;  // reserve connections, not closing
-  LogThrottle accept_errors{std::chrono::seconds(10)};
-  LogThrottle refusals{std::chrono::seconds(10)};
+  pipeline::LogThrottle accept_errors{std::chrono::seconds(10)};
+  pipeline::LogThrottle refusals{std::chrono::seconds(10)};
 
   HttpResponse handle(const HttpRequest& request) noexcept {
     try {
@@ -294,9 +294,9 @@ void refuse(HttpServerState& state, tcp::socket socket) {
   socket.read_some(asio::buffer(discard), ignored);
   socket.shutdown(tcp::socket::shutdown_both, ignored);
   socket.close(ignored);
-  if (const auto held = state.refusals.admit()) {
+  if (const auto summary = state.refusals.admit()) {
     spdlog::warn("refused a connection: {} open, every one with a request in hand (http.max_connections){}",
-                 state.connections.size(), held_back(*held));
+                 state.connections.size(), *summary);
   }
 }
 
@@ -317,9 +317,9 @@ asio::awaitable<void> accept_loop(std::shared_ptr<HttpServerState> state) {
     if (state->stopping || !state->acceptor.is_open()) co_return;
     if (error) {
       const bool exhausted = out_of_descriptors(error);
-      if (const auto held = state->accept_errors.admit()) {
+      if (const auto summary = state->accept_errors.admit()) {
         spdlog::warn("accepting a connection: {}{}{}", error.message(),
-                     exhausted ? "; pausing accepts and closing an idle or stalled connection" : "", held_back(*held));
+                     exhausted ? "; pausing accepts and closing an idle or stalled connection" : "", *summary);
       }
       if (exhausted) {
         state->make_room(/*reserve=*/false);

@@ -438,7 +438,9 @@ asio::awaitable<void> Relay::LoopState::with_database(Relay* relay, const char* 
       // the answers in hand kept for when it ends. drain() (relay --once) reports it instead.
       if (self.once_ || self.stop_requested()) throw;
       self.waiting_for_database_ = true;
-      spdlog::error("{}; the outbox relay keeps waiting for the database", error.what());
+      if (const auto summary = self.outage_log_.admit()) {
+        spdlog::error("{}; the outbox relay keeps waiting for the database{}", error.what(), *summary);
+      }
     }
     // Cancelled by stop(), which then ends the wait for the database with the next failure.
     bool expired = false;

@@ -21,6 +21,7 @@
 
 #include <pqxx/pqxx>
 
+#include "pipeline/core/log_throttle.hpp"
 #include "pipeline/core/sink.hpp"
 #include "pipeline/store/pg/database.hpp"
 
@@ -142,6 +143,8 @@ class Relay {
   RelayStats stats_;
   bool once_ = false;          // the loop running is drain()'s
   std::atomic<bool> waiting_for_database_{false};
+  // An outage's "keeps waiting" line: once, then one a minute with the count.
+  LogThrottle outage_log_{std::chrono::minutes(1)};
 
   std::mutex mutex_;
   std::deque<Answer> answers_;  // guarded by mutex_: filled by the deliveries

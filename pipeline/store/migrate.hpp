@@ -9,7 +9,9 @@ namespace tidemark::pipeline::db {
 inline constexpr long long kMigrationLockId = 7406961730223;
 
 // Applies pending migrations from sql/migrations/ in order, each in its own transaction,
-// serialized across processes by an advisory lock. Safe to call from every command.
+// serialized across processes by an advisory lock. Safe to call from every command. Logs one
+// line when it applied any (`database schema at 0028, 25 migrations applied`), each
+// migration's name at debug.
 void migrate(pqxx::connection& connection);
 
 }  // namespace tidemark::pipeline::db

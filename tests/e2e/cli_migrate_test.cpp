@@ -1,12 +1,14 @@
 // `tidemark migrate --config` and the declared entities' tables (docs/entities.md
 // "The table"): the process creates each table, extends it with a new field, and exits 2
-// naming the table, the column and both types when a field's type changed.
+// naming the table, the column and both types when a field's type changed; the one log line
+// of a first start's migrations.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "sql/statements.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
@@ -19,6 +21,7 @@ using testing::run_tidemark;
 using testing::TempDir;
 using testing::TestDatabase;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A config declaring entity orders with `fields` (YAML lines under fields:).
 std::string config_with(const std::string& fields) {
@@ -82,6 +85,54 @@ TEST(CliMigrate, TwoProcessesAtOnceBothSucceedAndOneCreatesTheTable) {
   }
   EXPECT_EQ(created, 1);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_entities"), "1");
+}
+
+// A database of its own beside `db`'s, not migrated (a TestDatabase is), dropped at the end.
+class UnmigratedDatabase {
+ public:
+  explicit UnmigratedDatabase(const TestDatabase& db) : db_(db), name_(db.name() + "_fresh"), url_(db.url()) {
+    db_.scalar("CREATE DATABASE " + name_);
+    url_.replace(url_.find("/" + db.name() + "?"), db.name().size() + 1, "/" + name_);
+  }
+  ~UnmigratedDatabase() { db_.scalar("DROP DATABASE " + name_ + " WITH (FORCE)"); }
+  const std::string& url() const { return url_; }
+
+ private:
+  const TestDatabase& db_;
+  std::string name_;
+  std::string url_;
+};
+
+// A first start says in one line what it did to the schema (docs/operations.md "Logs"); a
+// start with nothing to apply says nothing about it at info.
+TEST(CliMigrate, AFirstStartLogsOneLineForTheMigrations) {
+  TestDatabase db;
+  const UnmigratedDatabase fresh(db);
+  const std::string last(sql::kMigrations.back().version);
+  const std::string expected = "database schema at " + last.substr(0, last.find('_')) + ", " +
+                               std::to_string(sql::kMigrations.size()) + " migrations applied";
+
+  const ProcessResult first = run_tidemark({"migrate", "--database", fresh.url()});
+  const ProcessResult again = run_tidemark({"migrate", "--database", fresh.url()});
+
+  EXPECT_EQ(first.exit_code, 0) << first.err;
+  EXPECT_THAT(first.err, HasSubstr(expected));
+  EXPECT_THAT(first.err, Not(HasSubstr("applying migration")));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_THAT(again.err, Not(HasSubstr("database schema")));
+}
+
+// --log-level debug names each migration as it is applied.
+TEST(CliMigrate, AtDebugEachMigrationIsNamed) {
+  TestDatabase db;
+  const UnmigratedDatabase fresh(db);
+
+  const ProcessResult result = run_tidemark({"migrate", "--database", fresh.url(), "--log-level", "debug"});
+
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  for (const auto& migration : sql::kMigrations) {
+    EXPECT_THAT(result.err, HasSubstr("applying migration " + std::string(migration.version)));
+  }
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
 // The JSON log lines (docs/cli.md "Logs"): one object per line with ts, level and msg, which
 // parses whatever the message quotes: quotes, backslashes, control characters, bytes that
-// are not UTF-8. Pure: the formatter is given log records, no logger.
+// are not UTF-8; a message of several lines (libpq's errors) on one line in both formats.
+// Pure: the formatter is given log records, no logger.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include <boost/json.hpp>
 #include <spdlog/details/log_msg.h>
+#include <spdlog/pattern_formatter.h>
 
 #include "app/cli/logging.hpp"
 
@@ -71,6 +75,52 @@ TEST(JsonLogFormatterTest, ValidUtf8IsKeptAndEachInvalidByteBecomesAReplacementC
   const std::string decoded(parse_line(line).at("msg").as_string());
   EXPECT_EQ(decoded, "a\xEF\xBF\xBDz \xEF\xBF\xBD\xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD "
                      "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD.");
+}
+
+// As libpq words them (a statement's error with its caret; a connection that failed at two
+// addresses), with the trailing newline libpq ends them with.
+constexpr std::string_view kStatementError =
+    "ERROR:  relation \"shipments\" does not exist\nLINE 1: SELECT * FROM shipments\n                      ^\n";
+constexpr std::string_view kConnectionError =
+    "connection to server at \"127.0.0.1\", port 5432 failed: Connection refused\n"
+    "\tIs the server running on that host and accepting TCP/IP connections?\n"
+    "connection to server at \"::1\", port 5432 failed: Connection refused\n";
+
+TEST(OneLineTest, LibpqErrorsBecomeOneLineJoinedWithBars) {
+  EXPECT_EQ(one_line(kStatementError),
+            "ERROR:  relation \"shipments\" does not exist | LINE 1: SELECT * FROM shipments | ^");
+  EXPECT_EQ(one_line(kConnectionError),
+            "connection to server at \"127.0.0.1\", port 5432 failed: Connection refused | Is the server running on "
+            "that host and accepting TCP/IP connections? | connection to server at \"::1\", port 5432 failed: "
+            "Connection refused");
+}
+
+TEST(OneLineTest, TrailingNewlinesCarriageReturnsAndEmptyLinesGo) {
+  EXPECT_EQ(one_line("run failed: no answer\n"), "run failed: no answer");
+  EXPECT_EQ(one_line("first\r\n\r\n\n  second  \r\n"), "first | second");
+  EXPECT_EQ(one_line("  indented: kept"), "  indented: kept");
+  EXPECT_EQ(one_line("\n"), "");
+  EXPECT_EQ(one_line(""), "");
+}
+
+// Both formats print one line, the text format with the message joined as one_line joins it.
+TEST(OneLineFormatterTest, TextAndJsonLinesHoldAMultiLineMessageOnOneLine) {
+  const auto time = spdlog::log_clock::time_point(1796104800s + 123ms);
+  const std::string message = "pipeline p: run 3 failed: " + std::string(kStatementError);
+  const spdlog::details::log_msg record(time, spdlog::source_loc{}, "tidemark", spdlog::level::err,
+                                        spdlog::string_view_t(message.data(), message.size()));
+  const auto format = [&](std::unique_ptr<spdlog::formatter> inner) {
+    OneLineFormatter formatter(std::move(inner));
+    const auto copy = formatter.clone();  // spdlog gives each sink a clone
+    spdlog::memory_buf_t buffer;
+    copy->format(record, buffer);
+    return std::string(buffer.data(), buffer.size());
+  };
+  const std::string text =
+      format(std::make_unique<spdlog::pattern_formatter>("%l %v", spdlog::pattern_time_type::utc));
+  EXPECT_EQ(text, "error pipeline p: run 3 failed: " + one_line(kStatementError) + "\n");
+  const std::string json = format(std::make_unique<JsonLogFormatter>());
+  EXPECT_EQ(parse_line(json).at("msg").as_string(), "pipeline p: run 3 failed: " + one_line(kStatementError));
 }
 
 TEST(LogOptionsTest, LevelAndFormatNamesAreTheDocumentedOnes) {

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/core/backoff.hpp"
+#include "pipeline/core/log_throttle.hpp"
 
 namespace tidemark::pipeline::db {
 
@@ -92,8 +93,15 @@ void with_retries(const RetryPolicy& policy, std::string_view what, const std::f
       }
       if (!rng) rng.emplace(std::random_device{}());
       const auto delay = backoff_delay(policy.base_delay, policy.max_delay, number, *rng);
-      spdlog::warn("{}: transient database error (attempt {}/{}), retrying in {} ms: {}", what, number,
-                   policy.max_attempts, delay.count(), error.what());
+      // Every thread that waits out an outage says so: one line, then one a minute with the count.
+      static LogThrottle retries(std::chrono::minutes(1));
+      if (const auto summary = retries.admit()) {
+        spdlog::warn("{}: transient database error (attempt {}/{}), retrying in {} ms: {}{}", what, number,
+                     policy.max_attempts, delay.count(), error.what(), *summary);
+      } else {
+        spdlog::debug("{}: transient database error (attempt {}/{}), retrying in {} ms: {}", what, number,
+                      policy.max_attempts, delay.count(), error.what());
+      }
       std::this_thread::sleep_for(delay);
     }
   }
