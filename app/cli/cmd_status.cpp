@@ -50,6 +50,10 @@ std::string duration(const boost::json::value& milliseconds) {
 void print_run(std::ostream& out, const boost::json::object& run) {
   out << "  last run     " << text(run.at("run_id")) << " " << text(run.at("status")) << " (trigger "
       << text(run.at("trigger")) << ", mode " << text(run.at("mode")) << ")\n";
+  // Why it was asked for, when someone said (a webhook's reason; a tick missed in an outage).
+  if (const auto* reason = run.if_contains("reason"); reason && !reason->is_null()) {
+    out << "               reason: " << text(*reason) << "\n";
+  }
   out << "               started " << text(run.at("started_at")) << ", finished " << text(run.at("finished_at"));
   if (const auto& took = run.at("duration_ms"); !took.is_null()) out << ", took " << duration(took);
   out << "\n";

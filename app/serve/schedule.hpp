@@ -12,7 +12,9 @@ namespace tidemark::app::serve {
 using config::TimePoint;
 
 // A pipeline's schedule. Ticks missed while a run is in progress (or the process is busy)
-// coalesce: the next tick is always computed from now, never replayed one by one.
+// coalesce: the next tick is always computed from now, never replayed one by one. Ticks
+// whose run could not be recorded (the database away) coalesce too: serve keeps one and runs
+// it when the database answers (service.cpp, MissedTick).
 class Schedule {
  public:
   // ConfigError naming the pipeline when `every` is not longer than 0 (the config's cron

@@ -7,6 +7,8 @@
 #include <functional>
 #include <list>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +31,7 @@
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/core/backoff.hpp"
 #include "pipeline/core/error_text.hpp"
+#include "pipeline/core/validate.hpp"
 #include "app/wiring/options.hpp"
 #include "app/wiring/sinks.hpp"
 #include "pipeline/views/views.hpp"
@@ -52,6 +55,26 @@ std::vector<std::pair<std::string, Schedule>> schedules_of(const app::config::Co
   }
   return schedules;
 }
+
+// A tick as the logs and a run's reason name it: UTC, with its Z.
+std::string utc_text(TimePoint time) {
+  return pipeline::format_timestamp(
+      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count());
+}
+
+// A scheduled tick whose run could not be recorded (the database did not answer) is kept in
+// memory, at most one per pipeline, and recorded again with backoff; once the database answers
+// it is recorded and runs once, whatever number of ticks fell in the outage. Not kept across
+// a stop: serve stopping during the outage loses it (docs/operations.md).
+struct MissedTick {
+  MissedTick(std::string name, asio::io_context& io) : pipeline(std::move(name)), retry(io) {}
+  const std::string pipeline;
+  std::mutex mutex;
+  bool recording = false;        // guarded by mutex: a tick's run is being recorded
+  std::optional<TimePoint> at;   // guarded by mutex: the tick kept, while one is
+  pipeline::DoublingDelay delay{kFirstRestartDelay, kMaxRestartDelay};  // guarded by mutex
+  asio::system_timer retry;      // io thread only
+};
 
 }  // namespace
 
@@ -143,7 +166,8 @@ struct Service::Impl {
     });
   }
 
-  asio::awaitable<void> schedule_loop(std::string pipeline, const Schedule& schedule, asio::system_timer& timer) {
+  asio::awaitable<void> schedule_loop(std::string pipeline, const Schedule& schedule, asio::system_timer& timer,
+                                      MissedTick& missed) {
     TimePoint tick = schedule.first(std::chrono::system_clock::now());
     // `stopping` is looked at before every wait: a stop that came before the wait began
     // had no wait to cancel.
@@ -153,16 +177,82 @@ struct Service::Impl {
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
       if (stopping) co_return;
-      asio::post(workers, [this, pipeline] {
-        try {
-          runs.trigger(TriggerRequest{pipeline, app::config::Trigger::kSchedule, false, std::nullopt, std::nullopt});
-        } catch (const std::exception& failure) {
-          spdlog::error("pipeline {}: scheduled run not recorded: {}", pipeline, failure.what());
-        }
-      });
+      asio::post(workers, [this, tick, &missed] { record_tick(tick, missed); });
       const auto next = schedule.next(tick, std::chrono::system_clock::now());
       if (!next) co_return;
       tick = *next;
+    }
+  }
+
+  // On a worker: records the run of a scheduled tick. When the database does not answer, the
+  // tick is kept (the pipeline's one missed tick) and recorded later by retry_missed; a tick
+  // that comes while another is being recorded or is kept joins it, as ticks that come while
+  // a run is in progress coalesce.
+  void record_tick(TimePoint tick, MissedTick& missed) {
+    {
+      std::lock_guard lock(missed.mutex);
+      if (missed.recording || missed.at) {
+        spdlog::debug("pipeline {}: the tick at {} joins the one {}", missed.pipeline, utc_text(tick),
+                      missed.at ? "missed at " + utc_text(*missed.at) : std::string("being recorded"));
+        return;
+      }
+      missed.recording = true;
+    }
+    std::string failure;
+    try {
+      runs.trigger(TriggerRequest{missed.pipeline, app::config::Trigger::kSchedule, false, std::nullopt, std::nullopt});
+    } catch (const std::exception& error) {
+      failure = error.what();
+    }
+    std::lock_guard lock(missed.mutex);
+    missed.recording = false;
+    if (failure.empty()) return;
+    missed.at = tick;
+    spdlog::warn("pipeline {}: the run of the tick at {} is not recorded yet: {}; it is recorded and runs once the "
+                 "database answers",
+                 missed.pipeline, utc_text(tick), failure);
+    asio::post(io, [this, &missed] { retry_missed(missed); });
+  }
+
+  // On the io thread: records the missed tick again after the next backoff delay.
+  void retry_missed(MissedTick& missed) {
+    if (stopping) return;
+    std::chrono::milliseconds delay;
+    {
+      std::lock_guard lock(missed.mutex);
+      delay = missed.delay.failed();
+    }
+    missed.retry.expires_after(delay);
+    missed.retry.async_wait([this, &missed](const boost::system::error_code& error) {
+      if (error || stopping) return;  // the stop: the tick is lost (begin_stop says so)
+      asio::post(workers, [this, &missed] { record_missed(missed); });
+    });
+  }
+
+  // On a worker: one attempt at recording the missed tick; its run's reason names it, which
+  // is how `tidemark status` and GET /v1/runs tell it from the ticks on time.
+  void record_missed(MissedTick& missed) {
+    TimePoint at;
+    {
+      std::lock_guard lock(missed.mutex);
+      at = *missed.at;
+    }
+    try {
+      const auto result = runs.trigger(TriggerRequest{missed.pipeline, app::config::Trigger::kSchedule, false,
+                                                      "scheduled tick at " + utc_text(at) +
+                                                          " missed: the database did not answer then",
+                                                      std::nullopt});
+      if (!result) return;  // stopping
+      std::lock_guard lock(missed.mutex);
+      missed.at.reset();
+      missed.delay.succeeded();
+      spdlog::info("pipeline {}: the tick missed at {} is recorded as run {}", missed.pipeline, utc_text(at),
+                   result->run_id);
+    } catch (const std::exception& error) {
+      // The database retries logged the outage already (one line a minute).
+      spdlog::debug("pipeline {}: the tick missed at {} is not recorded yet: {}", missed.pipeline, utc_text(at),
+                    error.what());
+      asio::post(io, [this, &missed] { retry_missed(missed); });
     }
   }
 
@@ -226,6 +316,15 @@ struct Service::Impl {
     stopping = true;
     server.stop();
     for (auto& timer : timers) timer.cancel();
+    for (auto& missed : missed_ticks) {
+      missed.retry.cancel();
+      std::lock_guard lock(missed.mutex);
+      if (missed.at) {
+        spdlog::warn("pipeline {}: serve stops before the database answered: the tick missed at {} does not run "
+                     "(the schedule's next tick after a start runs as usual)",
+                     missed.pipeline, utc_text(*missed.at));
+      }
+    }
     relay_restart.cancel();
     runs.request_stop();
     streams.request_stop();
@@ -261,6 +360,7 @@ struct Service::Impl {
   asio::thread_pool workers;
   HttpServer server;
   std::list<asio::system_timer> timers;
+  std::list<MissedTick> missed_ticks;  // one per schedule
   std::unique_ptr<pipeline::relay::Relay> relay;  // its loop runs on `io`
   asio::steady_timer relay_restart;   // io thread only
   pipeline::DoublingDelay relay_restart_delay{kFirstRestartDelay, kMaxRestartDelay};  // io thread only
@@ -291,7 +391,9 @@ int Service::run(std::function<void()> on_stopped) {
   spdlog::info("tidemark serve: listening on http://{}", self.server.address());
   for (const auto& [name, schedule] : self.schedules) {
     self.timers.emplace_back(self.io);
-    asio::co_spawn(self.io, self.schedule_loop(name, schedule, self.timers.back()), asio::detached);
+    self.missed_ticks.emplace_back(name, self.io);
+    asio::co_spawn(self.io, self.schedule_loop(name, schedule, self.timers.back(), self.missed_ticks.back()),
+                   asio::detached);
     spdlog::info("pipeline {}: runs {}", name, schedule.describe());
   }
   self.start_housekeeping();

@@ -1,7 +1,8 @@
 // Operator experience of `tidemark` as real processes: --log-format json and
 // --log-level before or after the command's name, -V, `run --metrics-file` as node_exporter's
 // textfile collector reads it (checked by the real promtool), the alert on the file's age
-// (promtool check rules), and the progress bar on a terminal (a pty: tests/support/terminal.hpp).
+// (promtool check rules), the progress bar on a terminal (a pty: tests/support/terminal.hpp),
+// and a multi-line database error on one line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 
 #include <boost/json.hpp>
 
+#include "tests/support/http_client.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/terminal.hpp"
@@ -129,6 +131,23 @@ TEST(CliLogs, JsonErrorLinesOfANestedCommandParse) {
   const auto messages = json_messages(result.err);
   ASSERT_EQ(messages.size(), 1u) << result.err;
   EXPECT_THAT(messages[0], HasSubstr("tidemark db start"));
+}
+
+// libpq's errors have several lines (a refused connection adds "Is the server running …?");
+// each log line holds one message all the same, and the retries of one outage are one
+// warning (docs/operations.md "Logs").
+TEST(CliLogs, AMultiLineDatabaseErrorIsOneLineAndItsRetriesOneWarning) {
+  const std::string url = "postgresql://postgres@127.0.0.1:" + std::to_string(free_port()) + "/nowhere";
+  const ProcessResult result = run_tidemark({"migrate", "--database", url});
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  static const std::regex kLine("[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]{12}Z [a-z]+ .*[^ \t]");
+  const auto lines = lines_of(result.err);
+  for (const std::string& line : lines) EXPECT_TRUE(std::regex_match(line, kLine)) << "[" << line << "]";
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.back(), HasSubstr("Connection refused | Is the server running on that host"));
+  int warnings = 0;
+  for (const std::string& line : lines) warnings += line.find("transient database error") != std::string::npos;
+  EXPECT_EQ(warnings, 1) << result.err;
 }
 
 TEST(CliLogs, AnUnknownLogLevelIsAUsageErrorNamingTheChoices) {
