@@ -106,17 +106,21 @@ std::string declared_at(const std::string& file, const YAML::Node& root, const s
                         const pipeline::EntityDeclaration& entity, const std::string& column) {
   const auto [entity_key, declaration] = yaml_entry(yaml_entry(root, "entities").second, name);
   if (!entity_key.IsDefined()) return file + ": ";
-  YAML::Node line = entity_key;
+  // Marks, not nodes: assigning a YAML::Node would change the node it refers to.
+  YAML::Mark line = entity_key.Mark();
+  const auto mark_of = [&](const YAML::Node& key) {
+    if (key.IsDefined()) line = key.Mark();  // else a default key or revision: the entity's line
+  };
   if (entity.field(column) != nullptr) {
-    line = yaml_entry(yaml_entry(declaration, "fields").second, column).first;
-  } else if (column == entity.key || column == entity.revision || column == pipeline::kExtraColumn) {
-    line = yaml_entry(declaration, column == entity.key        ? "key"
-                                   : column == entity.revision ? "revision"
-                                                               : "extra_fields")
-               .first;
+    mark_of(yaml_entry(yaml_entry(declaration, "fields").second, column).first);
+  } else if (column == entity.key) {
+    mark_of(yaml_entry(declaration, "key").first);
+  } else if (column == entity.revision) {
+    mark_of(yaml_entry(declaration, "revision").first);
+  } else if (column == pipeline::kExtraColumn) {
+    mark_of(yaml_entry(declaration, "extra_fields").first);
   }
-  if (!line.IsDefined()) line = entity_key;  // a default key or revision
-  return file + ":" + std::to_string(line.Mark().line + 1) + ": ";
+  return file + ":" + std::to_string(line.line + 1) + ": ";
 }
 
 // Each declared entity against its table as the database has it, read-only: the comparison
