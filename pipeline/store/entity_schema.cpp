@@ -174,7 +174,7 @@ void alter_column(pqxx::transaction_base& txn, const EntityDeclaration& entity, 
     std::string why = error.what();
     why = why.substr(0, why.find('\n'));
     throw EntitySchemaError("table " + entity.table + ", column " + alteration.column + ": is " + alteration.from +
-                            ", the config says " + alteration.to + "; PostgreSQL refused to change it (" + why +
+                            ", the declaration needs " + alteration.to + "; PostgreSQL refused to widen it (" + why +
                             "); to change it by hand: " + alteration.statement);
   }
 }

@@ -1,8 +1,9 @@
 #pragma once
 // An entity's table brought up to its declaration (docs/entities.md
 // "Schema changes", "Adopting an existing table"): created when missing, extended with a
-// nullable column per new field, adopted when it exists and matches; recorded in
-// tidemark_entities. Never a change that could lose or reinterpret a stored value.
+// nullable column per new field, a column widened where that keeps every stored value as it
+// is, adopted when it exists and matches; recorded in tidemark_entities. Never a change that
+// could lose or reinterpret a stored value.
 #include <stdexcept>
 #include <string>
 #include <vector>

@@ -340,6 +340,22 @@ TEST_F(EntitySchemaTest, TwoConnectionsEnsuringAtOnceBothSucceedAndOneCreatesThe
   EXPECT_EQ(recorded().size(), 1u);
 }
 
+// PostgreSQL refuses to change a column a view of the user's reads: a configuration error with
+// its reason and the statement, and nothing changed.
+TEST_F(EntitySchemaTest, AWideningPostgresRefusesIsAnErrorWithItsReasonAndTheStatement) {
+  ensure(orders());
+  db_.scalar("CREATE VIEW big_orders AS SELECT order_id FROM orders WHERE amount > 100; SELECT 1");
+  const Rows declaration = recorded();
+  EntityDeclaration wider = orders();
+  wider.fields[0].precision = 18;
+  EXPECT_EQ(refusal(wider),
+            "table orders, column amount: is numeric(14,4), the declaration needs numeric(18,4); PostgreSQL refused to "
+            "widen it (ERROR:  cannot alter type of a column used by a view or rule); to change it by hand: ALTER "
+            "TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(18,4)");
+  EXPECT_EQ(columns("orders")[2], (Rows::value_type{"amount", "numeric(14,4)", "f"}));
+  EXPECT_EQ(recorded(), declaration);
+}
+
 // Two runs widening at once: the second waits on the migration lock, then finds the column
 // widened and the declaration recorded, so both succeed and one alters.
 TEST_F(EntitySchemaTest, TwoConnectionsWideningAtOnceBothSucceedAndOneAltersTheColumn) {
