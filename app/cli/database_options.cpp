@@ -44,6 +44,9 @@ void ensure_entity_tables(const app::config::Config& config, pqxx::connection& c
     }
     std::string done = changes.created ? "created" : changes.adopted ? "adopted" : "up to date";
     if (!changes.added_columns.empty()) done += ", columns added: " + listed(changes.added_columns);
+    std::vector<std::string> altered;
+    for (const auto& column : changes.altered_columns) altered.push_back(column.column + " " + column.to);
+    if (!altered.empty()) done += ", columns widened: " + listed(altered);
     report("entity " + name + ": table " + entity.table + " " + done);
     if (!changes.unused_columns.empty()) {
       spdlog::warn("entity {}: table {} has columns the declaration does not name, left unused: {}", name,

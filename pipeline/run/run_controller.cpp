@@ -116,13 +116,22 @@ namespace {
 bool dry_run_creates_table(pqxx::connection& connection, const EntityDeclaration& entity) {
   if (entity.name == kBuiltInEntityName) return false;
   const db::EntityTableCheck check = db::check_entity_table(connection, entity);
-  if (!check.problems.empty()) throw db::EntitySchemaError(check.problems.front());
+  if (!check.problems.empty()) throw db::schema_error(check.problems);
   if (!check.added_columns.empty()) {
     std::string columns;
     for (const std::string& column : check.added_columns) columns += (columns.empty() ? "" : ", ") + column;
     throw db::EntitySchemaError("entity " + entity.name + ": table " + entity.table + " lacks the column(s) " +
                                 columns + " of the declaration; a dry run does not alter a table (that would "
                                 "lock it against its readers until the dry run ends): a real run adds them");
+  }
+  if (!check.altered_columns.empty()) {
+    std::string columns;
+    for (const auto& altered : check.altered_columns) {
+      columns += (columns.empty() ? "" : ", ") + altered.column + " (" + altered.from + " -> " + altered.to + ")";
+    }
+    throw db::EntitySchemaError("entity " + entity.name + ": table " + entity.table + " has column(s) " + columns +
+                                " narrower than the declaration; a dry run does not alter a table (that would lock it "
+                                "against its readers until the dry run ends): a real run widens them");
   }
   return !check.exists;
 }

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <utility>
 
+#include <spdlog/spdlog.h>
+
 #include "pipeline/store/entity_sql.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/row.hpp"
@@ -44,8 +46,9 @@ const CatalogColumn* find_column(const std::vector<CatalogColumn>& columns, std:
 struct Comparison {
   bool exists = false;
   bool recorded = false;  // tidemark_entities has the table for this entity
-  std::vector<std::string> problems;
+  std::vector<SchemaProblem> problems;
   std::vector<std::pair<std::string, std::string>> additions;  // column, type: what ALTER TABLE adds
+  std::vector<ColumnAlteration> alterations;  // what ALTER COLUMN ... TYPE changes
   std::vector<std::string> unused_columns;
 };
 
@@ -53,9 +56,28 @@ class Comparer {
  public:
   Comparer(const EntityDeclaration& entity, Comparison& out) : entity_(entity), out_(out) {}
 
-  void mismatch(std::string_view column, const std::string& is, const std::string& says) {
-    out_.problems.push_back("table " + entity_.table + ", column " + std::string(column) + ": is " + is +
-                            ", the config says " + says);
+  // `why`: what follows the comparison, "; ..." (the statement to run by hand), or nothing.
+  void mismatch(std::string_view column, const std::string& is, const std::string& says,
+                const std::string& why = "") {
+    out_.problems.push_back({std::string(column), "table " + entity_.table + ", column " + std::string(column) +
+                                                      ": is " + is + ", the config says " + says + why});
+  }
+
+  // A declared column of another type: widened when that loses nothing and the table is
+  // Tidemark's (a table being adopted is taken as it is), else refused with the statement.
+  void check_type(const EntityColumn& column, const std::string& is) {
+    const auto change = column_change(entity_.table, column, is);
+    if (!change) return;
+    if (change->automatic && out_.recorded) {
+      out_.alterations.push_back({column.name, is, column.type, change->statement, change->reason});
+      return;
+    }
+    const std::string by_hand = "; to change it by hand: " + change->statement;
+    if (change->automatic) {
+      mismatch(column.name, is, column.config_type, "; a table is adopted only as it is" + by_hand);
+    } else {
+      mismatch(column.name, is, column.config_type, "; Tidemark will not change it: " + change->reason + by_hand);
+    }
   }
 
   // The key: the table's one primary key column, text.
@@ -90,8 +112,8 @@ class Comparer {
         // is adopted only as it is, "every declared column" present with its exact type.
         if (!out_.recorded) mismatch(column.name, "missing", column.config_type);
         else out_.additions.emplace_back(column.name, column.type);
-      } else if (found->type != column.type) {
-        mismatch(column.name, found->type, column.config_type);
+      } else {
+        check_type(column, found->type);
       }
     }
     for (const auto& [name, type] : {std::pair{kPipelineColumn, std::string("text")},
@@ -101,8 +123,9 @@ class Comparer {
       if (found == nullptr) {
         out_.additions.emplace_back(std::string(name), type);
       } else if (found->type != type) {
-        out_.problems.push_back("table " + entity_.table + ", column " + std::string(name) + ": is " + found->type +
-                                ", Tidemark's bookkeeping column is " + type);
+        out_.problems.push_back({std::string(name), "table " + entity_.table + ", column " + std::string(name) +
+                                                        ": is " + found->type + ", Tidemark's bookkeeping column is " +
+                                                        type});
       }
     }
     for (const auto& column : columns) {
@@ -129,8 +152,9 @@ Comparison compare_table(pqxx::transaction_base& txn, const EntityDeclaration& e
     comparison.recorded = !owner.empty();
     const std::string owner_name = comparison.recorded ? db::Row(owner[0]).get<std::string>("name") : "";
     if (comparison.recorded && owner_name != entity.name) {
-      comparison.problems.push_back("table " + entity.table + " belongs to entity " + owner_name +
-                                    "; entity " + entity.name + " cannot use it");
+      comparison.problems.push_back(
+          {"", "table " + entity.table + " belongs to entity " + owner_name + "; entity " + entity.name +
+                   " cannot use it"});
       comparison.recorded = false;
       return comparison;
     }
@@ -141,7 +165,27 @@ Comparison compare_table(pqxx::transaction_base& txn, const EntityDeclaration& e
   return comparison;
 }
 
+// Runs `alteration`'s statement. PostgreSQL may still refuse a change that loses nothing (a
+// view or rule of the user's uses the column): an EntitySchemaError then, with the statement.
+void alter_column(pqxx::transaction_base& txn, const EntityDeclaration& entity, const ColumnAlteration& alteration) {
+  try {
+    txn.exec(alteration.statement);
+  } catch (const pqxx::sql_error& error) {
+    std::string why = error.what();
+    why = why.substr(0, why.find('\n'));
+    throw EntitySchemaError("table " + entity.table + ", column " + alteration.column + ": is " + alteration.from +
+                            ", the declaration needs " + alteration.to + "; PostgreSQL refused to widen it (" + why +
+                            "); to change it by hand: " + alteration.statement);
+  }
+}
+
 }  // namespace
+
+EntitySchemaError schema_error(const std::vector<SchemaProblem>& problems) {
+  std::string message;
+  for (const auto& problem : problems) message += (message.empty() ? "" : "\n") + problem.message;
+  return EntitySchemaError(message);
+}
 
 EntityTableChanges ensure_entity_table(pqxx::connection& connection, const EntityDeclaration& entity) {
   EntityTableChanges changes;
@@ -151,7 +195,7 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
   txn.exec_params(std::string(sql::kMigrateLock), kMigrationLockId);
 
   const Comparison comparison = compare_table(txn, entity, /*entities_recorded=*/true);
-  if (!comparison.problems.empty()) throw EntitySchemaError(comparison.problems.front());
+  if (!comparison.problems.empty()) throw schema_error(comparison.problems);
   if (!comparison.exists) {
     txn.exec(build_entity_sql(entity).create_table);
     changes.created = true;
@@ -163,10 +207,18 @@ EntityTableChanges ensure_entity_table(pqxx::connection& connection, const Entit
     }
     changes.unused_columns = comparison.unused_columns;
     if (!additions.empty()) txn.exec("ALTER TABLE " + quote_identifier(entity.table) + additions);
+    // A table rewrite (a larger scale) holds the table's exclusive lock to the commit, as
+    // every change here does: a load of it waits rather than meeting it half changed.
+    for (const auto& alteration : comparison.alterations) alter_column(txn, entity, alteration);
+    changes.altered_columns = comparison.alterations;
     changes.adopted = !comparison.recorded;
   }
   txn.exec_params(std::string(sql::kEntityRecord), entity.name, entity.table, definition_json(entity));
   txn.commit();
+  for (const auto& altered : changes.altered_columns) {
+    spdlog::info("entity {}: table {}, column {}: {} -> {} ({}): {}", entity.name, entity.table, altered.column,
+                 altered.from, altered.to, altered.reason, altered.statement);
+  }
   return changes;
 }
 
@@ -179,6 +231,7 @@ EntityTableCheck check_entity_table(pqxx::connection& connection, const EntityDe
   check.exists = comparison.exists;
   check.problems = std::move(comparison.problems);
   for (auto& [name, type] : comparison.additions) check.added_columns.push_back(std::move(name));
+  check.altered_columns = std::move(comparison.alterations);
   return check;
 }
 

@@ -1,6 +1,7 @@
 #include "pipeline/store/entity_sql.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -149,6 +150,118 @@ std::string join(const std::vector<std::string>& parts, std::string_view separat
     out += parts[i];
   }
   return out;
+}
+
+// `text` (a statement of sql/) without its leading comment lines and final newline: a
+// statement as a user would type it, for a message.
+std::string_view without_comments(std::string_view text) {
+  while (text.starts_with("--")) {
+    const auto end = text.find('\n');
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return text;
+}
+
+// What a column type holds, as far as column_change needs to know: how many digits before
+// and after the point every value fits in, for the number types.
+struct Holds {
+  enum class Kind { kOther, kText, kVarchar, kInteger, kNumeric, kAnyNumeric } kind = Kind::kOther;
+  int integer_digits = 0;  // kInteger: of its largest value; kNumeric: precision - scale
+  int scale = 0;           // kNumeric
+};
+
+// `type` as format_type spells it: "numeric(10,3)", "bigint", "character varying(64)".
+Holds holds(std::string_view type) {
+  using Kind = Holds::Kind;
+  if (type == "text") return {Kind::kText};
+  if (type.starts_with("character varying")) return {Kind::kVarchar};
+  if (type == "smallint") return {Kind::kInteger, 5};   // 32767
+  if (type == "integer") return {Kind::kInteger, 10};   // 2147483647
+  if (type == "bigint") return {Kind::kInteger, 19};    // 9223372036854775807
+  if (type == "numeric") return {Kind::kAnyNumeric};
+  constexpr std::string_view kNumeric = "numeric(";
+  if (!type.starts_with(kNumeric) || !type.ends_with(")")) return {};
+  const auto comma = type.find(',');
+  int precision = 0;
+  int scale = 0;
+  const char* end = type.data() + type.size() - 1;
+  if (comma == std::string_view::npos ||
+      std::from_chars(type.data() + kNumeric.size(), type.data() + comma, precision).ec != std::errc() ||
+      std::from_chars(type.data() + comma + 1, end, scale).ec != std::errc()) {
+    return {};
+  }
+  return {Kind::kNumeric, precision - scale, scale};
+}
+
+bool is_number(const Holds& type) {
+  return type.kind == Holds::Kind::kInteger || type.kind == Holds::Kind::kNumeric ||
+         type.kind == Holds::Kind::kAnyNumeric;
+}
+
+// Every whole number of up to this many digits fits bigint.
+constexpr int kBigintWholeDigits = 18;
+
+// Why changing `from` (spelt `is`) into `to` (declared as `declared`) keeps every value, or
+// what it could lose; `automatic` says which.
+std::string change_reason(const Holds& from, const Holds& to, const std::string& is, const EntityColumn& declared,
+                          bool& automatic) {
+  using Kind = Holds::Kind;
+  const auto digits = [](int count) { return std::to_string(count) + (count == 1 ? " digit" : " digits"); };
+  automatic = false;
+  if (to.kind == Kind::kNumeric && from.kind == Kind::kNumeric) {
+    if (from.scale > to.scale) {
+      return "fewer digits after the point (" + std::to_string(to.scale) + ", was " + std::to_string(from.scale) +
+             "): PostgreSQL would round every stored value to " + digits(to.scale);
+    }
+    if (from.integer_digits > to.integer_digits) {
+      return "fewer digits before the point (" + std::to_string(to.integer_digits) + ", was " +
+             std::to_string(from.integer_digits) + "): a stored value with more would make it fail";
+    }
+    automatic = true;
+    return from.scale == to.scale ? "more digits, the same scale: every stored value fits as it is"
+                                  : "as many digits before the point or more, more after it: every stored value fits, "
+                                    "with zeros appended";
+  }
+  if (to.kind == Kind::kNumeric && from.kind == Kind::kInteger) {
+    if (from.integer_digits > to.integer_digits) {
+      return "an integer of up to " + digits(from.integer_digits) + " into " + digits(to.integer_digits) +
+             " before the point: a stored value with more would make it fail";
+    }
+    automatic = true;
+    return "every " + is + " value fits in " + digits(to.integer_digits) + " before the point";
+  }
+  if (to.kind == Kind::kNumeric && from.kind == Kind::kAnyNumeric) {
+    return "a numeric of any size into " + digits(to.integer_digits) + " before the point and " + digits(to.scale) +
+           " after it: PostgreSQL would round stored values, and one with more digits before the point would make "
+           "it fail";
+  }
+  if (to.kind == Kind::kInteger && from.kind == Kind::kInteger) {
+    automatic = from.integer_digits <= to.integer_digits;
+    return automatic ? "every " + is + " value fits " + declared.type : "a stored value beyond its range would fail";
+  }
+  if (to.kind == Kind::kInteger && (from.kind == Kind::kNumeric || from.kind == Kind::kAnyNumeric)) {
+    if (from.kind == Kind::kAnyNumeric || from.scale > 0) {
+      return "a decimal into an integer: PostgreSQL would round every stored fraction to a whole number";
+    }
+    if (from.integer_digits > kBigintWholeDigits) {
+      return "a stored value beyond bigint's range (more than 9223372036854775807) would make it fail";
+    }
+    automatic = true;
+    return "every whole number of up to " + digits(from.integer_digits) + " fits bigint";
+  }
+  if (to.kind == Kind::kText && from.kind == Kind::kVarchar) {
+    automatic = true;
+    return "every varchar is a text as it is";
+  }
+  if (from.kind == Kind::kText || from.kind == Kind::kVarchar) {
+    return "text into " + declared.config_type + ": a stored value that is not one would make it fail";
+  }
+  if (to.kind == Kind::kText) {
+    return is + " into text: stored values would become PostgreSQL's text form of them, which need not be the form "
+                "the records carry, so an unchanged record could conflict with its own row";
+  }
+  return is + " into " + declared.config_type + ": not a change that keeps every stored value as it is";
 }
 
 }  // namespace
@@ -312,6 +425,26 @@ EntitySql build_entity_sql(const EntityDeclaration& entity) {
                             });
   out.apply_batch = fill(sql::kEntityApplyBatch, apply);
   return out;
+}
+
+std::optional<ColumnChange> column_change(const std::string& table, const EntityColumn& declared,
+                                          const std::string& is) {
+  if (is == declared.type) return std::nullopt;
+  const Holds from = holds(is);
+  const Holds to = holds(declared.type);
+  ColumnChange change;
+  change.reason = change_reason(from, to, is, declared, change.automatic);
+  // Between number types and into text PostgreSQL converts on its own (an assignment cast);
+  // any other change needs the conversion spelt out.
+  const bool needs_using = !(is_number(from) && is_number(to)) && to.kind != Holds::Kind::kText;
+  const std::string column = quote_identifier(declared.name);
+  change.statement = fill(without_comments(sql::kEntityAlterColumnType), {{"table", quote_identifier(table)},
+                                                        {"column", column},
+                                                        {"type", declared.type},
+                                                        {"using", needs_using ? " USING " + column + "::" +
+                                                                                    declared.type
+                                                                              : std::string()}});
+  return change;
 }
 
 }  // namespace tidemark::pipeline::db

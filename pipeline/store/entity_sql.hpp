@@ -4,6 +4,7 @@
 // declaration into the templates sql/entity/{create_table,create_stage,apply_batch}.sql.
 // Every identifier is quoted and comes from the declaration, never from a record: record
 // values only ever travel as COPY data and parameters.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -66,6 +67,24 @@ struct EntityColumn {
   std::string config_type;  // as config_type; "json" for `extra`
 };
 std::vector<EntityColumn> value_columns(const EntityDeclaration& entity);
+
+// A value column of a table against the type its declaration asks for (docs/entities.md
+// "Schema changes"): whether every value the column can hold is kept as it is by the other
+// type, and the statement that changes it (sql/entity/alter_column_type.sql).
+struct ColumnChange {
+  // It loses nothing: a declared entity's own table is changed by the next run. Only more
+  // digits at the same or a larger scale (numeric(8,3) -> numeric(10,3), numeric(8,3) ->
+  // numeric(10,4)), an integer into a decimal with as many digits before the point
+  // (bigint -> numeric(19,0)), a whole decimal of up to 18 digits or a smaller integer into
+  // bigint, and varchar into text.
+  bool automatic = false;
+  std::string statement;  // ALTER TABLE ... ALTER COLUMN ... TYPE ...: Tidemark's, or one to run by hand
+  std::string reason;     // why it loses nothing, or what it could lose or reinterpret
+};
+// What changing column `declared.name` of `table` from `is` (format_type's spelling) to
+// `declared.type` means; nullopt when it is that type already.
+std::optional<ColumnChange> column_change(const std::string& table, const EntityColumn& declared,
+                                          const std::string& is);
 
 // The declaration as tidemark_entities.definition records it (a JSON object).
 std::string definition_json(const EntityDeclaration& entity);

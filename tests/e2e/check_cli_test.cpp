@@ -281,8 +281,8 @@ std::string orders_config(int scale) {
 }
 
 // A declared entity is compared with its table as `migrate --config` would, read-only: a
-// missing table is a note (it will be created), a changed scale an error naming the table
-// and the column, and the table is left as it was.
+// missing table is a note (it will be created), a smaller scale an error at the field's line
+// naming the table and the column, and the table is left as it was.
 TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) {
   const TestDatabase database;
   const std::string amount_type =
@@ -306,8 +306,8 @@ TEST_F(CheckCli, DeclaredEntitiesAreComparedWithTheirTablesWithoutChangingThem) 
   const ProcessResult changed = check({"--config", config, "--database", database.url()});
   EXPECT_EQ(changed.exit_code, 2) << changed.out << changed.err;
   EXPECT_THAT(changed.err, says("error", config,
-                                ": entity orders: table orders, column amount: is numeric(14,4), the config says "
-                                "decimal(14,2)"));
+                                ":6: entity orders: table orders, column amount: is numeric(14,4), the config says "
+                                "decimal(14,2); Tidemark will not change it"));
   EXPECT_THAT(changed.out, HasSubstr("1 error(s)"));
   EXPECT_EQ(database.scalar(amount_type), "numeric(14,4)");
 }

@@ -61,9 +61,15 @@ TEST(CliMigrate, WithConfigCreatesExtendsAndRefusesAChangedTypeWithExitTwo) {
   EXPECT_THAT(result.err, HasSubstr("entity orders: table orders has columns the declaration does not name, left "
                                     "unused: amount"));
 
+  // More digits at the same scale lose nothing: made; fewer after the point would round: refused.
   result = migrate("      amount: {type: decimal, precision: 16, scale: 4}\n");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr("entity orders: table orders up to date, columns widened: amount numeric(16,4)\n"));
+
+  result = migrate("      amount: {type: decimal, precision: 16, scale: 2}\n");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.err, HasSubstr("table orders, column amount: is numeric(14,4), the config says decimal(16,4)"));
+  EXPECT_THAT(result.err, HasSubstr("table orders, column amount: is numeric(16,4), the config says decimal(16,2); "
+                                    "Tidemark will not change it"));
   EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_entities"), "1");
 }
 

@@ -294,5 +294,117 @@ TEST_F(EntityRun, ANewFieldAddsAColumnOnTheNextRunAndAChangedTypeExits2) {
             (Rows{{"numeric(14,4)"}}));
 }
 
+// A shipments entity as a newcomer declares it; each field's declaration on its own line
+// (weight_kg on line 6, note on 7, pieces on 8), for `check` to name.
+std::string shipments_config(const std::filesystem::path& source, const std::string& weight, const std::string& note,
+                             const std::string& pieces) {
+  return "entities:\n"
+         "  shipments:\n"
+         "    key: shipment_id\n"
+         "    revision: version\n"
+         "    fields:\n"
+         "      weight_kg: " + weight + "\n"
+         "      note: " + note + "\n"
+         "      pieces: " + pieces + "\n"
+         "pipelines:\n"
+         "  shipments_daily:\n"
+         "    entity: shipments\n"
+         "    source: {kind: file, path: " + source.string() + ", format: csv}\n"
+         "    destinations:\n"
+         "      - {name: ledger, kind: http, url: http://127.0.0.1:9/hook, secret_env: " + kSecretEnv + "}\n";
+}
+
+const std::string kShipmentColumns =
+    "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = 'shipments'::regclass "
+    "AND attname IN ('weight_kg', 'note', 'pieces') ORDER BY attnum";
+
+// docs/entities.md "Schema changes": a wider decimal, a larger max_length and an integer into
+// a decimal wide enough are made by the next run, on a table that holds rows; the rows stay
+// and the wider values load.
+TEST_F(EntityRun, AWiderDecimalALargerMaxLengthAndAnIntegerIntoADecimalAreMadeByTheNextRunKeepingTheRows) {
+  const auto input = dir_.write("shipments.csv", "shipment_id,version,weight_kg,note,pieces\ns1,1,12345.678,abcde,7\n");
+  const auto narrow = shipments_config(input, "{type: decimal, precision: 8, scale: 3}",
+                                       "{type: text, max_length: 5}", "{type: integer}");
+  const auto first = tidemark(narrow, {"run", "--pipeline", "shipments_daily", "--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.both();
+
+  dir_.write("shipments.csv",
+             "shipment_id,version,weight_kg,note,pieces\ns1,1,12345.678,abcde,7\n"
+             "s2,1,1234567.891,abcdefghij,1234567890123456789.25\n");
+  const auto wide = shipments_config(input, "{type: decimal, precision: 10, scale: 3}",
+                                     "{type: text, max_length: 10}", "{type: decimal, precision: 21, scale: 2}");
+  // A dry run alters no table, and says that the real run will.
+  const auto dry = tidemark(wide, {"run", "--pipeline", "shipments_daily", "--dry-run", "--json"});
+  EXPECT_EQ(dry.exit_code, 2) << dry.both();
+  EXPECT_NE(dry.err.find("table shipments has column(s) weight_kg (numeric(8,3) -> numeric(10,3)), pieces (bigint "
+                         "-> numeric(21,2)) narrower than the declaration"),
+            std::string::npos)
+      << dry.both();
+  // `check` says so too, at the field's line, and changes nothing either.
+  const auto check = tidemark(wide, {"check"});
+  EXPECT_EQ(check.exit_code, 0) << check.both();
+  EXPECT_NE(check.err.find("note: " + (dir_.path() / "config.yaml").string() +
+                           ":6: entity shipments: table shipments, column weight_kg is numeric(8,3); the next run (or "
+                           "`tidemark migrate --config`) widens it to numeric(10,3) (more digits, the same scale: "
+                           "every stored value fits as it is)"),
+            std::string::npos)
+      << check.both();
+  EXPECT_EQ(rows(kShipmentColumns), (Rows{{"weight_kg", "numeric(8,3)"}, {"note", "text"}, {"pieces", "bigint"}}));
+
+  const auto second = tidemark(wide, {"run", "--pipeline", "shipments_daily", "--json"});
+  ASSERT_EQ(second.exit_code, 0) << second.both();
+  EXPECT_NE(second.err.find("entity shipments: table shipments, column weight_kg: numeric(8,3) -> numeric(10,3) "
+                            "(more digits, the same scale: every stored value fits as it is): ALTER TABLE "
+                            "\"shipments\" ALTER COLUMN \"weight_kg\" TYPE numeric(10,3)"),
+            std::string::npos)
+      << second.both();
+  EXPECT_NE(second.err.find("column pieces: bigint -> numeric(21,2)"), std::string::npos) << second.both();
+  EXPECT_EQ(count_in(second.out, "inserted"), "1") << second.out;
+  EXPECT_EQ(rows(kShipmentColumns),
+            (Rows{{"weight_kg", "numeric(10,3)"}, {"note", "text"}, {"pieces", "numeric(21,2)"}}));
+  EXPECT_EQ(rows("SELECT shipment_id, version, weight_kg::text, note, pieces::text FROM shipments ORDER BY 1"),
+            (Rows{{"s1", "1", "12345.678", "abcde", "7.00"},
+                  {"s2", "1", "1234567.891", "abcdefghij", "1234567890123456789.25"}}));
+  EXPECT_EQ(rows("SELECT count(*) FROM quarantine"), (Rows{{"0"}}));
+  EXPECT_EQ(rows("SELECT definition->'fields'->1->>'max_length' FROM tidemark_entities WHERE name = 'shipments'"),
+            (Rows{{"10"}}));
+}
+
+// Narrowing and a decimal into an integer are refused, every mismatch in the one error with the
+// statement to run by hand and why; `check` names the config line of each; the table is left
+// as it was.
+TEST_F(EntityRun, ANarrowingIsRefusedListingEveryMismatchWithItsStatementAndCheckNamesTheirLines) {
+  const auto input = dir_.write("shipments.csv", "shipment_id,version,weight_kg,note,pieces\ns1,1,1234567.891,ab,7.5\n");
+  const auto wide = shipments_config(input, "{type: decimal, precision: 10, scale: 3}",
+                                     "{type: text, max_length: 10}", "{type: decimal, precision: 21, scale: 2}");
+  const auto first = tidemark(wide, {"run", "--pipeline", "shipments_daily", "--json"});
+  ASSERT_EQ(first.exit_code, 0) << first.both();
+
+  const auto narrow = shipments_config(input, "{type: decimal, precision: 8, scale: 3}",
+                                       "{type: text, max_length: 5}", "{type: integer}");
+  const std::string weight_line =
+      "table shipments, column weight_kg: is numeric(10,3), the config says decimal(8,3); Tidemark will not change "
+      "it: fewer digits before the point (5, was 7): a stored value with more would make it fail; to change it by "
+      "hand: ALTER TABLE \"shipments\" ALTER COLUMN \"weight_kg\" TYPE numeric(8,3)";
+  const std::string pieces_line =
+      "table shipments, column pieces: is numeric(21,2), the config says integer; Tidemark will not change it: a "
+      "decimal into an integer: PostgreSQL would round every stored fraction to a whole number; to change it by "
+      "hand: ALTER TABLE \"shipments\" ALTER COLUMN \"pieces\" TYPE bigint";
+  const auto refused = tidemark(narrow, {"run", "--pipeline", "shipments_daily", "--json"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.both();
+  EXPECT_NE(refused.err.find(weight_line + "\n" + pieces_line), std::string::npos) << refused.both();
+  EXPECT_EQ(rows(kShipmentColumns),
+            (Rows{{"weight_kg", "numeric(10,3)"}, {"note", "text"}, {"pieces", "numeric(21,2)"}}));
+  EXPECT_EQ(rows("SELECT weight_kg::text, pieces::text FROM shipments"), (Rows{{"1234567.891", "7.50"}}));
+
+  const auto check = tidemark(narrow, {"check"});
+  EXPECT_EQ(check.exit_code, 2) << check.both();
+  const std::string config = (dir_.path() / "config.yaml").string();
+  EXPECT_NE(check.err.find("error: " + config + ":6: entity shipments: " + weight_line), std::string::npos)
+      << check.both();
+  EXPECT_NE(check.err.find("error: " + config + ":8: entity shipments: " + pieces_line), std::string::npos)
+      << check.both();
+}
+
 }  // namespace
 }  // namespace tidemark

@@ -1,6 +1,7 @@
 // An entity's table against its declaration (pipeline/store/entity_schema.*):
-// created and recorded, extended by a new field, refused on a changed type, precision or
-// scale, a foreign table adopted only when it matches, and two processes at once.
+// created and recorded, extended by a new field, widened where that loses nothing with its
+// rows kept, refused on any other changed type, precision or scale with every mismatch and the
+// statement to run by hand, a foreign table adopted only when it matches, and two processes at once.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -145,7 +146,7 @@ TEST_F(EntitySchemaTest, ANewFieldAddsANullableColumnAndARemovedOneLeavesItsColu
   EXPECT_EQ(again.unused_columns, std::vector<std::string>{"paid"});
 }
 
-TEST_F(EntitySchemaTest, AChangedTypePrecisionOrScaleIsRefusedNamingTheTableColumnAndBothTypes) {
+TEST_F(EntitySchemaTest, AChangeThatCouldLoseOrReinterpretAValueIsRefusedWithTheStatementToRunByHand) {
   ensure(orders());
   const Rows before = columns("orders");
   const Rows declaration = recorded();
@@ -154,20 +155,91 @@ TEST_F(EntitySchemaTest, AChangedTypePrecisionOrScaleIsRefusedNamingTheTableColu
     entity.fields[static_cast<std::size_t>(index)] = std::move(spec);
     return entity;
   };
-  EXPECT_EQ(refusal(with_field(0, {.name = "amount", .type = FieldType::kDecimal, .precision = 16, .scale = 4})),
-            "table orders, column amount: is numeric(14,4), the config says decimal(16,4)");
   EXPECT_EQ(refusal(with_field(0, {.name = "amount", .type = FieldType::kDecimal, .precision = 14, .scale = 2})),
-            "table orders, column amount: is numeric(14,4), the config says decimal(14,2)");
+            "table orders, column amount: is numeric(14,4), the config says decimal(14,2); Tidemark will not change "
+            "it: fewer digits after the point (2, was 4): PostgreSQL would round every stored value to 2 digits; to "
+            "change it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(14,2)");
+  EXPECT_EQ(refusal(with_field(0, {.name = "amount", .type = FieldType::kDecimal, .precision = 12, .scale = 4})),
+            "table orders, column amount: is numeric(14,4), the config says decimal(12,4); Tidemark will not change "
+            "it: fewer digits before the point (8, was 10): a stored value with more would make it fail; to change "
+            "it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(12,4)");
   EXPECT_EQ(refusal(with_field(1, {.name = "quantity", .type = FieldType::kText})),
-            "table orders, column quantity: is bigint, the config says text");
+            "table orders, column quantity: is bigint, the config says text; Tidemark will not change it: bigint into "
+            "text: stored values would become PostgreSQL's text form of them, which need not be the form the records "
+            "carry, so an unchanged record could conflict with its own row; to change it by hand: ALTER TABLE "
+            "\"orders\" ALTER COLUMN \"quantity\" TYPE text");
   EXPECT_EQ(refusal(with_field(2, {.name = "placed_at", .type = FieldType::kDate})),
-            "table orders, column placed_at: is timestamp with time zone, the config says date");
-  // A refused declaration changes nothing, not even alongside a new field.
-  EntityDeclaration with_new_field = with_field(1, {.name = "quantity", .type = FieldType::kJson});
-  with_new_field.fields.push_back({.name = "note", .type = FieldType::kText});
-  EXPECT_EQ(refusal(with_new_field), "table orders, column quantity: is bigint, the config says json");
+            "table orders, column placed_at: is timestamp with time zone, the config says date; Tidemark will not "
+            "change it: timestamp with time zone into date: not a change that keeps every stored value as it is; to "
+            "change it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"placed_at\" TYPE date USING "
+            "\"placed_at\"::date");
+  // Every mismatch at once, one line each in table order; a refused declaration changes
+  // nothing, not even a new field or a widening beside it.
+  EntityDeclaration several = orders();
+  several.fields[0] = {.name = "amount", .type = FieldType::kDecimal, .precision = 16, .scale = 2};
+  several.fields[1] = {.name = "quantity", .type = FieldType::kJson};
+  several.fields[2] = {.name = "placed_at", .type = FieldType::kTimestamp};
+  several.fields.push_back({.name = "note", .type = FieldType::kText});
+  const std::string message = refusal(several);
+  EXPECT_EQ(message.substr(0, message.find('\n')),
+            "table orders, column amount: is numeric(14,4), the config says decimal(16,2); Tidemark will not change "
+            "it: fewer digits after the point (2, was 4): PostgreSQL would round every stored value to 2 digits; to "
+            "change it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(16,2)");
+  EXPECT_EQ(message.substr(message.find('\n') + 1),
+            "table orders, column quantity: is bigint, the config says json; Tidemark will not change it: bigint into "
+            "json: not a change that keeps every stored value as it is; to change it by hand: ALTER TABLE \"orders\" "
+            "ALTER COLUMN \"quantity\" TYPE jsonb USING \"quantity\"::jsonb");
+  EntityDeclaration widened_and_narrowed = orders();
+  widened_and_narrowed.fields[0].precision = 20;  // would be widened
+  widened_and_narrowed.fields[1] = {.name = "quantity", .type = FieldType::kDecimal, .precision = 10, .scale = 0};
+  EXPECT_NE(refusal(widened_and_narrowed).find("column quantity: is bigint, the config says decimal(10,0)"),
+            std::string::npos);
   EXPECT_EQ(columns("orders"), before);
   EXPECT_EQ(recorded(), declaration);
+}
+
+// docs/entities.md "Schema changes": more digits at the same scale, more fraction digits with
+// as many integer digits, an integer into a decimal wide enough; the rows stay as they were,
+// wider values fit from then on, and the new declaration is recorded.
+TEST_F(EntitySchemaTest, AWideningThatLosesNothingIsMadeOnATableThatHoldsRows) {
+  ensure(orders());
+  db_.scalar("INSERT INTO orders (order_id, version, amount, quantity) VALUES "
+             "('o-1', 1, 9999999999.9999, 9223372036854775807), ('o-2', 3, -0.5, -9223372036854775808) RETURNING 1");
+  EntityDeclaration wider = orders();
+  wider.fields[0].precision = 20;  // numeric(14,4) -> numeric(20,4)
+  wider.fields[1] = {.name = "quantity", .type = FieldType::kDecimal, .precision = 21, .scale = 2};
+  const auto changes = ensure(wider);
+  ASSERT_EQ(changes.altered_columns.size(), 2u);
+  EXPECT_EQ(changes.altered_columns[0].column, "amount");
+  EXPECT_EQ(changes.altered_columns[0].from, "numeric(14,4)");
+  EXPECT_EQ(changes.altered_columns[0].to, "numeric(20,4)");
+  EXPECT_EQ(changes.altered_columns[0].statement, R"(ALTER TABLE "orders" ALTER COLUMN "amount" TYPE numeric(20,4))");
+  EXPECT_EQ(changes.altered_columns[1].statement,
+            R"(ALTER TABLE "orders" ALTER COLUMN "quantity" TYPE numeric(21,2))");
+  EXPECT_TRUE(changes.added_columns.empty());
+  EXPECT_EQ(columns("orders"), table_columns({{"amount", "numeric(20,4)", "f"},
+                                              {"quantity", "numeric(21,2)", "f"},
+                                              {"placed_at", "timestamp with time zone", "f"}}));
+  EXPECT_EQ(query_rows(db_, "SELECT order_id, version, amount::text, quantity::text FROM orders ORDER BY order_id"),
+            (Rows{{"o-1", "1", "9999999999.9999", "9223372036854775807.00"},
+                  {"o-2", "3", "-0.5000", "-9223372036854775808.00"}}));
+  db_.scalar("UPDATE orders SET amount = 9999999999999999.9999, quantity = 1234567890123456789.25 "
+             "WHERE order_id = 'o-2' RETURNING 1");
+  EXPECT_NE(recorded()[0][2].find(R"({"name": "quantity", "type": "decimal", "scale": 2, "required": false, )"
+                                  R"("precision": 21})"),
+            std::string::npos)
+      << recorded()[0][2];
+  // Done once: the same declaration again changes nothing.
+  EXPECT_TRUE(ensure(wider).altered_columns.empty());
+  // The read-only check sees what a run would widen, and widens nothing.
+  EntityDeclaration widest = wider;
+  widest.fields[0].precision = 24;
+  auto connection = db_.connect();
+  const auto check = db::check_entity_table(*connection, widest);
+  EXPECT_TRUE(check.problems.empty());
+  ASSERT_EQ(check.altered_columns.size(), 1u);
+  EXPECT_EQ(check.altered_columns[0].column, "amount");
+  EXPECT_EQ(columns("orders")[2], (Rows::value_type{"amount", "numeric(20,4)", "f"}));
 }
 
 TEST_F(EntitySchemaTest, AForeignTableThatMatchesIsAdoptedWithTheBookkeepingColumnsAdded) {
@@ -211,10 +283,14 @@ TEST_F(EntitySchemaTest, AForeignTableThatDoesNotMatchIsRefusedAndLeftAsItIs) {
        "table orders, column note: is text NOT NULL without a default, the config says nothing about it"},
       {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(12,2), quantity bigint, placed_at "
        "timestamptz",
-       "table orders, column amount: is numeric(12,2), the config says decimal(14,4)"},
+       "table orders, column amount: is numeric(12,2), the config says decimal(14,4); a table is adopted only as it "
+       "is; to change it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(14,4)"},
       {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
        "timestamp",
-       "table orders, column placed_at: is timestamp without time zone, the config says timestamp"},
+       "table orders, column placed_at: is timestamp without time zone, the config says timestamp; Tidemark will "
+       "not change it: timestamp without time zone into timestamp: not a change that keeps every stored value as "
+       "it is; to change it by hand: ALTER TABLE \"orders\" ALTER COLUMN \"placed_at\" TYPE timestamp with time "
+       "zone USING \"placed_at\"::timestamp with time zone"},
       {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), placed_at timestamptz",
        "table orders, column quantity: is missing, the config says integer"},
       {"order_id text PRIMARY KEY, version bigint NOT NULL, amount numeric(14,4), quantity bigint, placed_at "
@@ -262,6 +338,52 @@ TEST_F(EntitySchemaTest, TwoConnectionsEnsuringAtOnceBothSucceedAndOneCreatesThe
   EXPECT_EQ(created, 1);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pg_class WHERE relname = 'orders' AND relkind = 'r'"), "1");
   EXPECT_EQ(recorded().size(), 1u);
+}
+
+// PostgreSQL refuses to change a column a view of the user's reads: a configuration error with
+// its reason and the statement, and nothing changed.
+TEST_F(EntitySchemaTest, AWideningPostgresRefusesIsAnErrorWithItsReasonAndTheStatement) {
+  ensure(orders());
+  db_.scalar("CREATE VIEW big_orders AS SELECT order_id FROM orders WHERE amount > 100; SELECT 1");
+  const Rows declaration = recorded();
+  EntityDeclaration wider = orders();
+  wider.fields[0].precision = 18;
+  EXPECT_EQ(refusal(wider),
+            "table orders, column amount: is numeric(14,4), the declaration needs numeric(18,4); PostgreSQL refused to "
+            "widen it (ERROR:  cannot alter type of a column used by a view or rule); to change it by hand: ALTER "
+            "TABLE \"orders\" ALTER COLUMN \"amount\" TYPE numeric(18,4)");
+  EXPECT_EQ(columns("orders")[2], (Rows::value_type{"amount", "numeric(14,4)", "f"}));
+  EXPECT_EQ(recorded(), declaration);
+}
+
+// Two runs widening at once: the second waits on the migration lock, then finds the column
+// widened and the declaration recorded, so both succeed and one alters.
+TEST_F(EntitySchemaTest, TwoConnectionsWideningAtOnceBothSucceedAndOneAltersTheColumn) {
+  ensure(orders());
+  db_.scalar("INSERT INTO orders (order_id, version, amount) VALUES ('o-1', 1, 1.5) RETURNING 1");
+  EntityDeclaration wider = orders();
+  wider.fields[0].precision = 18;
+  auto holder = db_.connect();
+  pqxx::work hold(*holder);
+  hold.exec_params(std::string(sql::kMigrateLock), db::kMigrationLockId);
+  std::vector<std::future<db::EntityTableChanges>> ensuring;
+  for (int i = 0; i < 2; ++i) {
+    ensuring.push_back(std::async(std::launch::async, [this, &wider] { return ensure(wider); }));
+  }
+  const std::string waiting =
+      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+  while (db_.scalar(waiting) != "2") {
+    for (auto& one : ensuring) {
+      ASSERT_NE(one.wait_for(std::chrono::milliseconds(1)), std::future_status::ready);
+    }
+  }
+  hold.commit();
+  std::size_t altered = 0;
+  for (auto& one : ensuring) altered += one.get().altered_columns.size();
+  EXPECT_EQ(altered, 1u);
+  EXPECT_EQ(columns("orders")[2], (Rows::value_type{"amount", "numeric(18,4)", "f"}));
+  EXPECT_EQ(db_.scalar("SELECT amount::text FROM orders"), "1.5000");
 }
 
 }  // namespace
