@@ -29,10 +29,10 @@ struct QuarantineOptions {
 
 // A row of `quarantine list` (sql/cli/quarantine_list.sql), as it prints: text, "" for NULL.
 struct QuarantineListRow {
-  std::string id, pipeline, reason, transaction_id, revision, position, detail, released_as;
+  std::string id, pipeline, reason, key, revision, position, detail, released_as;
 
   static QuarantineListRow read(const pipeline::db::Row& row) {
-    return {row.text("id"), row.text("pipeline"), row.text("reason"), row.text("transaction_id"),
+    return {row.text("id"), row.text("pipeline"), row.text("reason"), row.text("key"),
             row.text("revision"), row.text("position"), row.text("detail"), row.text("released_as")};
   }
 };
@@ -58,11 +58,11 @@ const pipeline::EntityDeclaration* find_entity(pqxx::transaction_base& txn, cons
 void print_stored_row(pqxx::transaction_base& txn, const std::optional<app::config::Config>& config,
                       const pqxx::row& entry) {
   const std::string entity_name = entry["entity"].c_str();
-  if (entry["transaction_id"].is_null()) {
+  if (entry["key"].is_null()) {
     std::cout << "stored row: - (the record has no valid key)\n";
     return;
   }
-  const std::string key = entry["transaction_id"].c_str();
+  const std::string key = entry["key"].c_str();
   std::optional<pipeline::EntityDeclaration> recorded;
   const pipeline::EntityDeclaration* entity = find_entity(txn, config, entity_name, recorded);
   if (entity == nullptr) {
@@ -104,10 +104,11 @@ void register_quarantine_commands(CLI::App& root, int& exit_code) {
     const auto rows = txn.exec_params(
         std::string(sql::kCliQuarantineList),
         options->pipeline, options->all, options->limit);
-    std::cout << "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail"
+    // `key` and `revision` whatever the entity: a listing may hold several entities' entries.
+    std::cout << "id\tpipeline\treason\tkey\trevision\tposition\tdetail"
               << (options->all ? "\treleased_as" : "") << "\n";
     for (const QuarantineListRow& entry : pipeline::db::read_all<QuarantineListRow>(rows)) {
-      std::cout << entry.id << "\t" << entry.pipeline << "\t" << entry.reason << "\t" << entry.transaction_id << "\t"
+      std::cout << entry.id << "\t" << entry.pipeline << "\t" << entry.reason << "\t" << entry.key << "\t"
                 << entry.revision << "\t" << entry.position << "\t" << entry.detail;
       if (options->all) std::cout << "\t" << entry.released_as;
       std::cout << "\n";

@@ -112,8 +112,15 @@ HttpResponse show_quarantine_entry(ApiContext& context, const HttpRequest&, cons
     const pipeline::EntityDeclaration* entity = recorded ? &*recorded : context.config.find_entity(entity_name);
     if (key.is_string() && entity != nullptr) {
       const auto row = pipeline::stored_row(txn, *entity, std::string(key.as_string()));
-      stored = boost::json::object{{"table", row.table},
-                                   {"row", row.json ? boost::json::parse(*row.json) : boost::json::value(nullptr)}};
+      boost::json::value columns = row.json ? boost::json::parse(*row.json) : boost::json::value(nullptr);
+      // The stored row's revision under one name for every entity: a conflict entry of the
+      // revision stored can only conflict again on release, and the console says so.
+      boost::json::value revision = nullptr;
+      if (const auto* found = columns.is_object() ? columns.as_object().if_contains(entity->revision) : nullptr) {
+        revision = *found;
+      }
+      stored = boost::json::object{
+          {"table", row.table}, {"row", std::move(columns)}, {"revision", std::move(revision)}};
     }
     (*entry)["stored"] = std::move(stored);
   });

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "pipeline/core/json_value.hpp"
+#include "pipeline/core/quoted_value.hpp"
 #include "pipeline/core/utf8.hpp"
 #include "pipeline/core/validate.hpp"
 
@@ -12,8 +13,17 @@ namespace tidemark::pipeline {
 
 namespace {
 
-std::variant<std::string, Rejection> wrong_kind(std::string_view expected) {
-  return Rejection{"must be " + std::string(expected)};
+// A rejection of `text` whose rule does not quote it already: every detail shows the value
+// it refuses.
+Rejection rejected_in(std::string rule, std::string_view text) {
+  return Rejection{std::move(rule) + " in " + quoted_value(text)};
+}
+
+// A JSON rejection (which names the rule and the byte) with the value it refuses.
+std::variant<std::string, Rejection> with_value_quoted(std::variant<std::string, Rejection> value,
+                                                       std::string_view text) {
+  if (auto* rejection = std::get_if<Rejection>(&value)) return rejected_in(std::move(rejection->detail), text);
+  return value;
 }
 
 // Whether a value is absent: JSON null and a missing key arrive as nullopt; an untyped
@@ -55,37 +65,43 @@ std::variant<std::string, Rejection> FieldValidator::canonical(const Field& fiel
   const bool text = is_text_kind(field.kind);
   switch (spec_.type) {
     case FieldType::kText: {
-      if (!text) return wrong_kind("a string");
+      if (!text) return Rejection{wrong_kind("a string", field)};
       if (auto problem = text_problem(field.text, spec_.max_length)) return Rejection{std::move(*problem)};
       return field.text;
     }
     case FieldType::kInteger: {
-      if (!text && field.kind != FieldKind::kNumber) return wrong_kind("an integer (a number or a string)");
+      if (!text && field.kind != FieldKind::kNumber) {
+        return Rejection{wrong_kind("an integer (a number or a string)", field)};
+      }
       const auto value = parse_integer(field.text, /*allow_minus=*/true);
       if (const auto* rejection = std::get_if<Rejection>(&value)) return *rejection;
       return std::to_string(std::get<std::int64_t>(value));
     }
     case FieldType::kDecimal: {
-      if (!text && field.kind != FieldKind::kNumber) return wrong_kind("a decimal (a number or a string)");
+      if (!text && field.kind != FieldKind::kNumber) {
+        return Rejection{wrong_kind("a decimal (a number or a string)", field)};
+      }
       return parse_decimal(field.text, spec_.precision, spec_.scale);
     }
     case FieldType::kTimestamp: {
-      if (!text) return wrong_kind("a string");
+      if (!text) return Rejection{wrong_kind("a string", field)};
       const auto micros = parse_timestamp(field.text);
       if (const auto* rejection = std::get_if<Rejection>(&micros)) return *rejection;
       return format_timestamp(std::get<std::int64_t>(micros));
     }
     case FieldType::kDate: {
-      if (!text) return wrong_kind("a string");
+      if (!text) return Rejection{wrong_kind("a string", field)};
       const auto days = parse_date(field.text);
       if (const auto* rejection = std::get_if<Rejection>(&days)) return *rejection;
       return field.text;  // YYYY-MM-DD with four-digit years is already date's ISO output
     }
     case FieldType::kBoolean: {
       // In JSON only a boolean: a JSON string "true" is a type mistake, not a boolean.
-      if (field.kind != FieldKind::kBoolean && field.kind != FieldKind::kUntyped) return wrong_kind("a boolean");
+      if (field.kind != FieldKind::kBoolean && field.kind != FieldKind::kUntyped) {
+        return Rejection{wrong_kind("a boolean", field)};
+      }
       if (field.text == "true" || field.text == "false") return field.text;
-      return Rejection{"not a boolean (true or false)"};
+      return rejected_in("not a boolean (true or false)", field.text);
     }
     case FieldType::kJson: {
       switch (field.kind) {
@@ -94,23 +110,24 @@ std::variant<std::string, Rejection> FieldValidator::canonical(const Field& fiel
           for (std::size_t i = 0; i < field.text.size();) {
             const std::size_t length = storable_utf8_length(std::string_view(field.text).substr(i));
             if (length == 0) {
-              return Rejection{field.text[i] == '\0' ? std::string("\\u0000 (jsonb cannot hold NUL)")
-                                                       : "invalid UTF-8 at byte " + std::to_string(i)};
+              return rejected_in(field.text[i] == '\0' ? std::string("\\u0000 (jsonb cannot hold NUL)")
+                                                         : "invalid UTF-8 at byte " + std::to_string(i),
+                                 field.text);
             }
             i += length;
           }
           return json_quoted(field.text);
         }
-        case FieldKind::kNumber: return canonical_json_number(field.text);
+        case FieldKind::kNumber: return with_value_quoted(canonical_json_number(field.text), field.text);
         case FieldKind::kBoolean:
         case FieldKind::kJson:
-        case FieldKind::kUntyped: return canonical_json(field.text);
+        case FieldKind::kUntyped: return with_value_quoted(canonical_json(field.text), field.text);
         case FieldKind::kOther: break;
       }
-      return wrong_kind("a JSON value given with its source text");
+      return Rejection{wrong_kind("a JSON value given with its source text", field)};
     }
   }
-  return wrong_kind("of a known type");  // only a FieldType cast from outside its enumerators
+  return Rejection{wrong_kind("of a known type", field)};  // only a FieldType cast from outside its enumerators
 }
 
 FieldPlan::FieldPlan(const std::vector<FieldSpec>& specs) {

@@ -1,7 +1,6 @@
 #include "pipeline/core/validate.hpp"
 
 #include <cstdint>
-#include <cstdio>
 #include <limits>
 #include <optional>
 #include <span>
@@ -10,6 +9,7 @@
 #include <utility>
 
 #include "pipeline/core/json_value.hpp"
+#include "pipeline/core/quoted_value.hpp"
 #include "pipeline/core/utf8.hpp"
 
 namespace tidemark::pipeline {
@@ -20,31 +20,8 @@ constexpr std::size_t kMaxIdentifierCodePoints = 128;
 constexpr int kMaxTimestampFractionDigits = 6;
 constexpr std::int64_t kMicrosPerSecond = 1'000'000;
 constexpr std::int64_t kSecondsPerDay = 86'400;
-constexpr std::size_t kMaxQuotedBytes = 64;
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-
-// A value quoted into a detail as printable ASCII: the detail is stored in a text column,
-// which refuses NUL bytes and invalid UTF-8, and a huge value must not bloat quarantine.
-std::string quoted(std::string_view text) {
-  std::string out = "\"";
-  for (std::size_t i = 0; i < text.size() && i < kMaxQuotedBytes; ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte == '"' || byte == '\\') {
-      out += '\\';
-      out += static_cast<char>(byte);
-    } else if (byte >= 0x20 && byte < 0x7F) {
-      out += static_cast<char>(byte);
-    } else {
-      char escaped[5];
-      std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
-      out += escaped;
-    }
-  }
-  if (text.size() > kMaxQuotedBytes) out += "...";
-  out += '"';
-  return out;
-}
 
 Rejection reject(std::string_view field, std::string_view rule) {
   return Rejection{std::string(field) + ": " + std::string(rule), std::string(field)};
@@ -56,7 +33,7 @@ std::optional<std::string> identifier_problem(std::string_view text) {
 }
 
 std::variant<std::string, Rejection> validate_identifier(std::string_view name, const Field& field) {
-  if (!is_text_kind(field.kind)) return reject(name, "must be a string");
+  if (!is_text_kind(field.kind)) return reject(name, wrong_kind("a string", field));
   if (auto problem = identifier_problem(field.text)) return reject(name, *problem);
   return field.text;
 }
@@ -64,7 +41,9 @@ std::variant<std::string, Rejection> validate_identifier(std::string_view name, 
 // JSON may carry the revision as a number or as a string; either way the text must be
 // decimal digits only, so "1.0", "1e3", "-1" and " 1" are refused whatever the kind.
 std::variant<std::int64_t, Rejection> validate_revision(std::string_view kName, const Field& field) {
-  if (field.kind != FieldKind::kNumber && !is_text_kind(field.kind)) return reject(kName, "must be an integer");
+  if (field.kind != FieldKind::kNumber && !is_text_kind(field.kind)) {
+    return reject(kName, wrong_kind("an integer", field));
+  }
   auto revision = parse_integer(field.text, /*allow_minus=*/false);
   if (const auto* rejection = std::get_if<Rejection>(&revision)) return reject(kName, rejection->detail);
   return revision;
@@ -132,22 +111,25 @@ std::optional<std::string_view> date_out_of_range(int year, int month, int day) 
 
 }  // namespace
 
+// Each problem quotes the text (quoted_value): every rejection shows the value it refuses.
 std::optional<std::string> text_problem(std::string_view text, std::size_t max_characters) {
-  if (text.starts_with(kUtf8Bom)) return std::string(kMisplacedBom);
+  const auto problem = [text](std::string rule) { return std::move(rule) + " in " + quoted_value(text); };
+  if (text.starts_with(kUtf8Bom)) return problem(std::string(kMisplacedBom));
   std::size_t code_points = 0;
   std::size_t i = 0;
   while (i < text.size()) {
     const Utf8Sequence sequence = decode_utf8(text.substr(i));
-    if (sequence.length == 0) return "invalid UTF-8 at byte " + std::to_string(i);
+    if (sequence.length == 0) return problem("invalid UTF-8 at byte " + std::to_string(i));
     // C0, DEL and C1 controls.
     if (const char32_t c = sequence.code_point; c < 0x20 || (c >= 0x7F && c <= 0x9F)) {
-      return "control character at byte " + std::to_string(i);
+      return problem("control character at byte " + std::to_string(i));
     }
     i += sequence.length;
     ++code_points;
   }
   if (code_points > max_characters) {
-    return "more than " + std::to_string(max_characters) + " characters (" + std::to_string(code_points) + ")";
+    return problem("more than " + std::to_string(max_characters) + " characters (" + std::to_string(code_points) +
+                   ")");
   }
   return std::nullopt;
 }
@@ -156,20 +138,22 @@ std::variant<std::int64_t, Rejection> parse_integer(std::string_view text, bool 
   if (text.empty()) return Rejection{"empty"};
   const bool negative = allow_minus && text.front() == '-';
   const std::string_view digits = negative ? text.substr(1) : text;
-  if (digits.empty()) return Rejection{"not an integer (an optional '-', then decimal digits) in " + quoted(text)};
+  if (digits.empty()) {
+    return Rejection{"not an integer (an optional '-', then decimal digits) in " + quoted_value(text)};
+  }
   // The magnitude in unsigned arithmetic, so that -2^63 is reachable without overflow.
   constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
   const std::uint64_t limit = negative ? kMax + 1 : kMax;
   std::uint64_t magnitude = 0;
   for (char c : digits) {
     if (!is_digit(c)) {
-      return Rejection{allow_minus ? "not an integer (an optional '-', then decimal digits) in " + quoted(text)
-                                   : "not an integer of decimal digits only in " + quoted(text)};
+      return Rejection{allow_minus ? "not an integer (an optional '-', then decimal digits) in " + quoted_value(text)
+                                   : "not an integer of decimal digits only in " + quoted_value(text)};
     }
     const auto digit = static_cast<std::uint64_t>(c - '0');
     if (magnitude > (limit - digit) / 10) {
-      return Rejection{negative ? "less than -9223372036854775808 in " + quoted(text)
-                                : "greater than 9223372036854775807 in " + quoted(text)};
+      return Rejection{negative ? "less than -9223372036854775808 in " + quoted_value(text)
+                                : "greater than 9223372036854775807 in " + quoted_value(text)};
     }
     magnitude = magnitude * 10 + digit;
   }
@@ -183,7 +167,7 @@ std::variant<std::string, Rejection> parse_decimal(std::string_view text, int pr
   const auto malformed = [&] {
     const std::string shape =
         scale == 0 ? "[+-]digits" : "[+-]digits[.1-" + std::to_string(scale) + " digits]";
-    return Rejection{"not a plain decimal (" + shape + ") in " + quoted(text)};
+    return Rejection{"not a plain decimal (" + shape + ") in " + quoted_value(text)};
   };
   if (text.empty()) return Rejection{"empty"};
   std::size_t pos = 0;
@@ -209,10 +193,10 @@ std::variant<std::string, Rejection> parse_decimal(std::string_view text, int pr
   while (significant_start < integer_end && text[significant_start] == '0') ++significant_start;
   const auto integer_digits = static_cast<std::size_t>(precision - scale);
   if (integer_end - significant_start > integer_digits) {
-    return Rejection{"more than " + std::to_string(integer_digits) + " integer digits in " + quoted(text)};
+    return Rejection{"more than " + std::to_string(integer_digits) + " integer digits in " + quoted_value(text)};
   }
   if (fraction_end - fraction_start > static_cast<std::size_t>(scale)) {
-    return Rejection{"more than " + std::to_string(scale) + " fraction digits in " + quoted(text)};
+    return Rejection{"more than " + std::to_string(scale) + " fraction digits in " + quoted_value(text)};
   }
   // numeric prints exactly `scale` fraction digits, at least one integer digit and no sign on zero.
   std::string canonical;
@@ -236,10 +220,10 @@ std::variant<std::int64_t, Rejection> parse_date(std::string_view text) {
   const auto month = fixed_digits(text, 5, 2);
   const auto day = fixed_digits(text, 8, 2);
   if (text.size() != 10 || !year || !char_at(text, 4, '-') || !month || !char_at(text, 7, '-') || !day) {
-    return Rejection{"not a date (YYYY-MM-DD) in " + quoted(text)};
+    return Rejection{"not a date (YYYY-MM-DD) in " + quoted_value(text)};
   }
   if (const auto part = date_out_of_range(*year, *month, *day)) {
-    return Rejection{std::string(*part) + " out of range in " + quoted(text)};
+    return Rejection{std::string(*part) + " out of range in " + quoted_value(text)};
   }
   return days_from_civil(*year, static_cast<unsigned>(*month), static_cast<unsigned>(*day));
 }
@@ -247,10 +231,10 @@ std::variant<std::int64_t, Rejection> parse_date(std::string_view text) {
 std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
   const auto malformed = [&] {
     return Rejection{"not an RFC 3339 timestamp (YYYY-MM-DDTHH:MM:SS[.ffffff] then Z or +HH:MM) in " +
-                     quoted(text)};
+                     quoted_value(text)};
   };
   const auto out_of_range = [&](std::string_view part) {
-    return Rejection{std::string(part) + " out of range in " + quoted(text)};
+    return Rejection{std::string(part) + " out of range in " + quoted_value(text)};
   };
   // Only 'T'/'t' separate date and time: RFC 3339 merely permits applications to use a space.
   const auto year = fixed_digits(text, 0, 4);
@@ -273,14 +257,14 @@ std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
     if (digits == 0) return malformed();
     // PostgreSQL would round a 7th digit away: refuse rather than repair.
     if (digits > kMaxTimestampFractionDigits) {
-      return Rejection{"more than 6 fraction digits in " + quoted(text)};
+      return Rejection{"more than 6 fraction digits in " + quoted_value(text)};
     }
     for (std::size_t i = 0; i < kMaxTimestampFractionDigits; ++i) {
       micros = micros * 10 + (i < digits ? text[start + i] - '0' : 0);
     }
   }
   std::int64_t offset_seconds = 0;
-  if (pos == text.size()) return Rejection{"no UTC offset (Z or +HH:MM) in " + quoted(text)};
+  if (pos == text.size()) return Rejection{"no UTC offset (Z or +HH:MM) in " + quoted_value(text)};
   if (text[pos] == 'Z' || text[pos] == 'z') {
     ++pos;
   } else if (text[pos] == '+' || text[pos] == '-') {
@@ -307,7 +291,7 @@ std::variant<std::int64_t, Rejection> parse_timestamp(std::string_view text) {
   // An offset can carry a valid local time past year 1 or 9999 in UTC, which the canonical
   // form (four-digit years) cannot print and timestamptz would hold as a BC date.
   if (utc_micros < kMinTimestampMicros || utc_micros > kMaxTimestampMicros) {
-    return Rejection{"outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in " + quoted(text)};
+    return Rejection{"outside 0001-01-01T00:00:00Z ... 9999-12-31T23:59:59.999999Z in UTC in " + quoted_value(text)};
   }
   return utc_micros;
 }
@@ -342,7 +326,7 @@ std::string format_timestamp(std::int64_t utc_micros) {
 std::string describe_differences(const EntityDeclaration& entity, const EntityRecord& here,
                                  const EntityRecord& other, std::string_view there) {
   const auto shown = [](const std::optional<std::string>& value) {
-    return value ? quoted(*value) : std::string("absent");
+    return value ? quoted_value(*value) : std::string("absent");
   };
   std::string out;
   const auto add = [&](std::string_view name, const std::optional<std::string>& mine,
@@ -448,7 +432,7 @@ std::variant<std::optional<std::string>, Rejection> RecordChecker::check_undecla
     bool replaced = false;
     const std::string shown = storable_text(name, replaced);
     if (replaced || name.find('\0') != std::string::npos) {
-      return Rejection{"extra: undeclared field name " + quoted(name) + " is not valid text", std::string(kExtraColumn)};
+      return Rejection{"extra: undeclared field name " + quoted_value(name) + " is not valid text", std::string(kExtraColumn)};
     }
     const std::optional<Field> as_json =
         value.kind == FieldKind::kUntyped ? Field{value.text, FieldKind::kString} : value;

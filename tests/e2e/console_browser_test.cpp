@@ -2,9 +2,11 @@
 // `tidemark serve` process and Debian's chromium driven by playwright-core
 // (tests/browser/console.test.mjs). The pipeline's input holds a conflict and an invalid
 // record; its webhook destination answers 410 Gone (a client error: dead at once) until the page
-// is opened. The page must show the database's numbers, release a quarantined record into
-// the table and retry a dead letter into the receiver, at 1280 and 390 px wide (screenshots
-// in the test's output folder). Without node, chromium or tests/browser/node_modules the
+// is opened. The page must show the database's numbers, fit the runs table into 1280 px, label
+// the chart's time axis in UTC, release a quarantined record into the table (and then offer
+// its twin, which conflicts with the stored row, no Release) and retry a dead letter into the
+// receiver, at 1280 and 390 px wide (screenshots in the test's output folder); and, from a
+// serve that needs no token, load everything on open. Without node, chromium or tests/browser/node_modules the
 // test fails, saying what to install: CI has them (scripts/setup).
 #include <gtest/gtest.h>
 
@@ -51,6 +53,16 @@ class ConsoleBrowserTest : public ::testing::Test {
   bool wait_until(const std::string& sql, const std::string& expected, std::chrono::seconds timeout) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (db_.scalar(sql) != expected) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::sleep_for(50ms);
+    }
+    return true;
+  }
+
+  // Whether serve on `port` answers GET /healthz 200 within `timeout`.
+  static bool wait_for_health(unsigned short port, std::chrono::seconds timeout = 30s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (http_request(port, "GET", "/healthz", {}, "", 1s).status != 200) {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(50ms);
     }
@@ -113,12 +125,17 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
                  {"CHROMIUM", kChromium}};
   browser.working_directory = browser_tests;
   browser.timeout = 3min;
-  const ProcessResult run = run_process(node, {(browser_tests / "console.test.mjs").string()}, browser);
-  std::cout << run.out;
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
-  const auto marker = run.out.rfind("RESULT ");
-  ASSERT_NE(marker, std::string::npos) << run.out;
-  const auto result = boost::json::parse(run.out.substr(marker + 7, run.out.find('\n', marker) - marker - 7)).as_object();
+  // The script's `RESULT {…}` line, once it exited 0.
+  const auto run_browser = [&](const ProcessOptions& options) -> boost::json::object {
+    const ProcessResult run = run_process(node, {(browser_tests / "console.test.mjs").string()}, options);
+    std::cout << run.out;
+    EXPECT_EQ(run.exit_code, 0) << run.out << run.err;
+    const auto marker = run.out.rfind("RESULT ");
+    if (run.exit_code != 0 || marker == std::string::npos) return {};
+    return boost::json::parse(run.out.substr(marker + 7, run.out.find('\n', marker) - marker - 7)).as_object();
+  };
+  const auto result = run_browser(browser);
+  ASSERT_FALSE(result.empty());
   const auto number = [&](const char* key) { return result.at(key).to_number<int>(); };
 
   // The page's numbers are the database's.
@@ -141,6 +158,9 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   EXPECT_FALSE(result.at("narrow_overflow").as_bool()) << "the page is wider than 390 px";
   EXPECT_FALSE(result.at("narrow_overflow_runs").as_bool()) << "the runs and their chart are wider than 390 px";
   EXPECT_GE(number("chart_canvases"), 1) << "the runs chart (uPlot) drew nothing";
+  EXPECT_TRUE(result.at("runs_table_fits").as_bool()) << "the runs table is wider than a 1280 px window";
+  EXPECT_TRUE(result.at("chart_ticks_utc").as_bool()) << "the chart's time axis is not in UTC: "
+                                                      << result.at("chart_ticks");
 
   // The released record (the first t1, 10.50) is applied in the table.
   const std::string entry = std::to_string(number("released_entry"));
@@ -148,6 +168,13 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   EXPECT_EQ(db_.scalar("SELECT released_at IS NOT NULL FROM quarantine WHERE id = " + entry), "t");
   EXPECT_EQ(db_.scalar("SELECT amount::text FROM transaction_state WHERE transaction_id = 't1'"), "10.50");
   EXPECT_EQ(number("quarantine_open_after"), open_quarantine - 1);
+  // Before, both t1 conflicts were offered a Release (nothing stored for t1); after, the
+  // other one conflicts with the row the release stored and is offered none.
+  EXPECT_EQ(number("conflict_releases_before"), 2);
+  EXPECT_EQ(number("conflict_rows_after"), 1);
+  EXPECT_EQ(number("conflict_releases_after"), 0);
+  EXPECT_NE(std::string(result.at("conflict_note").as_string()).find("would conflict again"), std::string::npos)
+      << result.at("conflict_note");
 
   // The retried dead letter reaches the receiver.
   const std::string event = std::to_string(number("retried_event"));
@@ -163,9 +190,30 @@ TEST_F(ConsoleBrowserTest, ThePageShowsTheDatabasesNumbersReleasesARecordAndRetr
   for (const char* name : {"console-1280-quarantine.png", "console-390-dead-letters.png"}) {
     EXPECT_TRUE(std::filesystem::exists(screenshots / name)) << name;
   }
-  std::cout << "screenshots in " << screenshots.string() << "\n";
   serve->kill(SIGTERM);
   serve->wait();
+
+  // A serve that needs no token (loopback, TIDEMARK_API_TOKEN unset): the page loads its data
+  // on open, without Connect.
+  ProcessOptions open_options = options;
+  open_options.env["TIDEMARK_API_TOKEN"] = std::nullopt;
+  const unsigned short open_port = free_port();
+  auto open_serve = start_tidemark(
+      {"serve", "--config", config.string(), "--listen", "127.0.0.1:" + std::to_string(open_port)}, open_options);
+  ASSERT_TRUE(wait_for_health(open_port)) << "serve without a token did not come up";
+  ProcessOptions open_browser = browser;
+  open_browser.env["TIDEMARK_UI_URL"] = "http://127.0.0.1:" + std::to_string(open_port) + "/ui/";
+  open_browser.env["TIDEMARK_API_TOKEN"] = "";
+  const auto opened = run_browser(open_browser);
+  ASSERT_FALSE(opened.empty());
+  EXPECT_EQ(opened.at("open_pipeline").as_string(), "payments");
+  EXPECT_EQ(opened.at("open_quarantine").to_number<int>(),
+            count("SELECT count(*) FROM quarantine WHERE released_at IS NULL"));
+  EXPECT_NE(std::string(opened.at("open_status").as_string()).find("Loaded at"), std::string::npos)
+      << opened.at("open_status");
+  open_serve->kill(SIGTERM);
+  open_serve->wait();
+  std::cout << "screenshots in " << screenshots.string() << "\n";
 }
 
 }  // namespace

@@ -67,7 +67,7 @@ TEST_F(DemoOrders, TheExampleConfigLoadsTheOrdersTableQuarantinesWithEntityAndFi
   EXPECT_EQ(rows(kOrders), orders);
   // Each conflict names the other record and the field that differs, with both values.
   const Rows quarantine = {
-      {"orders", "invalid", "O-3", "1", "currency", "currency: more than 3 characters (4)",
+      {"orders", "invalid", "O-3", "1", "currency", "currency: more than 3 characters (4) in \"EURO\"",
        "2024-05-01.jsonl:3 (byte 305)"},
       {"orders", "conflict", "O-2", "2", "<null>",
        "order_id O-2 revision 2 differs from the record at 2024-05-02.jsonl:4 (byte 459) of the same revision: "

@@ -238,7 +238,7 @@ TEST_F(EntityRun, JsonLinesDeliverEachJsonTypeAndAWrongTypeIsQuarantinedNamingTh
             (Rows{{"j1", "12.5000", "42", "f", R"({"ok": true, "tags": ["x", {"n": 1.50}]})", R"({"note": "hi"})"},
                   {"j2", "1.0000", "<null>", "<null>", "[1, null]", "<null>"}}));
   EXPECT_EQ(rows("SELECT transaction_id, field, detail FROM quarantine WHERE entity = 'orders' ORDER BY id"),
-            (Rows{{"j3", "paid", "paid: must be a boolean"},
+            (Rows{{"j3", "paid", "paid: must be a boolean, not the string \"true\""},
                   {"j4", "quantity", "quantity: not an integer (an optional '-', then decimal digits) in \"1.5\""},
                   {"j5", "customer_id", "customer_id: missing (required)"}}));
   EXPECT_EQ(rows("SELECT payload->'fields'->'quantity', payload->'fields'->'meta'->'tags'->1->'n' FROM outbox "

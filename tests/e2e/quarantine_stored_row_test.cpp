@@ -114,6 +114,8 @@ TEST_F(QuarantineStoredRow, ShowPrintsTheStoredRowOfTheConflictingKey) {
   const auto shown = tidemark({"quarantine", "show", entry_of("t1")});
   ASSERT_EQ(shown.exit_code, 0) << shown.both();
   EXPECT_THAT(shown.out, HasSubstr("entity: transaction\n"));
+  EXPECT_THAT(shown.out, HasSubstr("key: t1\nrevision: 1\n"));  // entity-neutral names
+  EXPECT_THAT(shown.out, Not(HasSubstr("transaction_id: t1\nsource_revision")));
   EXPECT_THAT(shown.out, HasSubstr("raw: t1,1,99.00,acct-1,2024-05-01T10:00:00Z\n"));
   EXPECT_THAT(shown.out, HasSubstr("stored row (transaction_state):\n"
                                    "  transaction_id: t1\n"
@@ -148,7 +150,7 @@ TEST_F(QuarantineStoredRow, ListPrintsATabSeparatedLinePerEntry) {
   ASSERT_EQ(listed.exit_code, 0) << listed.both();
   const auto open = lines(listed.out);
   ASSERT_EQ(open.size(), 4u) << listed.out;
-  EXPECT_EQ(open[0], "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail");
+  EXPECT_EQ(open[0], "id\tpipeline\treason\tkey\trevision\tposition\tdetail");
   const auto t9 = fields(open[2]);
   ASSERT_EQ(t9.size(), 7u) << open[2];
   EXPECT_EQ(t9[0], entry_of("t9"));
@@ -167,7 +169,7 @@ TEST_F(QuarantineStoredRow, ListPrintsATabSeparatedLinePerEntry) {
   ASSERT_EQ(all.exit_code, 0) << all.both();
   const auto every = lines(all.out);
   ASSERT_EQ(every.size(), 4u) << all.out;
-  EXPECT_EQ(every[0], "id\tpipeline\treason\ttransaction_id\trevision\tposition\tdetail\treleased_as");
+  EXPECT_EQ(every[0], "id\tpipeline\treason\tkey\trevision\tposition\tdetail\treleased_as");
   EXPECT_EQ(fields(every[1]).size(), 8u) << every[1];
 }
 
@@ -187,6 +189,12 @@ TEST_F(QuarantineStoredRow, ShowReadsADeclaredEntitysTableByTheConfig) {
   const auto config = config_text(dir_.path() / "orders.csv", "    entity: orders\n");
   const auto shown = tidemark({"quarantine", "show", id}, config);
   ASSERT_EQ(shown.exit_code, 0) << shown.both();
+  EXPECT_THAT(shown.out, HasSubstr("key: o1\nrevision: 2\n"));
+  EXPECT_THAT(shown.out, Not(HasSubstr("transaction_id")));
+  const auto listed = tidemark({"quarantine", "list"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.both();
+  EXPECT_THAT(listed.out, HasSubstr("\tkey\trevision\t"));
+  EXPECT_THAT(listed.out, Not(HasSubstr("transaction_id")));
   EXPECT_THAT(shown.out, HasSubstr("stored row (orders):\n"
                                    "  order_id: o1\n"
                                    "  version: 2\n"
@@ -224,11 +232,14 @@ TEST_F(QuarantineStoredRow, ApiShowAnswersTheStoredRowBesideTheEntry) {
   EXPECT_EQ(row.at("amount"), "10.50") << conflict.body;  // a string at its scale, as payloads carry it
   EXPECT_EQ(row.at("account_id"), "acct-1") << conflict.body;
   EXPECT_THAT(std::string(row.at("occurred_at").as_string()), HasSubstr("2024-05-01T10:00:00")) << conflict.body;
+  // The stored revision under one name for every entity: the entry's own, so a release conflicts again.
+  EXPECT_EQ(entry.at("stored").at("revision"), 1) << conflict.body;
 
   ASSERT_EQ(unstored.status, 200) << unstored.body;
   const boost::json::value none = boost::json::parse(unstored.body);
   EXPECT_EQ(none.at("stored").at("table"), "transaction_state") << unstored.body;
   EXPECT_TRUE(none.at("stored").at("row").is_null()) << unstored.body;
+  EXPECT_TRUE(none.at("stored").at("revision").is_null()) << unstored.body;
   ASSERT_EQ(keyless.status, 200) << keyless.body;
   EXPECT_TRUE(boost::json::parse(keyless.body).at("stored").is_null()) << keyless.body;
 }

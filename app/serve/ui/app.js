@@ -183,15 +183,32 @@ function drawRunsChart(runs) {
   runsChart = new uPlot({
     width,
     height: 220,
+    // UTC, as the tables show times: uPlot's own ticks and legend would be local 12-hour time.
+    tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
     series: [
-      {},
+      { label: 'Started', value: (u, seconds) => (seconds === null ? '—' : utcTime(seconds)) },
       { label: 'Accepted', stroke: '#0b5cad', width: 2, points: { show: true } },
       { label: 'Rejected', stroke: '#a40e26', width: 2, dash: [6, 4], points: { show: true } },
     ],
     // A fixed span around the runs: one run alone would otherwise spread over years.
     scales: { x: { time: true, auto: false, min: first - pad, max: last + pad } },
-    axes: [{}, { label: 'records' }],
+    axes: [{ label: 'start time (UTC)', values: utcTicks }, { label: 'records' }],
   }, data, container);
+}
+
+function utcTime(seconds) {
+  return when(new Date(seconds * 1000).toISOString());
+}
+
+// The time axis's labels in UTC and 24-hour time, as precise as the ticks' spacing needs:
+// "14:05" (minutes apart), "12-07 14:00" (hours), "2026-12-07" (days and more).
+function utcTicks(u, splits, axisIdx, space, increment) {
+  return splits.map((seconds) => {
+    const text = new Date(seconds * 1000).toISOString();  // YYYY-MM-DDTHH:MM:SS.sssZ
+    if (increment >= 86400) return text.slice(0, 10);
+    if (increment >= 3600) return text.slice(5, 10) + ' ' + text.slice(11, 16);
+    return text.slice(11, 16);
+  });
 }
 
 window.addEventListener('resize', () => {
@@ -233,15 +250,32 @@ async function loadQuarantine() {
     entries = entries.filter((e, i) => shown[i].entity === entity);
   }
   $('quarantine-count').textContent = entries.length + (entries.length === 1 ? ' open entry' : ' open entries');
+  // A conflict entry's own document says what its table stores now (a release elsewhere may
+  // have changed it since the list was last read).
+  const conflicts = entries.filter((e) => e.reason === 'conflict');
+  for (const e of conflicts) entryCache.delete(e.id);
+  const documents = new Map(await Promise.all(conflicts.map(async (e) => [e.id, await entryOf(e.id)])));
   const rows = entries.map((e) => {
     const actions = el('span', null, 'actions');
     actions.appendChild(button('Show', () => showEntry(e.id).catch(fail)));
-    actions.appendChild(button('Release', () => releaseEntry(e.id).catch(fail)));
+    const blocked = documents.has(e.id) ? conflictsAgain(documents.get(e.id)) : null;
+    if (blocked) actions.appendChild(el('span', blocked, 'no-release'));
+    else actions.appendChild(button('Release', () => releaseEntry(e.id).catch(fail)));
     const tr = row([e.id, e.pipeline, e.reason, e.transaction_id, e.source_revision, e.position, e.detail, actions]);
     tr.dataset.entry = e.id;
     return tr;
   });
   fill($('quarantine-table').tBodies[0], rows, 8, 'No open entries.');
+}
+
+// Why a conflict entry is not offered a Release, or null: its table stores a row of the
+// entry's own revision, which the record differs from, so a release could only conflict
+// again until someone changes that row (docs/console.md).
+function conflictsAgain(entry) {
+  if (entry.reason !== 'conflict' || !entry.stored || entry.stored.row === null) return null;
+  if (entry.stored.revision === null || entry.stored.revision !== entry.source_revision) return null;
+  return 'No release: ' + entry.stored.table + ' stores revision ' + entry.stored.revision +
+    ' of this key with other values; a release would conflict again unless that row changes.';
 }
 
 async function showEntry(id) {
@@ -358,16 +392,24 @@ function show(section) {
   }
 }
 
-async function loadAll() {
+let loads = 0;  // the latest loadAll's number: an older one that ends later says nothing
+
+// Reads every section; `onRefused`, when given, replaces the error message when the API
+// refuses the request for want of a token (the first load, before one was asked for).
+async function loadAll(onRefused) {
+  const mine = ++loads;
   delete document.body.dataset.loaded;
   say('Loading…');
   try {
     await loadPipelines();
     await Promise.all([loadRuns(), loadQuarantine(), loadDeadLetters(), loadViews()]);
+    if (mine !== loads) return;
     say('Loaded at ' + when(new Date().toISOString()) + '.');
     document.body.dataset.loaded = 'true';
   } catch (error) {
-    fail(error);
+    if (mine !== loads) return;
+    if (onRefused && error.status === 401 && !token()) onRefused();
+    else fail(error);
   }
 }
 
@@ -385,6 +427,6 @@ document.addEventListener('DOMContentLoaded', () => {
   });
   window.addEventListener('hashchange', () => show(location.hash.slice(1)));
   show(location.hash.slice(1));
-  if (token()) loadAll();
-  else say('Enter the API token (empty when serve runs without one) and press Connect.');
+  // Serve may need no token: try without one, and ask only when the API refuses (401).
+  loadAll(() => say('Enter the API token and press Connect.'));
 });

@@ -122,7 +122,8 @@ TEST(CsvDecoder, ABomPastTheStartOfTheFileMakesItsRecordADecodeError) {
   const auto quoted = pipeline::validate(records[2]);
   ASSERT_TRUE(std::holds_alternative<pipeline::Rejection>(quoted));
   EXPECT_EQ(std::get<pipeline::Rejection>(quoted).detail,
-            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file in "
+            "\"\\xEF\\xBB\\xBFn6\"");
   EXPECT_FALSE(records[3].decode_error);
   EXPECT_EQ(text_of(records[3].field(pipeline::built_in_field::kTransactionId)), "t7");
 }

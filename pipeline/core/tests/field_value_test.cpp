@@ -7,6 +7,7 @@
 #include <variant>
 #include <vector>
 
+#include "pipeline/core/quoted_value.hpp"
 #include "pipeline/core/validate.hpp"
 
 namespace tidemark::pipeline {
@@ -80,22 +81,23 @@ TEST(FieldValidator, TextIsValidUtf8WithoutControlsUpToMaxLengthCharacters) {
       {untyped("EUR"), "EUR"},
       {string_field(""), ""},  // an empty JSON string is an empty text
       {string_field("\xC3\xA9\xF0\x9F\x98\x80z"), "\xC3\xA9\xF0\x9F\x98\x80z"},  // 3 characters
-      {untyped("EURO"), "!currency: more than 3 characters (4)"},
-      {untyped("E\xFF"), "!currency: invalid UTF-8 at byte 1"},
-      {untyped("\xC0\xAF"), "!currency: invalid UTF-8 at byte 0"},  // overlong
-      {untyped("\xED\xA0\x80"), "!currency: invalid UTF-8 at byte 0"},  // surrogate
-      {untyped("a\tb"), "!currency: control character at byte 1"},
-      {untyped(std::string("a\0", 2)), "!currency: control character at byte 1"},
-      {untyped("\xC2\x85"), "!currency: control character at byte 0"},  // C1 NEL
+      {untyped("EURO"), "!currency: more than 3 characters (4) in \"EURO\""},
+      {untyped("E\xFF"), "!currency: invalid UTF-8 at byte 1 in \"E\\xFF\""},
+      {untyped("\xC0\xAF"), "!currency: invalid UTF-8 at byte 0 in \"\\xC0\\xAF\""},  // overlong
+      {untyped("\xED\xA0\x80"), "!currency: invalid UTF-8 at byte 0 in \"\\xED\\xA0\\x80\""},  // surrogate
+      {untyped("a\tb"), "!currency: control character at byte 1 in \"a\\x09b\""},
+      {untyped(std::string("a\0", 2)), "!currency: control character at byte 1 in \"a\\x00\""},
+      {untyped("\xC2\x85"), "!currency: control character at byte 0 in \"\\xC2\\x85\""},  // C1 NEL
       // A byte order mark pasted into a file: only the file's first bytes may be one.
       {untyped("\xEF\xBB\xBF" "EU"),
-       "!currency: starts with a byte order mark (U+FEFF), accepted only at the start of a file"},
-      {number("1"), "!currency: must be a string"},
+       "!currency: starts with a byte order mark (U+FEFF), accepted only at the start of a file in "
+       "\"\\xEF\\xBB\\xBFEU\""},
+      {number("1"), "!currency: must be a string, not the number 1"},
   });
   EXPECT_EQ(check(spec(FieldType::kText), untyped(std::string(kDefaultMaxTextLength, 'x'))).size(),
             kDefaultMaxTextLength);
   EXPECT_EQ(check(spec(FieldType::kText), untyped(std::string(kDefaultMaxTextLength + 1, 'x'))),
-            "!f: more than 1024 characters (1025)");
+            "!f: more than 1024 characters (1025) in \"" + std::string(kMaxQuotedBytes, 'x') + "...\"");
 }
 
 TEST(FieldValidator, IntegerIsASignedBigintOfDigitsOnly) {
@@ -114,7 +116,7 @@ TEST(FieldValidator, IntegerIsASignedBigintOfDigitsOnly) {
               "!quantity: not an integer (an optional '-', then decimal digits) in \"" + std::string(bad) + "\"")
         << bad;
   }
-  EXPECT_EQ(check(field, boolean(true)), "!quantity: must be an integer (a number or a string)");
+  EXPECT_EQ(check(field, boolean(true)), "!quantity: must be an integer (a number or a string), not the boolean true");
 }
 
 TEST(FieldValidator, DecimalIsPaddedToTheScaleAndNeverRoundedOrOverflowed) {
@@ -136,7 +138,8 @@ TEST(FieldValidator, DecimalIsPaddedToTheScaleAndNeverRoundedOrOverflowed) {
         << bad;
   }
   EXPECT_EQ(check(field, string_field("")), "!amount: empty");
-  EXPECT_EQ(check(field, json_source("[1]")), "!amount: must be a decimal (a number or a string)");
+  EXPECT_EQ(check(field, json_source("[1]")),
+            "!amount: must be a decimal (a number or a string), not the object or array [1]");
 }
 
 TEST(FieldValidator, DecimalEdgesPerPrecisionAndScale) {
@@ -179,7 +182,7 @@ TEST(FieldValidator, TimestampIsRfc3339WithOffsetInUtcMicroseconds) {
       {untyped("2016-12-31T23:59:60Z"), "!placed_at: second out of range in \"2016-12-31T23:59:60Z\""},
   });
   EXPECT_EQ(check(field, untyped("2024-05-01 08:00:00Z")).substr(0, 32), "!placed_at: not an RFC 3339 time");
-  EXPECT_EQ(check(field, number("1714550400")), "!placed_at: must be a string");
+  EXPECT_EQ(check(field, number("1714550400")), "!placed_at: must be a string, not the number 1714550400");
 }
 
 TEST(FieldValidator, TimestampLimitsAreYears0001To9999InUtc) {
@@ -222,7 +225,7 @@ TEST(FieldValidator, DateIsARealCalendarDateOfYears0001To9999) {
   for (const char* bad : {"2024-5-01", "24-05-01", "2024/05/01", "2024-05-01T00:00:00Z", "10000-01-01", "2024-05-1 "}) {
     EXPECT_EQ(check(field, untyped(bad)), "!ship_date: not a date (YYYY-MM-DD) in \"" + std::string(bad) + "\"") << bad;
   }
-  EXPECT_EQ(check(field, boolean(true)), "!ship_date: must be a string");
+  EXPECT_EQ(check(field, boolean(true)), "!ship_date: must be a string, not the boolean true");
 }
 
 TEST(FieldValidator, BooleanIsTrueOrFalseAndInJsonOnlyAJsonBoolean) {
@@ -234,12 +237,12 @@ TEST(FieldValidator, BooleanIsTrueOrFalseAndInJsonOnlyAJsonBoolean) {
       {untyped("false"), "false"},
   });
   for (const char* bad : {"TRUE", "True", "t", "1", "yes", "on"}) {
-    EXPECT_EQ(check(field, untyped(bad)), "!paid: not a boolean (true or false)") << bad;
+    EXPECT_EQ(check(field, untyped(bad)), "!paid: not a boolean (true or false) in " + quoted_value(bad)) << bad;
   }
   expect_checks(field, {
-      {string_field("true"), "!paid: must be a boolean"},
-      {number("1"), "!paid: must be a boolean"},
-      {Field{"true", FieldKind::kOther}, "!paid: must be a boolean"},
+      {string_field("true"), "!paid: must be a boolean, not the string \"true\""},
+      {number("1"), "!paid: must be a boolean, not the number 1"},
+      {Field{"true", FieldKind::kOther}, "!paid: must be a boolean, not the JSON value true"},
   });
 }
 
@@ -249,7 +252,7 @@ TEST(FieldValidator, JsonTakesAnyJsonValueAndPrintsItAsJsonb) {
       {json_source(R"({"b":1, "a":[1e2,"x"]})"), R"({"a": [100, "x"], "b": 1})"},
       {untyped(R"({"b":1,"b":2})"), R"({"b": 2})"},  // text that parses as JSON
       {untyped("\"abc\""), "\"abc\""},
-      {untyped("abc"), "!meta: not a JSON value at byte 0"},
+      {untyped("abc"), "!meta: not a JSON value at byte 0 in \"abc\""},
       {string_field("abc"), "\"abc\""},  // a JSON string value
       {string_field("{\"a\":1}"), R"("{\"a\":1}")"},  // a string, not an object
       {string_field("tab\there"), R"("tab\there")"},
@@ -257,11 +260,12 @@ TEST(FieldValidator, JsonTakesAnyJsonValueAndPrintsItAsJsonb) {
       {number("-0"), "0"},
       {boolean(false), "false"},
       {untyped("null"), "<absent>"},  // null is absent
-      {untyped(R"("\u0000")"), "!meta: \\u0000 (jsonb cannot hold NUL) at byte 7"},
-      {string_field(std::string("a\0b", 3)), "!meta: \\u0000 (jsonb cannot hold NUL)"},
-      {string_field("a\xFF"), "!meta: invalid UTF-8 at byte 1"},
-      {number("1e131072"), "!meta: more than 131072 digits before the point at byte 0"},
-      {Field{"object", FieldKind::kOther}, "!meta: must be a JSON value given with its source text"},
+      {untyped(R"("\u0000")"), R"(!meta: \u0000 (jsonb cannot hold NUL) at byte 7 in "\"\\u0000\"")"},
+      {string_field(std::string("a\0b", 3)), "!meta: \\u0000 (jsonb cannot hold NUL) in \"a\\x00b\""},
+      {string_field("a\xFF"), "!meta: invalid UTF-8 at byte 1 in \"a\\xFF\""},
+      {number("1e131072"), "!meta: more than 131072 digits before the point at byte 0 in \"1e131072\""},
+      {Field{"object", FieldKind::kOther},
+       "!meta: must be a JSON value given with its source text, not the JSON value object"},
   });
   FieldSpec required = field;
   required.required = true;

@@ -7,6 +7,7 @@
 
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/plan.hpp"
+#include "pipeline/core/quoted_value.hpp"
 #include "pipeline/core/validate.hpp"
 #include "tests/support/built_in_record.hpp"
 #include "tests/support/entity_fixtures.hpp"
@@ -71,7 +72,7 @@ TEST(RecordChecker, KeyAndRevisionFollowTheRulesOfTransactionIdAndSourceRevision
   EXPECT_EQ(rejected(checker.check(decoded("", "1", "1"))).detail, "order_id: missing");
   EXPECT_EQ(rejected(checker.check(decoded("", "1", "1"))).field, "order_id");
   EXPECT_EQ(rejected(checker.check(decoded(std::string(129, 'k'), "1", "1"))).detail,
-            "order_id: more than 128 characters (129)");
+            "order_id: more than 128 characters (129) in " + quoted_value(std::string(129, 'k')));
   EXPECT_EQ(rejected(checker.check(decoded("o", "-1", "1"))).detail,
             "version: not an integer of decimal digits only in \"-1\"");
   EXPECT_EQ(rejected(checker.check(decoded("o", "9223372036854775808", "1"))).field, "version");
@@ -86,7 +87,7 @@ TEST(RecordChecker, AFieldFaultNamesTheField) {
   EXPECT_EQ(rejected(checker.check(decoded("o", "1", ""))).detail, "amount: missing (required)");
   DecodedRecord paid = decoded("o", "1", "1");
   paid.field(3) = Field{"true", FieldKind::kString};  // a JSON string is no boolean
-  EXPECT_EQ(rejected(checker.check(paid)).detail, "paid: must be a boolean");
+  EXPECT_EQ(rejected(checker.check(paid)).detail, "paid: must be a boolean, not the string \"true\"");
   EXPECT_EQ(rejected(checker.check(paid)).field, "paid");
 }
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <variant>
 
+#include "pipeline/core/quoted_value.hpp"
+
 namespace tidemark::pipeline {
 namespace {
 
@@ -105,10 +107,10 @@ TEST(Validate, EmptyRequiredFieldsAreRejected) {
 TEST(Validate, TransactionIdMustBeAJsonString) {
   DecodedRecord number = good_record();
   number.field(pipeline::built_in_field::kTransactionId) = number_field("42");
-  EXPECT_EQ(rejection_of(number), "transaction_id: must be a string");
+  EXPECT_EQ(rejection_of(number), "transaction_id: must be a string, not the number 42");
   DecodedRecord other = good_record();
   other.field(pipeline::built_in_field::kTransactionId) = other_field("{}");
-  EXPECT_EQ(rejection_of(other), "transaction_id: must be a string");
+  EXPECT_EQ(rejection_of(other), "transaction_id: must be a string, not the JSON value {}");
 }
 
 TEST(Validate, TransactionIdLengthCountsCodePointsNotBytes) {
@@ -118,7 +120,8 @@ TEST(Validate, TransactionIdLengthCountsCodePointsNotBytes) {
 
   DecodedRecord too_long = good_record();
   too_long.field(pipeline::built_in_field::kTransactionId) = text_field(std::string(129, 'a'));
-  EXPECT_EQ(rejection_of(too_long), "transaction_id: more than 128 characters (129)");
+  EXPECT_EQ(rejection_of(too_long),
+            "transaction_id: more than 128 characters (129) in " + quoted_value(std::string(129, 'a')));
 
   // 128 two-byte characters (256 bytes) and 128 four-byte characters are still 128 characters.
   std::string two_byte;
@@ -133,7 +136,7 @@ TEST(Validate, TransactionIdLengthCountsCodePointsNotBytes) {
   wide.field(pipeline::built_in_field::kTransactionId) = text_field(four_byte);
   EXPECT_EQ(accepted(wide).transaction_id, four_byte);
   wide.field(pipeline::built_in_field::kTransactionId) = text_field(four_byte + "\xC3\xA9");
-  EXPECT_EQ(rejection_of(wide), "transaction_id: more than 128 characters (129)");
+  EXPECT_EQ(rejection_of(wide), "transaction_id: more than 128 characters (129) in " + quoted_value(four_byte));
 }
 
 TEST(Validate, TransactionIdAcceptsWellFormedUtf8Boundaries) {
@@ -166,7 +169,8 @@ TEST(Validate, TransactionIdRejectsMalformedUtf8) {
   for (const std::string& bad : cases) {
     DecodedRecord decoded = good_record();
     decoded.field(pipeline::built_in_field::kTransactionId) = text_field("ab" + bad);
-    EXPECT_EQ(rejection_of(decoded), "transaction_id: invalid UTF-8 at byte 2") << "case of " << bad.size() << " bytes";
+    EXPECT_EQ(rejection_of(decoded), "transaction_id: invalid UTF-8 at byte 2 in " + quoted_value("ab" + bad))
+        << "case of " << bad.size() << " bytes";
   }
 }
 
@@ -176,7 +180,8 @@ TEST(Validate, TransactionIdRejectsC0DelAndC1ControlCharacters) {
                                     std::string("\xC2\x9F")}) {
     DecodedRecord decoded = good_record();
     decoded.field(pipeline::built_in_field::kTransactionId) = text_field("abc" + control + "d");
-    EXPECT_EQ(rejection_of(decoded), "transaction_id: control character at byte 3");
+    EXPECT_EQ(rejection_of(decoded),
+              "transaction_id: control character at byte 3 in " + quoted_value("abc" + control + "d"));
   }
   DecodedRecord space = good_record();
   space.field(pipeline::built_in_field::kTransactionId) = text_field("a b");
@@ -190,7 +195,8 @@ TEST(Validate, TransactionIdRejectsALeadingByteOrderMark) {
   DecodedRecord decoded = good_record();
   decoded.field(pipeline::built_in_field::kTransactionId) = text_field("\xEF\xBB\xBFn5");
   EXPECT_EQ(rejection_of(decoded),
-            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file");
+            "transaction_id: starts with a byte order mark (U+FEFF), accepted only at the start of a file in "
+            "\"\\xEF\\xBB\\xBFn5\"");
   decoded.field(pipeline::built_in_field::kTransactionId) = text_field("n\xEF\xBB\xBF" "5");
   EXPECT_EQ(rejection_of(decoded), "<accepted>");
 }
@@ -229,7 +235,7 @@ TEST(Validate, RevisionMayBeAJsonNumberOrStringOfDigits) {
   decoded.field(pipeline::built_in_field::kSourceRevision) = number_field("1e3");
   EXPECT_EQ(rejection_of(decoded), "source_revision: not an integer of decimal digits only in \"1e3\"");
   decoded.field(pipeline::built_in_field::kSourceRevision) = other_field("true");
-  EXPECT_EQ(rejection_of(decoded), "source_revision: must be an integer");
+  EXPECT_EQ(rejection_of(decoded), "source_revision: must be an integer, not the JSON value true");
 }
 
 TEST(ParseAmount, EqualValuesHaveEqualCents) {
@@ -296,7 +302,7 @@ TEST(Validate, AmountMayBeAJsonNumberOrStringWithTheSameRules) {
   decoded.field(pipeline::built_in_field::kAmount) = number_field("130.001");
   EXPECT_EQ(rejection_of(decoded), "amount: more than 2 fraction digits in \"130.001\"");
   decoded.field(pipeline::built_in_field::kAmount) = other_field("true");
-  EXPECT_EQ(rejection_of(decoded), "amount: must be a decimal (a number or a string)");
+  EXPECT_EQ(rejection_of(decoded), "amount: must be a decimal (a number or a string), not the JSON value true");
 }
 
 TEST(Validate, AccountIdIsOptionalAndEmptyMeansAbsent) {
@@ -310,13 +316,14 @@ TEST(Validate, AccountIdIsOptionalAndEmptyMeansAbsent) {
 TEST(Validate, AccountIdFollowsTheTransactionIdRules) {
   DecodedRecord decoded = good_record();
   decoded.field(pipeline::built_in_field::kAccountId) = text_field("acc\x01");
-  EXPECT_EQ(rejection_of(decoded), "account_id: control character at byte 3");
+  EXPECT_EQ(rejection_of(decoded), "account_id: control character at byte 3 in \"acc\\x01\"");
   decoded.field(pipeline::built_in_field::kAccountId) = text_field("acc\xC0\xAF");
-  EXPECT_EQ(rejection_of(decoded), "account_id: invalid UTF-8 at byte 3");
+  EXPECT_EQ(rejection_of(decoded), "account_id: invalid UTF-8 at byte 3 in \"acc\\xC0\\xAF\"");
   decoded.field(pipeline::built_in_field::kAccountId) = text_field(std::string(129, 'x'));
-  EXPECT_EQ(rejection_of(decoded), "account_id: more than 128 characters (129)");
+  EXPECT_EQ(rejection_of(decoded),
+            "account_id: more than 128 characters (129) in " + quoted_value(std::string(129, 'x')));
   decoded.field(pipeline::built_in_field::kAccountId) = number_field("12");
-  EXPECT_EQ(rejection_of(decoded), "account_id: must be a string");
+  EXPECT_EQ(rejection_of(decoded), "account_id: must be a string, not the number 12");
 }
 
 TEST(Validate, OccurredAtIsOptionalAndEmptyMeansAbsent) {
@@ -326,7 +333,7 @@ TEST(Validate, OccurredAtIsOptionalAndEmptyMeansAbsent) {
   decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("1970-01-01T00:00:01Z");
   EXPECT_EQ(accepted(decoded).occurred_at_us, 1'000'000);
   decoded.field(pipeline::built_in_field::kOccurredAt) = number_field("1700000000");
-  EXPECT_EQ(rejection_of(decoded), "occurred_at: must be a string");
+  EXPECT_EQ(rejection_of(decoded), "occurred_at: must be a string, not the number 1700000000");
   decoded.field(pipeline::built_in_field::kOccurredAt) = text_field("2024-02-30T00:00:00Z");
   EXPECT_EQ(rejection_of(decoded), "occurred_at: day out of range in \"2024-02-30T00:00:00Z\"");
 }
