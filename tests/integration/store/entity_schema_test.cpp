@@ -74,6 +74,32 @@ class EntitySchemaTest : public ::testing::Test {
     return "";
   }
 
+  // ensure(entity) on two connections at once, while this test holds the migration lock; both
+  // are let go only once both wait on it, so they run one after the other. Their results.
+  std::vector<db::EntityTableChanges> ensure_twice_at_once(const EntityDeclaration& entity) {
+    auto holder = db_.connect();
+    pqxx::work hold(*holder);
+    hold.exec_params(std::string(sql::kMigrateLock), db::kMigrationLockId);
+    std::vector<std::future<db::EntityTableChanges>> ensuring;
+    for (int i = 0; i < 2; ++i) {
+      ensuring.push_back(std::async(std::launch::async, [this, &entity] { return ensure(entity); }));
+    }
+    const std::string waiting =
+        "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
+        "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
+    bool went_ahead = false;
+    while (!went_ahead && db_.scalar(waiting) != "2") {
+      for (auto& one : ensuring) {
+        went_ahead = went_ahead || one.wait_for(std::chrono::milliseconds(1)) == std::future_status::ready;
+      }
+    }
+    EXPECT_FALSE(went_ahead) << "one went ahead while the migration lock was held";
+    hold.commit();
+    std::vector<db::EntityTableChanges> results;
+    for (auto& one : ensuring) results.push_back(one.get());
+    return results;
+  }
+
   TestDatabase db_;
 };
 
@@ -316,25 +342,8 @@ TEST_F(EntitySchemaTest, ATableAnotherEntityHasIsRefused) {
 
 // Two processes starting at once serialize on the migration lock: both succeed, one creates.
 TEST_F(EntitySchemaTest, TwoConnectionsEnsuringAtOnceBothSucceedAndOneCreatesTheTable) {
-  auto holder = db_.connect();
-  pqxx::work hold(*holder);
-  hold.exec_params(std::string(sql::kMigrateLock), db::kMigrationLockId);
-  std::vector<std::future<db::EntityTableChanges>> ensuring;
-  for (int i = 0; i < 2; ++i) {
-    ensuring.push_back(std::async(std::launch::async, [this] { return ensure(orders()); }));
-  }
-  // Release the lock only once both wait on it: they then run one after the other.
-  const std::string waiting =
-      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
-  while (db_.scalar(waiting) != "2") {
-    for (auto& one : ensuring) {
-      ASSERT_NE(one.wait_for(std::chrono::milliseconds(1)), std::future_status::ready);
-    }
-  }
-  hold.commit();
   int created = 0;
-  for (auto& one : ensuring) created += one.get().created ? 1 : 0;
+  for (const auto& changes : ensure_twice_at_once(orders())) created += changes.created ? 1 : 0;
   EXPECT_EQ(created, 1);
   EXPECT_EQ(db_.scalar("SELECT count(*) FROM pg_class WHERE relname = 'orders' AND relkind = 'r'"), "1");
   EXPECT_EQ(recorded().size(), 1u);
@@ -363,24 +372,8 @@ TEST_F(EntitySchemaTest, TwoConnectionsWideningAtOnceBothSucceedAndOneAltersTheC
   db_.scalar("INSERT INTO orders (order_id, version, amount) VALUES ('o-1', 1, 1.5) RETURNING 1");
   EntityDeclaration wider = orders();
   wider.fields[0].precision = 18;
-  auto holder = db_.connect();
-  pqxx::work hold(*holder);
-  hold.exec_params(std::string(sql::kMigrateLock), db::kMigrationLockId);
-  std::vector<std::future<db::EntityTableChanges>> ensuring;
-  for (int i = 0; i < 2; ++i) {
-    ensuring.push_back(std::async(std::launch::async, [this, &wider] { return ensure(wider); }));
-  }
-  const std::string waiting =
-      "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted "
-      "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())";
-  while (db_.scalar(waiting) != "2") {
-    for (auto& one : ensuring) {
-      ASSERT_NE(one.wait_for(std::chrono::milliseconds(1)), std::future_status::ready);
-    }
-  }
-  hold.commit();
   std::size_t altered = 0;
-  for (auto& one : ensuring) altered += one.get().altered_columns.size();
+  for (const auto& changes : ensure_twice_at_once(wider)) altered += changes.altered_columns.size();
   EXPECT_EQ(altered, 1u);
   EXPECT_EQ(columns("orders")[2], (Rows::value_type{"amount", "numeric(18,4)", "f"}));
   EXPECT_EQ(db_.scalar("SELECT amount::text FROM orders"), "1.5000");
