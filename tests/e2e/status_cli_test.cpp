@@ -141,6 +141,26 @@ TEST_F(StatusCliTest, TableNamesEachPipelineItsRunCountsQuarantineAndDestination
   EXPECT_THAT(result.out, HasSubstr("destination  account_balance (view): 2 pending, 0 dead; view lag "));
 }
 
+// A run's reason is printed under it: what a webhook said, or the tick that serve ran once the
+// database was back from an outage (docs/operations.md). A run without one prints none.
+TEST_F(StatusCliTest, TheLastRunsReasonIsPrintedUnderItWhenItHasOne) {
+  run_p();
+  const ProcessResult plain = status({"--pipeline", "p"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, Not(HasSubstr("reason:")));
+
+  // The reason serve records for a tick missed in an outage (app/serve/service.cpp).
+  const std::string reason = "scheduled tick at 2026-12-07T14:00:00.000000Z missed: the database did not answer then";
+  db_.scalar("UPDATE runs SET reason = '" + reason + "' RETURNING 1");
+  const ProcessResult result = status({"--pipeline", "p"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_THAT(result.out, HasSubstr(" succeeded (trigger cli, mode resume)\n               reason: " + reason + "\n"));
+  const ProcessResult json = status({"--json", "--pipeline", "p"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(boost::json::parse(json.out).at("pipelines").at(0).at("last_run").at("reason").as_string(), reason)
+      << json.out;
+}
+
 TEST_F(StatusCliTest, APipelineOnlyTheDatabaseKnowsIsShownAsNotInTheConfig) {
   run_p();
   std::ofstream(config_) << "pipelines:\n  idle:\n    source: {path: " << source_.string() << "}\n";
