@@ -3,9 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
-#include <string_view>
-
-#include <yaml-cpp/yaml.h>
 
 #include "app/cli/commands.hpp"
 #include "app/wiring/registry.hpp"
@@ -88,39 +85,20 @@ void check_snapshot_views(const app::config::Config& config, const std::string& 
   }
 }
 
-// The entry `key` of YAML map `map`: its key node (for its line) and its value; undefined
-// nodes when there is none.
-std::pair<YAML::Node, YAML::Node> yaml_entry(const YAML::Node& map, std::string_view key) {
-  if (map.IsMap()) {
-    for (const auto& pair : map) {
-      if (pair.first.IsScalar() && pair.first.Scalar() == key) return {pair.first, pair.second};
-    }
-  }
-  return {};
-}
-
-// "FILE:LINE: " of the config line that declares `column` of entity `name` (its field, or the
-// key:, revision: or extra_fields: that names it), else of the entity itself; "FILE: " when the
-// file does not read (the parse reported that already).
-std::string declared_at(const std::string& file, const YAML::Node& root, const std::string& name,
-                        const pipeline::EntityDeclaration& entity, const std::string& column) {
-  const auto [entity_key, declaration] = yaml_entry(yaml_entry(root, "entities").second, name);
-  if (!entity_key.IsDefined()) return file + ": ";
-  // Marks, not nodes: assigning a YAML::Node would change the node it refers to.
-  YAML::Mark line = entity_key.Mark();
-  const auto mark_of = [&](const YAML::Node& key) {
-    if (key.IsDefined()) line = key.Mark();  // else a default key or revision: the entity's line
-  };
-  if (entity.field(column) != nullptr) {
-    mark_of(yaml_entry(yaml_entry(declaration, "fields").second, column).first);
+// "FILE:LINE: " of the config line that declares `column` of `entity` (its field, or the key:,
+// revision: or extra_fields: that names it), else of the entity itself.
+std::string declared_at(const std::string& file, const pipeline::EntityDeclaration& entity, const std::string& column) {
+  int line = entity.lines.name;
+  if (const auto* field = entity.field(column)) {
+    line = field->line;
   } else if (column == entity.key) {
-    mark_of(yaml_entry(declaration, "key").first);
+    line = entity.lines.key;
   } else if (column == entity.revision) {
-    mark_of(yaml_entry(declaration, "revision").first);
+    line = entity.lines.revision;
   } else if (column == pipeline::kExtraColumn) {
-    mark_of(yaml_entry(declaration, "extra_fields").first);
+    line = entity.lines.extra_fields;
   }
-  return file + ":" + std::to_string(line.line + 1) + ": ";
+  return file + ":" + std::to_string(line) + ": ";
 }
 
 // Each declared entity against its table as the database has it, read-only: the comparison
@@ -128,22 +106,16 @@ std::string declared_at(const std::string& file, const YAML::Node& root, const s
 // each problem at the line that declares its column.
 void check_entity_tables(pqxx::connection& connection, const app::config::Config& config, const std::string& file,
                          Findings& findings) {
-  YAML::Node root;
-  try {
-    root = YAML::LoadFile(file);
-  } catch (const YAML::Exception&) {
-    // the parse of the file reported it
-  }
   for (const auto& [name, entity] : config.entities) {
     const std::string prefix = file + ": entity " + name + ": ";
     try {
       const auto table = pipeline::db::check_entity_table(connection, entity);
       for (const auto& problem : table.problems) {
-        findings.errors.push_back(declared_at(file, root, name, entity, problem.column) + "entity " + name + ": " +
+        findings.errors.push_back(declared_at(file, entity, problem.column) + "entity " + name + ": " +
                                   problem.message);
       }
       for (const auto& altered : table.altered_columns) {
-        findings.notes.push_back(declared_at(file, root, name, entity, altered.column) + "entity " + name +
+        findings.notes.push_back(declared_at(file, entity, altered.column) + "entity " + name +
                                  ": table " + entity.table + ", column " + altered.column + " is " + altered.from +
                                  "; the next run (or `tidemark migrate --config`) widens it to " + altered.to + " (" +
                                  altered.reason + ")");

@@ -343,6 +343,9 @@ class Parser {
     return entry.value.Mark();
   }
 
+  // The 1-based line mark_of names, as a message says it.
+  static int line_of(const Entry& entry) { return mark_of(entry).line + 1; }
+
   // Key `key` of map `parent` with its value; `parent` itself when it has no such key.
   static Entry child_entry(const Entry& parent, std::string_view key) {
     if (!parent.value.IsMap()) return parent;
@@ -726,6 +729,12 @@ class Parser {
     if (const auto error = check_declared_entity(entity)) {
       fail_at(entity_part(map, error->part, error->field), error->message);
     }
+    // For messages about the entity after parsing (`check` against its table); each field
+    // keeps its own (parse_field).
+    entity.lines = {.name = line_of(map),
+                    .key = line_of(child_entry(map, "key")),
+                    .revision = line_of(child_entry(map, "revision")),
+                    .extra_fields = line_of(child_entry(map, "extra_fields"))};
     return entity;
   }
 
@@ -762,6 +771,7 @@ class Parser {
     };
     FieldSpec field;
     field.name = name;
+    field.line = line_of(map);
     read_fields(map, schema, field, Reading::kUntilAnError);
     return field;
   }
@@ -1244,7 +1254,7 @@ class Parser {
     const auto& name = require(keys, map, "name");
     destination.name = string_value(name);
     if (!is_valid_name(destination.name)) fail_value(name, "a name of " + std::string(kNameRule));
-    destination.line = mark_of(name).line + 1;
+    destination.line = line_of(name);
     const auto& kind = require(keys, map, "kind");
     const auto text = string_value(kind);
     const auto found = std::find_if(kinds.begin(), kinds.end(), [&](const auto& listed) { return listed.name == text; });

@@ -61,6 +61,15 @@ struct EntityDeclaration {
   std::string partition_by;
   ExtraFields extra_fields = ExtraFields::kIgnore;
   std::vector<FieldSpec> fields;  // in declaration order: the table's and the payload's order
+  // Where the config file says it, for messages (0: not from a file): the lines of the
+  // entity's name and of its key:, revision: and extra_fields: (the name's when left out).
+  struct Lines {
+    int name = 0;
+    int key = 0;
+    int revision = 0;
+    int extra_fields = 0;
+    friend bool operator==(const Lines&, const Lines&) = default;
+  } lines;
 
   // The declared field `name` (not the key or the revision); nullptr when none is.
   const FieldSpec* field(std::string_view name) const;

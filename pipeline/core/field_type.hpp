@@ -55,6 +55,7 @@ struct FieldSpec {
   // An empty string is absent too, as an empty delimited field always is: the built-in entity's
   // rule for account_id and occurred_at ("empty means absent"); no declaration sets it.
   bool empty_is_absent = false;
+  int line = 0;  // of its name in the config file, for messages (0: not from a file)
 
   friend bool operator==(const FieldSpec&, const FieldSpec&) = default;
 };

@@ -598,17 +598,19 @@ pipelines:
   EXPECT_EQ(orders.partition_by, "customer_id");
   EXPECT_EQ(orders.extra_fields, ExtraFields::kIgnore);
   // In the order declared: the table's columns and the payload's fields follow it.
+  // With the line of each field's name, for messages after parsing.
   const std::vector<FieldSpec> fields{
-      {.name = "customer_id", .type = FieldType::kText, .required = true, .max_length = 64},
-      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4},
-      {.name = "currency", .type = FieldType::kText, .required = true, .max_length = 3},
-      {.name = "placed_at", .type = FieldType::kTimestamp},
-      {.name = "quantity", .type = FieldType::kInteger},
-      {.name = "paid", .type = FieldType::kBoolean},
-      {.name = "ship_date", .type = FieldType::kDate},
-      {.name = "meta", .type = FieldType::kJson},
+      {.name = "customer_id", .type = FieldType::kText, .required = true, .max_length = 64, .line = 9},
+      {.name = "amount", .type = FieldType::kDecimal, .required = true, .precision = 14, .scale = 4, .line = 10},
+      {.name = "currency", .type = FieldType::kText, .required = true, .max_length = 3, .line = 11},
+      {.name = "placed_at", .type = FieldType::kTimestamp, .line = 12},
+      {.name = "quantity", .type = FieldType::kInteger, .line = 13},
+      {.name = "paid", .type = FieldType::kBoolean, .line = 14},
+      {.name = "ship_date", .type = FieldType::kDate, .line = 15},
+      {.name = "meta", .type = FieldType::kJson, .line = 16},
   };
   EXPECT_EQ(orders.fields, fields);
+  EXPECT_EQ(orders.lines, (EntityDeclaration::Lines{.name = 2, .key = 4, .revision = 5, .extra_fields = 7}));
 
   EXPECT_EQ(config.pipelines.at("orders_daily").entity, "orders");
   EXPECT_EQ(&config.entity_of("orders_daily"), &orders);
@@ -636,14 +638,37 @@ TEST(ParseEntities, OmittedKeysTakeTheirDefaults) {
   EXPECT_EQ(orders.partition_by, "order_id");  // the key
   EXPECT_EQ(orders.extra_fields, ExtraFields::kKeep);
   const std::vector<FieldSpec> fields{
-      {.name = "note", .type = FieldType::kText, .required = false, .max_length = kDefaultMaxTextLength},
-      {.name = "price", .type = FieldType::kDecimal, .precision = 10, .scale = 0},
+      {.name = "note", .type = FieldType::kText, .required = false, .max_length = kDefaultMaxTextLength, .line = 6},
+      {.name = "price", .type = FieldType::kDecimal, .precision = 10, .scale = 0, .line = 7},
   };
   EXPECT_EQ(orders.fields, fields);
   const EntityDeclaration& events = config.entities.at("events");
   EXPECT_EQ(events.extra_fields, ExtraFields::kIgnore);
+  // No extra_fields: to point at, so a message about `extra` names the entity's line.
+  EXPECT_EQ(events.lines, (EntityDeclaration::Lines{.name = 9, .key = 10, .revision = 11, .extra_fields = 9}));
   EXPECT_TRUE(events.fields.empty());  // a key and a revision alone are an entity
   EXPECT_TRUE(parse_config("", "config.yaml").entities.empty());
+}
+
+// `tidemark check` names a field's line when its table's column does not match: the line of
+// the field's name, whichever way its rules are written, as the parser's own errors do.
+TEST(ParseEntities, EachFieldKeepsTheLineOfItsName) {
+  const Config config = parse_config(std::string(kEntityHead) +
+                                         "    fields:\n"                // 5
+                                         "      # a comment\n"          // 6
+                                         "      amount:\n"              // 7
+                                         "        type: decimal\n"      // 8
+                                         "        precision: 14\n"      // 9
+                                         "\n"                           // 10
+                                         "      note: {type: text}\n",  // 11
+                                     "config.yaml");
+  const EntityDeclaration& orders = config.entities.at("orders");
+  ASSERT_NE(orders.field("amount"), nullptr);
+  EXPECT_EQ(orders.field("amount")->line, 7);
+  ASSERT_NE(orders.field("note"), nullptr);
+  EXPECT_EQ(orders.field("note")->line, 11);
+  // A declaration not read from a file has none.
+  EXPECT_EQ(built_in_transaction_entity().fields.front().line, 0);
 }
 
 TEST(ParseEntitiesErrors, UnknownKeysNameLineAndPath) {
