@@ -177,83 +177,80 @@ struct Service::Impl {
       boost::system::error_code error;
       co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, error));
       if (stopping) co_return;
-      asio::post(workers, [this, tick, &missed] { record_tick(tick, missed); });
+      asio::post(workers, [this, tick, &missed] { record_tick(tick, missed, Tick::kOnTime); });
       const auto next = schedule.next(tick, std::chrono::system_clock::now());
       if (!next) co_return;
       tick = *next;
     }
   }
 
-  // On a worker: records the run of a scheduled tick. When the database does not answer, the
-  // tick is kept (the pipeline's one missed tick) and recorded later by retry_missed; a tick
-  // that comes while another is being recorded or is kept joins it, as ticks that come while
-  // a run is in progress coalesce.
-  void record_tick(TimePoint tick, MissedTick& missed) {
+  // Which tick record_tick records: one on time, or the pipeline's one missed tick, kept
+  // since the database did not answer for it.
+  enum class Tick : unsigned char { kOnTime, kMissed };
+
+  // On a worker: records the run of the scheduled tick at `tick`. When the database does not
+  // answer, the tick is kept (the pipeline's one missed tick) and recorded again after a
+  // backoff (retry_missed) until it is; a tick on time that comes while another is being
+  // recorded or is kept joins it, as ticks that come while a run is in progress coalesce.
+  // The missed tick's run has a reason that names it, which is how `tidemark status` and
+  // GET /v1/runs tell it from the ticks on time.
+  void record_tick(TimePoint tick, MissedTick& missed, Tick which) {
+    const bool on_time = which == Tick::kOnTime;
     {
       std::lock_guard lock(missed.mutex);
-      if (missed.recording || missed.at) {
+      if (on_time && (missed.recording || missed.at)) {
         spdlog::debug("pipeline {}: the tick at {} joins the one {}", missed.pipeline, utc_text(tick),
                       missed.at ? "missed at " + utc_text(*missed.at) : std::string("being recorded"));
         return;
       }
       missed.recording = true;
     }
+    std::optional<std::string> reason;
+    if (!on_time) reason = "scheduled tick at " + utc_text(tick) + " missed: the database did not answer then";
+    std::optional<TriggerResult> result;
     std::string failure;
     try {
-      runs.trigger(TriggerRequest{missed.pipeline, app::config::Trigger::kSchedule, false, std::nullopt, std::nullopt});
+      result = runs.trigger(TriggerRequest{missed.pipeline, app::config::Trigger::kSchedule, false, reason, std::nullopt});
     } catch (const std::exception& error) {
       failure = error.what();
     }
     std::lock_guard lock(missed.mutex);
     missed.recording = false;
-    if (failure.empty()) return;
-    missed.at = tick;
-    spdlog::warn("pipeline {}: the run of the tick at {} is not recorded yet: {}; it is recorded and runs once the "
-                 "database answers",
-                 missed.pipeline, utc_text(tick), failure);
-    asio::post(io, [this, &missed] { retry_missed(missed); });
+    if (!failure.empty()) {
+      missed.at = tick;  // kept (again)
+      if (on_time) {
+        spdlog::warn("pipeline {}: the run of the tick at {} is not recorded yet: {}; it is recorded and runs once "
+                     "the database answers",
+                     missed.pipeline, utc_text(tick), failure);
+      } else {
+        // The database retries logged the outage already (one line a minute).
+        spdlog::debug("pipeline {}: the tick missed at {} is not recorded yet: {}", missed.pipeline, utc_text(tick),
+                      failure);
+      }
+      asio::post(io, [this, &missed] { retry_missed(missed); });
+    } else if (!on_time && result) {  // no result: stopping, and the missed tick stays kept
+      missed.at.reset();
+      missed.delay.succeeded();
+      spdlog::info("pipeline {}: the tick missed at {} is recorded as run {}", missed.pipeline, utc_text(tick),
+                   result->run_id);
+    }
   }
 
   // On the io thread: records the missed tick again after the next backoff delay.
   void retry_missed(MissedTick& missed) {
     if (stopping) return;
     std::chrono::milliseconds delay;
-    {
-      std::lock_guard lock(missed.mutex);
-      delay = missed.delay.failed();
-    }
-    missed.retry.expires_after(delay);
-    missed.retry.async_wait([this, &missed](const boost::system::error_code& error) {
-      if (error || stopping) return;  // the stop: the tick is lost (begin_stop says so)
-      asio::post(workers, [this, &missed] { record_missed(missed); });
-    });
-  }
-
-  // On a worker: one attempt at recording the missed tick; its run's reason names it, which
-  // is how `tidemark status` and GET /v1/runs tell it from the ticks on time.
-  void record_missed(MissedTick& missed) {
     TimePoint at;
     {
       std::lock_guard lock(missed.mutex);
-      at = *missed.at;
+      delay = missed.delay.failed();
+      at = *missed.at;  // kept until it is recorded: no tick on time records meanwhile
     }
-    try {
-      const auto result = runs.trigger(TriggerRequest{missed.pipeline, app::config::Trigger::kSchedule, false,
-                                                      "scheduled tick at " + utc_text(at) +
-                                                          " missed: the database did not answer then",
-                                                      std::nullopt});
-      if (!result) return;  // stopping
-      std::lock_guard lock(missed.mutex);
-      missed.at.reset();
-      missed.delay.succeeded();
-      spdlog::info("pipeline {}: the tick missed at {} is recorded as run {}", missed.pipeline, utc_text(at),
-                   result->run_id);
-    } catch (const std::exception& error) {
-      // The database retries logged the outage already (one line a minute).
-      spdlog::debug("pipeline {}: the tick missed at {} is not recorded yet: {}", missed.pipeline, utc_text(at),
-                    error.what());
-      asio::post(io, [this, &missed] { retry_missed(missed); });
-    }
+    missed.retry.expires_after(delay);
+    missed.retry.async_wait([this, at, &missed](const boost::system::error_code& error) {
+      if (error || stopping) return;  // the stop: the tick is lost (begin_stop says so)
+      asio::post(workers, [this, at, &missed] { record_tick(at, missed, Tick::kMissed); });
+    });
   }
 
   // A housekeeping job: after `first`, then every `interval` until the stop, `job` runs on a
