@@ -230,7 +230,8 @@ $$;
 
 -- Reads the changes of p_destination committed since it last read the log, and gives each of
 -- their keys a head where the key had none (a key's first change beyond its cursor). One relay
--- reads a destination at a time (the others skip it for this call). The read never waits: a
+-- reads a destination at a time (the others skip it for this call). A head is due from its
+-- change's creation, as an outbox row was: older changes go first whenever they are read. The read never waits: a
 -- cursor that a claim or a mark holds is skipped, and then the snapshot is not moved, so the
 -- next read takes the same changes again (giving a head is idempotent). That matters: a claim
 -- that holds a cursor may be moving its head with a snapshot from before these changes.
@@ -254,7 +255,7 @@ BEGIN
   -- seen by the read but left for the next one (it is not visible in v_now).
   v_now := pg_current_snapshot();
   WITH fresh AS (
-    SELECT c.partition_key, c.key_sequence
+    SELECT c.partition_key, c.key_sequence, c.created_at
       FROM tidemark_change c
      WHERE c.xid >= pg_snapshot_xmin(v_old)
        AND NOT pg_visible_in_snapshot(c.xid, v_old)
@@ -277,20 +278,21 @@ BEGIN
   ),
   headed AS (
     UPDATE tidemark_cursor k
-       SET head_sequence = h.first, head_due_at = now(), head_attempts = 0, head_leased = false, last_error = NULL
-      FROM (SELECT l.partition_key, min(f.key_sequence) AS first
+       SET head_sequence = h.key_sequence, head_due_at = h.created_at, head_attempts = 0, head_leased = false,
+           last_error = NULL
+      FROM (SELECT DISTINCT ON (l.partition_key) l.partition_key, f.key_sequence, f.created_at
               FROM locked l
               JOIN fresh f ON f.partition_key = l.partition_key AND f.key_sequence > l.through
              WHERE l.head_sequence IS NULL
-             GROUP BY l.partition_key) h
+             ORDER BY l.partition_key, f.key_sequence) h
      WHERE k.destination = p_destination AND k.partition_key = h.partition_key
   ),
   added AS (
     INSERT INTO tidemark_cursor (destination, partition_key, head_sequence, head_due_at)
-    SELECT p_destination, f.partition_key, min(f.key_sequence), now()
+    SELECT DISTINCT ON (f.partition_key) p_destination, f.partition_key, f.key_sequence, f.created_at
       FROM fresh f
      WHERE NOT EXISTS (SELECT 1 FROM known WHERE known.partition_key = f.partition_key)
-     GROUP BY f.partition_key
+     ORDER BY f.partition_key, f.key_sequence
   )
   SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM known) - (SELECT count(*) FROM locked)
     INTO v_fresh, v_skipped;
@@ -376,12 +378,13 @@ BEGIN
     -- no longer its key's head (a lease ran out and another relay delivered it) moves nothing.
     SELECT DISTINCT ON (k.destination, k.partition_key)
            k.destination, k.partition_key, d.position, greatest(k.head_attempts, d.attempt) AS delivered_attempts,
-           k.head_sequence AS through, k.last_sequence + 1 AS last_sequence, n.key_sequence AS next
+           k.head_sequence AS through, k.last_sequence + 1 AS last_sequence, n.key_sequence AS next,
+           n.created_at AS next_due_at
       FROM delivered d
       JOIN tidemark_cursor k
         ON k.destination = d.destination AND k.partition_key = d.partition_key AND k.head_sequence = d.key_sequence
       LEFT JOIN LATERAL (
-        SELECT c.key_sequence
+        SELECT c.key_sequence, c.created_at
           FROM tidemark_change c
          WHERE c.partition_key = k.partition_key AND c.key_sequence > k.head_sequence
            AND k.destination = ANY (c.destinations)
@@ -410,11 +413,12 @@ BEGIN
           FOR UPDATE SKIP LOCKED) k
   ),
   candidates AS (
-    -- Every cursor this call may write, once: the moved ones (their next change is due now),
+    -- Every cursor this call may write, once: the moved ones (their next change is due from
+    -- its creation),
     -- and the due heads of other keys (a moved cursor's old version, due when its lease ran
     -- out before the answer came, is not one).
     SELECT DISTINCT ON (c.destination, c.partition_key) c.*
-      FROM (SELECT m.destination, m.partition_key, true AS moved, now() AS due_at, m.next AS head,
+      FROM (SELECT m.destination, m.partition_key, true AS moved, m.next_due_at AS due_at, m.next AS head,
                    0 AS head_attempts, m.through, m.last_sequence
               FROM moving m
             UNION ALL
@@ -442,7 +446,7 @@ BEGIN
   written AS (
     -- Each cursor once: a moved one past its delivered event; a claimed head leased (due
     -- again when the lease runs out, its attempt counted); a moved head that is not claimed
-    -- due now.
+    -- due from its change's creation.
     UPDATE tidemark_cursor k
        SET through = coalesce(p.through, k.through),
            last_sequence = p.last_sequence,
@@ -531,16 +535,18 @@ BEGIN
 
   WITH given_up AS (
     SELECT k.destination, k.partition_key, e.position, k.head_sequence, k.last_sequence + 1 AS sequence,
-           (SELECT c.key_sequence
-              FROM tidemark_change c
-             WHERE c.partition_key = k.partition_key AND c.key_sequence > k.head_sequence
-               AND k.destination = ANY (c.destinations)
-             ORDER BY c.key_sequence
-             LIMIT 1) AS next
+           n.key_sequence AS next, n.created_at AS next_due_at
       FROM tidemark_outbox_events(ARRAY[p_id], ARRAY[p_attempt]) e
       JOIN tidemark_cursor k
         ON k.destination = e.destination AND k.partition_key = e.partition_key
        AND k.head_sequence = e.key_sequence AND k.head_leased AND k.head_attempts = p_attempt
+      LEFT JOIN LATERAL (
+        SELECT c.key_sequence, c.created_at
+          FROM tidemark_change c
+         WHERE c.partition_key = k.partition_key AND c.key_sequence > k.head_sequence
+           AND k.destination = ANY (c.destinations)
+         ORDER BY c.key_sequence
+         LIMIT 1) n ON true
   ),
   lettered AS (
     INSERT INTO tidemark_dead_letter (destination, position, sequence, status, attempts, next_attempt_at, last_error)
@@ -550,7 +556,7 @@ BEGIN
   )
   UPDATE tidemark_cursor k
      SET through = g.head_sequence, last_sequence = g.sequence, advanced_at = now(),
-         head_sequence = g.next, head_due_at = CASE WHEN g.next IS NULL THEN NULL ELSE now() END,
+         head_sequence = g.next, head_due_at = g.next_due_at,
          head_attempts = 0, head_leased = false, last_error = NULL
     FROM given_up g
    WHERE k.destination = g.destination AND k.partition_key = g.partition_key;
