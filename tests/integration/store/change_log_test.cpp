@@ -1,0 +1,208 @@
+// The change log read per destination (migrations/0029_change_log.sql): a change is read when
+// its transaction commits, whatever its position; each destination numbers only the changes
+// that feed it; a revived dead letter holds nothing back; and a read that meets a cursor a
+// claim holds reads the same changes again, so a head moved with an older snapshot strands
+// nothing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "pipeline/store/pg/pg_text.hpp"
+#include "sql/statements.hpp"
+#include "tests/support/change_log.hpp"
+#include "tests/support/test_database.hpp"
+
+namespace tidemark::pipeline {
+namespace {
+
+using testing::TestDatabase;
+
+constexpr long long kLeaseMs = 60'000;
+
+struct Event {
+  std::int64_t id = 0;
+  std::string destination;
+  std::string idempotency_key;
+  std::string partition_key;
+  std::int64_t sequence = 0;
+  int attempt = 0;
+};
+
+// One call of relay/claim.sql for `destinations` (up to 100 events each), recording `delivered`.
+std::vector<Event> claim(pqxx::connection& connection, const std::vector<std::string>& destinations,
+                         const std::vector<Event>& delivered = {}) {
+  std::vector<std::int64_t> ids;
+  std::vector<std::int64_t> attempts;
+  for (const auto& event : delivered) {
+    ids.push_back(event.id);
+    attempts.push_back(event.attempt);
+  }
+  std::string names = "{";
+  std::string limits = "{";
+  for (const auto& destination : destinations) {
+    names += (names.size() > 1 ? "," : "") + destination;
+    limits += std::string(limits.size() > 1 ? "," : "") + "100";
+  }
+  pqxx::nontransaction txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), names + "}", limits + "}", 100LL, kLeaseMs,
+                                    db::bigint_array_literal(ids), db::bigint_array_literal(attempts));
+  std::vector<Event> claimed;
+  for (const auto& row : rows) {
+    claimed.push_back({row[0].as<std::int64_t>(), row[1].as<std::string>(), row[2].as<std::string>(),
+                       row[3].as<std::string>(), row[4].as<std::int64_t>(), row[6].as<int>()});
+  }
+  return claimed;
+}
+
+// Claims and delivers until nothing is due; returns every event in the order it went.
+std::vector<Event> deliver_all(pqxx::connection& connection, const std::vector<std::string>& destinations) {
+  std::vector<Event> sent;
+  std::vector<Event> in_flight = claim(connection, destinations);
+  while (!in_flight.empty()) {
+    sent.insert(sent.end(), in_flight.begin(), in_flight.end());
+    in_flight = claim(connection, destinations, in_flight);
+  }
+  return sent;
+}
+
+void register_destinations(const TestDatabase& db, const std::vector<std::string>& destinations) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  testing::register_destinations(txn, destinations);
+  txn.commit();
+}
+
+TEST(ChangeLog, AChangeWhosePositionWasTakenEarlyIsReadWhenItsTransactionCommits) {
+  TestDatabase db;
+  register_destinations(db, {"ledger"});
+  auto early = db.connect();
+  auto late = db.connect();
+  auto relay = db.connect();
+
+  pqxx::work open(*early);
+  const auto first = testing::append_change(open, {"ledger"}, "acct-1", "t1:1", R"({"n": 1})");
+  {
+    pqxx::work txn(*late);
+    const auto second = testing::append_change(txn, {"ledger"}, "acct-2", "t2:1", R"({"n": 2})");
+    ASSERT_GT(second, first);
+    txn.commit();
+  }
+  auto claimed = claim(*relay, {"ledger"});
+  ASSERT_EQ(claimed.size(), 1u);
+  EXPECT_EQ(claimed[0].idempotency_key, "ledger:t2:1");
+
+  open.commit();
+  claimed = claim(*relay, {"ledger"}, claimed);
+  ASSERT_EQ(claimed.size(), 1u) << "the change of the transaction that committed last was not read";
+  EXPECT_EQ(claimed[0].idempotency_key, "ledger:t1:1");
+  EXPECT_EQ(claimed[0].sequence, 1);
+}
+
+TEST(ChangeLog, EachDestinationNumbersOnlyTheChangesThatFeedItWithNoGap) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    testing::append_change(txn, {"audit", "ledger"}, "acct-1", "t1:1", R"({"n": 1})");
+    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
+    testing::append_change(txn, {"audit"}, "acct-1", "t3:1", R"({"n": 3})");
+    testing::append_change(txn, {"audit", "ledger"}, "acct-1", "t4:1", R"({"n": 4})");
+    txn.commit();
+  }
+  std::map<std::string, std::vector<std::string>> keys;
+  std::map<std::string, std::vector<std::int64_t>> sequences;
+  for (const auto& event : deliver_all(*connection, {"audit", "ledger"})) {
+    keys[event.destination].push_back(event.idempotency_key);
+    sequences[event.destination].push_back(event.sequence);
+  }
+  EXPECT_EQ(keys["ledger"], (std::vector<std::string>{"ledger:t1:1", "ledger:t2:1", "ledger:t4:1"}));
+  EXPECT_EQ(keys["audit"], (std::vector<std::string>{"audit:t1:1", "audit:t3:1", "audit:t4:1"}));
+  EXPECT_EQ(sequences["ledger"], (std::vector<std::int64_t>{1, 2, 3}));
+  EXPECT_EQ(sequences["audit"], (std::vector<std::int64_t>{1, 2, 3}));
+  // The view shows the same numbers for the delivered events.
+  EXPECT_EQ(db.scalar("SELECT string_agg(destination || ' ' || sequence || ' ' || status, ', ' ORDER BY destination, "
+                      "sequence) FROM outbox"),
+            "audit 1 delivered, audit 2 delivered, audit 3 delivered, "
+            "ledger 1 delivered, ledger 2 delivered, ledger 3 delivered");
+}
+
+TEST(ChangeLog, ARevivedDeadLetterIsDeliveredBesideItsKeysLaterEventsAndKeepsItsSequence) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    testing::append_change(txn, {"ledger"}, "acct-1", "t1:1", R"({"n": 1})");
+    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
+    txn.commit();
+  }
+  auto claimed = claim(*connection, {"ledger"});
+  ASSERT_EQ(claimed.size(), 1u);
+  const Event given_up = claimed[0];
+  {
+    pqxx::nontransaction txn(*connection);
+    txn.exec_params(std::string(sql::kRelayMarkFailed), given_up.id, given_up.attempt, "dead", 0LL, "HTTP 410");
+  }
+  claimed = claim(*connection, {"ledger"});
+  ASSERT_EQ(claimed.size(), 1u) << "a dead event held back its key";
+  EXPECT_EQ(claimed[0].idempotency_key, "ledger:t2:1");
+  EXPECT_EQ(claimed[0].sequence, 2);
+  const Event in_flight = claimed[0];
+
+  {
+    pqxx::nontransaction txn(*connection);
+    EXPECT_EQ(txn.exec_params(std::string(sql::kRelayRetryOne), given_up.id, "{dead}").size(), 1u);
+  }
+  claimed = claim(*connection, {"ledger"});
+  ASSERT_EQ(claimed.size(), 1u) << "the revived letter waited for its key's event in flight";
+  EXPECT_EQ(claimed[0].id, given_up.id);
+  EXPECT_EQ(claimed[0].sequence, 1);
+  EXPECT_EQ(claimed[0].attempt, 1);
+
+  claim(*connection, {"ledger"}, {in_flight, claimed[0]});
+  EXPECT_EQ(db.scalar("SELECT string_agg(sequence || ' ' || status, ', ' ORDER BY sequence) FROM outbox"),
+            "1 delivered, 2 delivered");
+}
+
+TEST(ChangeLog, AReadThatMeetsACursorAClaimHoldsReadsTheSameChangesAgain) {
+  TestDatabase db;
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    testing::append_change(txn, {"ledger"}, "acct-1", "t1:1", R"({"n": 1})");
+    txn.commit();
+  }
+  const auto head = claim(*connection, {"ledger"});
+  ASSERT_EQ(head.size(), 1u);
+
+  // A relay holds the key's cursor, as one moving its delivered head does, with a snapshot
+  // from before the key's next change ...
+  auto holder = db.connect();
+  pqxx::work holding(*holder);
+  holding.exec("SELECT 1 FROM tidemark_cursor WHERE destination = 'ledger' AND partition_key = 'acct-1' FOR UPDATE");
+  {
+    pqxx::work txn(*connection);
+    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
+    txn.commit();
+  }
+  // ... while another relay reads the log: it meets the held cursor and leaves the change for
+  // the next read.
+  EXPECT_TRUE(claim(*connection, {"ledger"}).empty());
+  // The holder moves the head past the delivered event and finds no next change (its
+  // snapshot is older than it).
+  holding.exec(
+      "UPDATE tidemark_cursor SET through = head_sequence, last_sequence = last_sequence + 1, head_sequence = NULL, "
+      "head_due_at = NULL, head_attempts = 0, head_leased = false "
+      "WHERE destination = 'ledger' AND partition_key = 'acct-1'");
+  holding.commit();
+
+  const auto next = claim(*connection, {"ledger"});
+  ASSERT_EQ(next.size(), 1u) << "the change read while its cursor was held was never read again";
+  EXPECT_EQ(next[0].idempotency_key, "ledger:t2:1");
+  EXPECT_EQ(next[0].sequence, 2);
+}
+
+}  // namespace
+}  // namespace tidemark::pipeline
