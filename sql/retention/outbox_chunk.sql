@@ -17,10 +17,12 @@ WITH chunk AS (
 ), trimmed AS (
   -- What a rebuild from full history would now miss (views rebuild refuses one).
   INSERT INTO tidemark_outbox_trimmed AS t (destination, deleted_rows, newest_deleted_at)
-  SELECT d.name, count(*), max(k.advanced_at)
+  -- Each cursor looked up by its key: the chunk's changes, never all the cursors.
+  SELECT d.name, count(*),
+         max((SELECT k.advanced_at FROM tidemark_cursor k
+               WHERE k.destination = d.name AND k.partition_key = deleted.partition_key))
     FROM deleted
    CROSS JOIN unnest(deleted.destinations) AS d(name)
-    JOIN tidemark_cursor k ON k.destination = d.name AND k.partition_key = deleted.partition_key
    GROUP BY d.name
    ORDER BY d.name
   ON CONFLICT (destination) DO UPDATE
