@@ -62,11 +62,11 @@ std::int64_t append_change(pqxx::transaction_base& txn, const std::vector<std::s
 }
 
 std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std::vector<std::string>& destinations,
-                                         int count, int keys) {
+                                         int count, int keys, const std::string& prefix) {
   std::vector<Change> changes;
   changes.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) {
-    changes.push_back({"acct-" + std::to_string(i % keys), "tx-" + std::to_string(i) + ":1",
+    changes.push_back({"acct-" + std::to_string(i % keys), prefix + std::to_string(i) + ":1",
                        "{\"n\": " + std::to_string(i) + "}"});
   }
   return append_changes(txn, destinations, changes);

@@ -35,9 +35,9 @@ std::int64_t append_change(pqxx::transaction_base& txn, const std::vector<std::s
                            const std::string& payload_json);
 
 // `count` events spread round robin over `keys` keys 'acct-0'... (event i: key 'acct-<i % keys>',
-// event key 'tx-<i>:1', payload {"n": i}): a backlog for claim and load tests.
+// event key '<prefix><i>:1', payload {"n": i}): a backlog for claim and load tests.
 std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std::vector<std::string>& destinations,
-                                         int count, int keys);
+                                         int count, int keys, const std::string& prefix = "tx-");
 
 // tidemark_register_destinations: append_changes does it too, but in the appending
 // transaction, whose first registration of a name holds back every other writer of it until
@@ -45,7 +45,7 @@ std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std:
 void register_destinations(pqxx::transaction_base& txn, const std::vector<std::string>& destinations);
 
 // tidemark_log_ingest for each destination: gives the keys of the changes committed since its
-// last ingest a head, as the claim does first. Changes of `txn` itself are not seen.
+// last read a head (due now), as a claim does first. Commit the changes before.
 void ingest(pqxx::transaction_base& txn, const std::vector<std::string>& destinations);
 
 // Makes the head of `partition_key` for `destination` due now, as if its backoff (or its
