@@ -52,6 +52,15 @@ std::string insert_event(pqxx::transaction_base& txn, const std::string& transac
   return destination + ":" + transaction_id + ":1";
 }
 
+// `destination` reads the log now, as a relay's claim does first: the keys of the events
+// committed since get heads due from now, after those it read before.
+void read_log(const TestDatabase& db, const std::string& destination) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  testing::ingest(txn, {destination});
+  txn.commit();
+}
+
 // Makes the head of `account` due now, as if its backoff had passed.
 void make_due_now(const TestDatabase& db, const std::string& account) {
   auto connection = db.connect();
@@ -428,7 +437,9 @@ TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
   silent.hold();
   // The silent destination's events are due first: a claim in due order takes them first.
   const auto silent_keys = insert_events(db, 30, 30, "silent");
+  read_log(db, "silent");
   const auto fast_keys = insert_events(db, 30, 30, "fast");
+  read_log(db, "fast");
   auto options = fast_options();
   options.config.max_in_flight = 6;
   options.config.request_timeout = 60s;  // held requests are not timed out meanwhile
@@ -489,9 +500,10 @@ TEST(Relay, AFreedPlaceOfTheSharedWindowGoesToTheDestinationsInTurn) {
     auto connection = db.connect();
     for (int i = 1; i <= 4; ++i) {
       for (const std::string destination : {"alpha", "beta"}) {
-        pqxx::work txn(*connection);  // one transaction each: due one after the other
+        pqxx::work txn(*connection);  // one transaction and one read each: due one after the other
         insert_event(txn, destination.substr(0, 1) + std::to_string(i), destination + std::to_string(i), destination);
         txn.commit();
+        read_log(db, destination);
       }
     }
   }
