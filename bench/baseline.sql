@@ -4,8 +4,9 @@
 --   \copy bench_stage (transaction_id, source_revision, amount, account_id, occurred_at) FROM 'batch_k.csv' (FORMAT csv)
 -- It has the same effects as `tidemark run` with one destination (`ledger`): in-batch
 -- grouping (conflicts to quarantine, highest revision per key), the stored-conflict check,
--- the revision-filtered upsert, per-account sequences, outbox rows with idempotency keys,
--- the ledger row and the checkpoint, all in ONE statement (one snapshot, one round trip).
+-- the revision-filtered upsert, per-account sequences, each applied change logged once in
+-- the change log for the destination (its idempotency key, sequence and event id derived at
+-- read), the ledger row and the checkpoint, all in ONE statement (one snapshot, one round trip).
 -- It does not validate: the generated dataset holds no invalid records, and typed COPY
 -- into numeric(12,2)/timestamptz would reject (not quarantine) a malformed one.
 -- psql variables: pipeline, run_id, batch_no, source, start_position, end_position,
@@ -60,23 +61,21 @@ applied AS (
     FROM changes c
     JOIN upserted USING (transaction_id)
 ),
-sequenced AS (
-  -- The counters and the relay's heads, kept by this statement as tidemark run keeps them
-  -- (sql/entity/apply_batch.sql); 'kept' tells the outbox's head trigger not to redo it row
-  -- by row, which made this script 3-4x slower than the statement it stands for.
-  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence, head_sequence, head_due_at)
-  SELECT 'ledger', partition_key, count(*), 1, now() FROM applied GROUP BY partition_key ORDER BY partition_key
-  ON CONFLICT (destination, partition_key) DO UPDATE
-     SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence,
-         head_sequence = COALESCE(seq.head_sequence, seq.last_sequence + 1),
-         head_due_at = CASE WHEN seq.head_sequence IS NULL THEN EXCLUDED.head_due_at ELSE seq.head_due_at END
-  RETURNING partition_key, last_sequence, set_config('tidemark.outbox_heads', 'kept', true) AS heads_kept
+registered AS (
+  -- As sql/entity/apply_batch.sql: the destination numbered before any counter is locked.
+  SELECT tidemark_register_destinations('{ledger}')
 ),
-outboxed AS (
-  INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)
-  SELECT 'ledger', e.event_id, e.partition_key, e.sequence,
+sequenced AS (
+  -- One counter per account, locked in partition_key order as every writer does.
+  INSERT INTO tidemark_partition_sequence AS seq (partition_key, last_sequence)
+  SELECT a.partition_key, count(*) FROM applied a CROSS JOIN registered GROUP BY a.partition_key ORDER BY a.partition_key
+  ON CONFLICT (partition_key) DO UPDATE SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
+  RETURNING partition_key, last_sequence
+),
+logged AS (
+  INSERT INTO tidemark_change (partition_key, key_sequence, entity, event_key, destinations, payload)
+  SELECT e.partition_key, e.key_sequence, 'transaction', e.transaction_id || ':' || e.source_revision, '{ledger}',
          jsonb_build_object(
-           'event_id', e.event_id,
            'pipeline', :'pipeline'::text,
            'transaction_id', e.transaction_id,
            'source_revision', e.source_revision,
@@ -85,13 +84,11 @@ outboxed AS (
            'account_id', e.account_id,
            'previous_account_id', e.stored_account_id,
            'occurred_at', to_char(e.occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-           'previous_occurred_at', to_char(e.stored_occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
-           'sequence', e.sequence)
-    FROM (SELECT a.*, 'ledger:' || a.transaction_id || ':' || a.source_revision AS event_id,
-                 s.last_sequence - a.in_batch + a.nth AS sequence
+           'previous_occurred_at', to_char(e.stored_occurred_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))
+    FROM (SELECT a.*, s.last_sequence - a.in_batch + a.nth AS key_sequence
             FROM applied a JOIN sequenced s USING (partition_key)) e
    ORDER BY e.first_ord
-  ON CONFLICT (idempotency_key) DO NOTHING
+  ON CONFLICT (entity, event_key) DO NOTHING
   RETURNING 1
 ),
 quarantined AS (
@@ -141,7 +138,7 @@ checkpointed AS (
          > (substring(cp.position from '^(.*):') COLLATE "C", substring(cp.position from '[^:]*$')::bigint)
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM outboxed) AS outbox_rows,
+SELECT (SELECT count(*) FROM logged) AS changes_logged,
        (SELECT count(*) FROM quarantined) AS quarantined,
        (SELECT count(*) FROM ledger) AS ledger_rows,
        (SELECT count(*) FROM checkpointed) AS checkpoints;

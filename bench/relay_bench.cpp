@@ -1,4 +1,4 @@
-// Relay throughput: events/s from a pre-filled outbox to a loopback receiver that answers
+// Relay throughput: events/s from a pre-filled change log to a loopback receiver that answers
 // at once, next to the receiver's own ceiling measured with the same client (the webhook
 // sink, signing on) at the same concurrency but without the database.
 //   relay_bench [events=20000] [accounts=1000] [max_in_flight=16]
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -14,6 +15,7 @@
 #include "connectors/http/signature.hpp"
 #include "connectors/http/webhook_sink.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/test_database.hpp"
 #include "tests/support/test_receiver.hpp"
 
@@ -32,10 +34,19 @@ connectors::http::WebhookOptions webhook_options(const std::string& url, std::si
   return options;
 }
 
-std::string payload(const std::string& key, int i, int account, int sequence) {
-  return R"({"event_id":")" + key + R"(","transaction_id":"tx-)" + std::to_string(i) +
+// An event's payload as the change log holds it: without event_id and sequence, which the
+// claim adds for the destination.
+std::string logged_payload(int i, int account) {
+  return R"({"transaction_id":"tx-)" + std::to_string(i) +
          R"(","source_revision":1,"amount":"12.34","previous_amount":null,"account_id":"acct-)" +
-         std::to_string(account) + R"(","sequence":)" + std::to_string(sequence) + R"(,"occurred_at":null})";
+         std::to_string(account) + R"(","occurred_at":null})";
+}
+
+// The same as a destination receives it.
+std::string payload(const std::string& key, int i, int account, int sequence) {
+  std::string text = logged_payload(i, account);
+  text.pop_back();
+  return text + R"(,"event_id":")" + key + R"(","sequence":)" + std::to_string(sequence) + "}";
 }
 
 // One of the ceiling's `in_flight` senders: delivers the next event until `events` are sent.
@@ -82,19 +93,15 @@ int main(int argc, char** argv) {
   {
     auto connection = db.connect();
     pqxx::work txn(*connection);
-    std::vector<int> sequence(static_cast<std::size_t>(accounts), 0);
+    std::vector<testing::Change> changes;
     for (int i = 0; i < events; ++i) {
       const int account = i % accounts;
-      const std::string key = "ledger:tx-" + std::to_string(i) + ":1";
-      txn.exec_params(
-          "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-          "VALUES ('ledger', $1, $2, $3, $4::jsonb)",
-          key, "acct-" + std::to_string(account), ++sequence[static_cast<std::size_t>(account)],
-          payload(key, i, account, sequence[static_cast<std::size_t>(account)]));
+      changes.push_back({"acct-" + std::to_string(account), "tx-" + std::to_string(i) + ":1", logged_payload(i, account)});
     }
+    testing::append_changes(txn, {"ledger"}, changes);
     txn.commit();
     pqxx::nontransaction analyze(*connection);
-    analyze.exec("ANALYZE outbox");
+    analyze.exec("ANALYZE tidemark_change");
   }
 
   pipeline::relay::RelayOptions options;

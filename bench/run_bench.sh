@@ -9,7 +9,6 @@
 #   bench/run_bench.sh                                  # quick: 200k rows, batch 10k
 #   ROWS=1000000 RSS_ROWS=10000000 bench/run_bench.sh   # the documented full run
 #   ENTITY=1 bench/run_bench.sh                         # declared entity beside the built-in
-#   INDEXES=1 ROWS=1000000 bench/run_bench.sh           # the outbox's index sets
 #
 # ROWS (200000)        rows of the main dataset
 # BATCH (10000)        batch size of the B P P B runs
@@ -23,10 +22,6 @@
 #                      do not apply; RSS_ROWS > 0 adds one E on that many rows)
 # ENTITY_FORMAT (csv)  the entity dataset's format: csv or jsonl
 # ENTITY_ROUNDS (1)    how many times the entity mode repeats T E E T
-# INDEXES (0)          1: the index mode, the baseline with three outbox index sets and
-#                      tidemark run with its own and with the pre-0016 set, alternated as
-#                      P Pt Bk Bc Bt | Bt Bc Bk Pt P, INDEX_ROUNDS times (no sweep, no replay)
-# INDEX_ROUNDS (1)     how many times the index mode repeats its palindrome
 # WORK (/tmp/tidemark-bench)  cluster, datasets and logs
 # TIDEMARK (build-bench/tidemark)  the binary (build: cmake -B build-bench -DCMAKE_BUILD_TYPE=Release
 #                      && ninja -C build-bench tidemark)
@@ -45,8 +40,6 @@ RUN_TIMEOUT="${RUN_TIMEOUT:-1800}"
 ENTITY="${ENTITY:-0}"
 ENTITY_FORMAT="${ENTITY_FORMAT:-csv}"
 ENTITY_ROUNDS="${ENTITY_ROUNDS:-1}"
-INDEXES="${INDEXES:-0}"
-INDEX_ROUNDS="${INDEX_ROUNDS:-1}"
 WORK="${WORK:-/tmp/tidemark-bench}"
 TIDEMARK="${TIDEMARK:-$repo/build-bench/tidemark}"
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
@@ -129,7 +122,8 @@ baseline_script() {  # csv batch -> path of the script
   echo "$script"
 }
 
-# What both B and P must leave behind (the relay's heads too); equal fingerprints mean equal effects. With a table
+# What both B and P must leave behind (the events as the outbox view derives them from the log, and
+# the per-key counters); equal fingerprints mean equal effects. With a table
 # (the declared entity's), its rows without the time they were written stand for the state.
 fingerprint() {  # database [entity table]
   local state="SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision || ':' || amount
@@ -141,8 +135,7 @@ fingerprint() {  # database [entity table]
       'outbox', (SELECT count(*) || '/' || COALESCE(sum(hashtext(idempotency_key || ':' || partition_key || ':' || sequence
                 || ':' || payload::text)::bigint), 0) FROM outbox),
       'quarantine', (SELECT count(*) || '/' || COALESCE(sum(hashtext(transaction_id || ':' || source_revision)::bigint), 0) FROM quarantine),
-      'sequences', (SELECT COALESCE(sum(last_sequence), 0) || '/' || count(head_sequence) || '/' || COALESCE(sum(head_sequence), 0)
-                FROM tidemark_destination_sequence),
+      'sequences', (SELECT COALESCE(sum(last_sequence), 0) || '/' || count(*) FROM tidemark_partition_sequence),
       'ledger', (SELECT concat_ws(',', sum(input), sum(inserted), sum(updated), sum(unchanged), sum(stale),
                 sum(superseded), sum(duplicate), sum(invalid), sum(conflict)) FROM batch_ledger))"
 }
@@ -257,55 +250,6 @@ run_p() {  # csv batch rows [kind: P, or T / E in the entity mode]
   drop_db "$db"
 }
 
-# The outbox's secondary indexes (all but the primary and the unique idempotency key) set
-# to one of the index mode's sets on a fresh database, before its timed run:
-#   key    none: the outbox with only its unique key
-#   claim  one partial claim index, (destination, partition_key, sequence) WHERE pending
-#   today  the set before migration 0016: outbox_due, outbox_partition (the claim index),
-#          outbox_destination_partition, outbox_undelivered
-set_outbox_indexes() {  # database set
-  local create=""
-  case "$2" in
-    key) ;;
-    claim) create="CREATE INDEX outbox_partition ON outbox (destination, partition_key, sequence) WHERE status = 'pending';" ;;
-    today) create="CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending';
-                   CREATE INDEX outbox_partition ON outbox (destination, partition_key, sequence) WHERE status = 'pending';
-                   CREATE INDEX outbox_destination_partition ON outbox (destination, partition_key, sequence);
-                   CREATE INDEX outbox_undelivered ON outbox (destination) WHERE status IN ('pending', 'dead');" ;;
-    *) die "unknown outbox index set $2" ;;
-  esac
-  psql -X -q -v ON_ERROR_STOP=1 -d "$base_url/$1" >/dev/null <<SQL
-DO \$\$ DECLARE i regclass; BEGIN
-  FOR i IN SELECT indexrelid::regclass FROM pg_index
-            WHERE indrelid = 'outbox'::regclass AND NOT indisprimary AND NOT indisunique LOOP
-    EXECUTE 'DROP INDEX ' || i;
-  END LOOP;
-END \$\$;
-$create
-SQL
-}
-
-run_b_indexes() {  # csv batch rows set -> kind B-<set>
-  local script t0 t1 fp
-  script="$(baseline_script "$1" "$2")"
-  fresh_db
-  set_outbox_indexes "$db" "$4"
-  t0=$(now)
-  timeout "$RUN_TIMEOUT" psql -X -q -A -t -d "$base_url/$db" -f "$script" >"$WORK/logs/$db-B.out" 2>"$WORK/logs/$db-B.err" ||
-    die "baseline run failed, see $WORK/logs/$db-B.err"
-  t1=$(now)
-  fp="$(fingerprint "$db")"
-  record "B-$4" "$2" "$3" "$(python3 -c "print($t1 - $t0)")" "" "" "$fp" "$1"
-  drop_db "$db"
-}
-
-run_p_indexes() {  # csv batch rows [set] -> kind P (the binary's own indexes) or P-<set>
-  fresh_db
-  [[ -n "${4:-}" ]] && set_outbox_indexes "$db" "$4"
-  run_tidemark "P${4:+-$4}" "$db" "$1" "$2" "$3"
-  drop_db "$db"
-}
-
 csv="$(dataset "$ROWS")"
 
 if [[ "$ENTITY" == 1 ]]; then
@@ -323,23 +267,6 @@ if [[ "$ENTITY" == 1 ]]; then
   fi
   log "results: $results"
   # exit 1 (set -e) when runs disagree, or peak RSS reaches 64 MiB at the default batch size
-  python3 "$here/summarize.py" "$results" "$BATCH"
-  exit 0
-fi
-
-if [[ "$INDEXES" == 1 ]]; then
-  baseline_script "$csv" "$BATCH" >/dev/null
-  for ((round = 1; round <= INDEX_ROUNDS; round++)); do
-    log "index mode at batch $BATCH on $ROWS rows (round $round of $INDEX_ROUNDS; load: $(cut -d' ' -f1-3 /proc/loadavg))"
-    run_p_indexes "$csv" "$BATCH" "$ROWS"
-    run_p_indexes "$csv" "$BATCH" "$ROWS" today
-    for set in key claim today; do run_b_indexes "$csv" "$BATCH" "$ROWS" "$set"; done
-    for set in today claim key; do run_b_indexes "$csv" "$BATCH" "$ROWS" "$set"; done
-    run_p_indexes "$csv" "$BATCH" "$ROWS" today
-    run_p_indexes "$csv" "$BATCH" "$ROWS"
-    log "round $round done (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  done
-  log "results: $results"
   python3 "$here/summarize.py" "$results" "$BATCH"
   exit 0
 fi

@@ -1,11 +1,14 @@
-// The relay's claim through per-key heads (migrations/0015_destination_heads.sql):
-// its cost does not depend on the backlog or the statistics, every head stays its key's
-// lowest pending sequence whatever the relay, the operator and the writers do, and writers and
-// the relay's marks lock the heads in one order, so they never deadlock.
+// The relay's claim through each destination's cursor per partition key on the change log
+// (migrations/0029_change_log.sql; the heads began with 0015_destination_heads.sql): its cost
+// does not depend on the backlog or the statistics, every head stays its key's next
+// undelivered change whatever the relay, the operator and the writers do, and writers and the
+// relay's marks never deadlock.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <future>
 #include <iostream>
 #include <map>
 #include <random>
@@ -19,6 +22,7 @@
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/pg_text.hpp"
 #include "sql/statements.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -63,62 +67,75 @@ void mark_failed(pqxx::connection& connection, const Claimed& event, const char*
   txn.exec_params(std::string(sql::kRelayMarkFailed), event.id, event.attempt, status, 0LL, "HTTP 500");
 }
 
-// Keys whose head is not their lowest pending sequence with that event's attempts and due
-// time, or that event leased (one attempt more on the head, due when the lease ends) ("" when
-// every head is right).
+// Cursors whose head is not their key's next change for the destination after `through`, or
+// that are leased without an attempt counted and a lease running ("" when every head is
+// right). Every committed change must have been read by the destination (a claim reads the
+// log first): a change not read yet has no head.
 std::string wrong_heads(const TestDatabase& db) {
   return db.scalar(
-      "SELECT string_agg(h.partition_key || ' head ' || coalesce(h.head_sequence::text, 'none') || ' lowest ' || "
-      "coalesce(p.sequence::text, 'none') || ' attempts ' || coalesce(h.head_attempts::text, 'none') || ' row ' || "
-      "coalesce(p.attempts::text, 'none'), ', ') "
-      "FROM tidemark_destination_sequence h "
-      "LEFT JOIN LATERAL (SELECT o.sequence, o.attempts, o.next_attempt_at FROM outbox o WHERE o.destination = "
-      "h.destination AND o.partition_key = h.partition_key AND o.status = 'pending' ORDER BY o.sequence LIMIT 1) p "
+      "SELECT string_agg(k.destination || '/' || k.partition_key || ' head ' || coalesce(k.head_sequence::text, "
+      "'none') || ' next ' || coalesce(n.key_sequence::text, 'none') || ' attempts ' || k.head_attempts || "
+      "' leased ' || k.head_leased, ', ') "
+      "FROM tidemark_cursor k "
+      "LEFT JOIN LATERAL (SELECT c.key_sequence FROM tidemark_change c WHERE c.partition_key = k.partition_key "
+      "AND c.key_sequence > k.through AND k.destination = ANY (c.destinations) ORDER BY c.key_sequence LIMIT 1) n "
       "ON true "
-      "WHERE h.head_sequence IS DISTINCT FROM p.sequence "
-      "OR NOT ((coalesce(h.head_attempts, 0) IS NOT DISTINCT FROM p.attempts "
-      "AND h.head_due_at IS NOT DISTINCT FROM p.next_attempt_at) "
-      "OR (h.head_attempts = p.attempts + 1 AND h.head_due_at > now()))");
+      "WHERE k.head_sequence IS DISTINCT FROM n.key_sequence "
+      "OR (k.head_leased AND NOT (k.head_attempts >= 1 AND k.head_due_at > now()))");
 }
 
-// Of the events `ids`, those with an earlier pending event of their key (per-key order broken).
+// Of the events `claimed`, those with an earlier undelivered change of their key for their
+// destination (per-key order broken). A revived dead letter is behind its cursor and holds
+// nothing back, so it is neither checked nor counted.
 std::string claimed_out_of_order(const TestDatabase& db, const std::vector<Claimed>& claimed) {
   std::vector<std::int64_t> ids;
   for (const auto& event : claimed) ids.push_back(event.id);
-  return db.scalar("SELECT string_agg(o.id::text, ',') FROM outbox o WHERE o.id = ANY ('" +
-                   db::bigint_array_literal(ids) +
-                   "'::bigint[]) AND EXISTS (SELECT 1 FROM outbox e WHERE e.destination = o.destination "
-                   "AND e.partition_key = o.partition_key AND e.status = 'pending' AND e.sequence < o.sequence)");
+  return db.scalar(
+      "SELECT string_agg(e.id::text, ',') "
+      "FROM unnest('" + db::bigint_array_literal(ids) + "'::bigint[]) AS e(id) "
+      "JOIN tidemark_destination t ON t.number = e.id % 1024 "
+      "JOIN tidemark_change c ON c.position = e.id / 1024 "
+      "JOIN tidemark_cursor k ON k.destination = t.name AND k.partition_key = c.partition_key "
+      "WHERE NOT EXISTS (SELECT 1 FROM tidemark_dead_letter l WHERE l.destination = t.name AND l.position = c.position) "
+      "AND EXISTS (SELECT 1 FROM tidemark_change b WHERE b.partition_key = c.partition_key "
+      "AND t.name = ANY (b.destinations) AND b.key_sequence > k.through AND b.key_sequence < c.key_sequence)");
 }
 
-// `events` pending events of "ledger" over `accounts` keys, written the way the statements
-// keep them (heads set in the same transaction), without ANALYZE.
-void fill_backlog(const TestDatabase& db, int events, int accounts, const std::string& destination = "ledger") {
+// `events` pending events of `destinations` over `accounts` keys (event keys '<prefix><i>:1'),
+// written as a batch writes them, without ANALYZE.
+void fill_backlog(const TestDatabase& db, int events, int accounts,
+                  const std::vector<std::string>& destinations = {"ledger"}, const std::string& prefix = "tx-") {
   auto connection = db.connect();
   pqxx::work txn(*connection);
-  txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
-  txn.exec_params(
-      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-      "SELECT $3, $3 || ':tx-' || i, 'acct-' || (i % $2), i / $2 + 1, jsonb_build_object('n', i) "
-      "FROM generate_series(0, $1 - 1) AS i",
-      events, accounts, destination);
-  txn.exec_params(
-      "INSERT INTO tidemark_destination_sequence (destination, partition_key, last_sequence, head_sequence, "
-      "head_due_at) SELECT $3, 'acct-' || a, ($1 - 1 - a) / $2 + 1, 1, now() "
-      "FROM generate_series(0, $2 - 1) AS a",
-      events, accounts, destination);
+  testing::append_backlog(txn, destinations, events, accounts, prefix);
   txn.commit();
 }
 
+// Every destination's read of the log (the first step of a claim), committed on its own.
+void ingest(const TestDatabase& db, const std::vector<std::string>& destinations = {"ledger"}) {
+  auto connection = db.connect();
+  pqxx::work txn(*connection);
+  testing::ingest(txn, destinations);
+  txn.commit();
+}
+
+// By hand, as another relay or the clock would have: sets `set` on the cursors matching `where`.
+void update_cursors(const TestDatabase& db, const std::string& set, const std::string& where = "true") {
+  db.scalar("UPDATE tidemark_cursor k SET " + set + " WHERE " + where);
+}
+
+// The log is read once by the destination (its ingest reads what was committed since, as
+// each claim does first); then the claims read only what they claim and deliver.
 TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithoutStatistics) {
   TestDatabase db;
-  db.scalar("ALTER TABLE outbox SET (autovacuum_enabled = false)");
-  db.scalar("ALTER TABLE tidemark_destination_sequence SET (autovacuum_enabled = false)");
+  db.scalar("ALTER TABLE tidemark_change SET (autovacuum_enabled = false)");
+  db.scalar("ALTER TABLE tidemark_cursor SET (autovacuum_enabled = false)");
   fill_backlog(db, 100'000, 2'000);
+  ingest(db);
   // Never analyzed: the planner has no statistics, which is what made the old claim scan and
   // sort every pending row.
-  ASSERT_EQ(db.scalar("SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('outbox', "
-                      "'tidemark_destination_sequence') AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
+  ASSERT_EQ(db.scalar("SELECT count(*) FROM pg_stat_user_tables WHERE relname IN ('tidemark_change', "
+                      "'tidemark_cursor') AND last_analyze IS NULL AND last_autoanalyze IS NULL"),
             "2");
   auto connection = db.connect();
   std::vector<Claimed> delivered;
@@ -131,7 +148,7 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
     ASSERT_EQ(rows.size(), 64u);
     const auto read = txn.exec(
         "SELECT relname, seq_scan, seq_tup_read, idx_tup_fetch FROM pg_stat_xact_user_tables "
-        "WHERE relname IN ('outbox', 'tidemark_destination_sequence') ORDER BY relname");
+        "WHERE relname IN ('tidemark_change', 'tidemark_cursor') ORDER BY relname");
     for (const auto& table : read) {
       SCOPED_TRACE(table[0].c_str());
       EXPECT_EQ(table[1].as<long long>(), 0) << "sequential scans";
@@ -145,41 +162,33 @@ TEST(RelayClaimHead, ClaimReadsOnlyTheClaimedRowsOfAHundredThousandPendingWithou
   EXPECT_EQ(wrong_heads(db), "");
 }
 
-// A claim locks the newest version of a head, which another claim may have moved, after this
-// claim's snapshot, to a row a writer committed after that snapshot too: the claim cannot see
-// the head's row. The head must keep its sequence (due a lease later), not become "nothing
-// pending", or that row would never be claimed. The invisible row is modelled here as one not
-// yet written when the claim runs; the writer then adds it without touching the head, as a
-// writer does for a key that has one.
+// A claim locks the newest version of a cursor, which another claim may have moved, after this
+// claim's snapshot, to a change a writer committed after that snapshot too: the claim cannot
+// see the head's change. The head must keep its sequence (due a lease later), not become
+// "nothing pending", or that change would never be claimed. The invisible change is modelled
+// here as one not yet written when the claim runs; the writer then adds it, and the
+// destination's read of the log leaves a key that has a head alone.
 TEST(RelayClaimHead, AHeadWhoseRowTheClaimCannotSeeKeepsItsSequenceAndItsRowIsClaimedLater) {
   TestDatabase db;
   fill_backlog(db, 1, 1);  // acct-0: sequence 1, the head
   auto connection = db.connect();
   const auto first = claim(*connection, 64);
   ASSERT_EQ(first.size(), 1u);
-  {
-    // Another claim recorded sequence 1 as delivered and moved the head on to sequence 2,
-    // which this claim's snapshot does not hold.
-    pqxx::work txn(*connection);
-    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
-    txn.exec("UPDATE outbox SET status = 'delivered' WHERE sequence = 1");
-    txn.exec("UPDATE tidemark_destination_sequence SET last_sequence = 2, head_sequence = 2, head_due_at = now(), "
-             "head_attempts = NULL");
-    txn.commit();
-  }
+  // Another claim recorded sequence 1 as delivered and moved the head on to key_sequence 2,
+  // which this claim's snapshot does not hold.
+  update_cursors(db, "through = 1, last_sequence = 1, head_sequence = 2, head_due_at = now(), head_attempts = 0, "
+                     "head_leased = false");
   EXPECT_TRUE(claim(*connection, 64).empty());
   EXPECT_EQ(db.scalar("SELECT head_sequence::text || ' ' || (head_due_at > now() + interval '30 seconds')::text "
-                      "FROM tidemark_destination_sequence"),
+                      "FROM tidemark_cursor"),
             "2 true")
       << "the head lost its sequence, or is probed again on every claim";
   {
     pqxx::work txn(*connection);
-    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
-    txn.exec("INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-             "VALUES ('ledger', 'ledger:tx-late', 'acct-0', 2, '{}')");
-    txn.exec("UPDATE tidemark_destination_sequence SET head_due_at = now()");  // the lease ran out
+    testing::append_change(txn, {"ledger"}, "acct-0", "tx-late:1", "{}");
     txn.commit();
   }
+  update_cursors(db, "head_due_at = now()");  // the lease ran out
   const auto later = claim(*connection, 64);
   ASSERT_EQ(later.size(), 1u);
   EXPECT_EQ(db.scalar("SELECT sequence FROM outbox WHERE id = " + std::to_string(later[0].id)), "2");
@@ -223,7 +232,7 @@ TEST(RelayClaimHead, TheClaimIsNeverCompiledByJitWhateverItsEstimatedCost) {
           "SET jit_inline_above_cost = -1", "SET jit_optimize_above_cost = -1"}) {
       txn.exec(setting);
     }
-    txn.exec("SELECT count(*) FROM outbox WHERE payload ->> 'n' <> 'none'");
+    txn.exec("SELECT count(*) FROM tidemark_change WHERE payload ->> 'n' <> 'none'");
   }
   if (plans.compiled().empty()) {
     GTEST_SKIP() << "this PostgreSQL compiles nothing with JIT (no llvmjit), so the claim cannot be either";
@@ -231,20 +240,19 @@ TEST(RelayClaimHead, TheClaimIsNeverCompiledByJitWhateverItsEstimatedCost) {
   plans.messages.clear();
   EXPECT_EQ(claim(*connection, 64).size(), 20u);
   const bool reported = std::any_of(plans.messages.begin(), plans.messages.end(), [](const std::string& message) {
-    return message.find("UPDATE tidemark_destination_sequence") != std::string::npos;
+    return message.find("UPDATE tidemark_cursor") != std::string::npos;
   });
   EXPECT_TRUE(reported) << "auto_explain reported none of the claim's statements";
   EXPECT_EQ(plans.compiled(), "") << "statements of the claim were compiled";
 }
 
 // A window per destination (migration 0023): each destination is claimed up to its own limit,
-// its heads first and then its rows without a key, and a destination with room left takes
-// no more because another one had less due; the limit across them holds too.
+// its heads in due order, and a destination with room left takes no more because another one
+// had less due; the limit across them holds too.
 TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
   TestDatabase db;
-  fill_backlog(db, 40, 20, "ledger");
-  fill_backlog(db, 40, 20, "audit");
-  fill_backlog(db, 3, 3, "crm");
+  fill_backlog(db, 40, 20, {"ledger", "audit"});
+  fill_backlog(db, 3, 3, {"crm"}, "crm-");
   auto connection = db.connect();
   const auto claimed_by_destination = [&](const char* destinations, const char* limits, long long max_events) {
     pqxx::nontransaction txn(*connection);
@@ -257,11 +265,12 @@ TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
   };
   EXPECT_EQ(claimed_by_destination("{ledger,audit,crm}", "{3,12,10}", 25),
             (std::map<std::string, int>{{"ledger", 3}, {"audit", 12}, {"crm", 3}}));
-  // audit's 20 heads: 12 are leased, 8 left, then 5 rows without a key (no head, no order).
+  // audit's 20 heads: 12 are leased, 8 left, then the heads of 5 keys of its own, due later.
   {
     pqxx::work txn(*connection);
-    txn.exec("INSERT INTO outbox (destination, idempotency_key, payload, next_attempt_at) "
-             "SELECT 'audit', 'audit:legacy-' || i, '{}', now() - interval '1 second' FROM generate_series(1, 5) AS i");
+    std::vector<testing::Change> changes;
+    for (int i = 1; i <= 5; ++i) changes.push_back({"audit-" + std::to_string(i), "audit-" + std::to_string(i), "{}"});
+    testing::append_changes(txn, {"audit"}, changes);
     txn.commit();
   }
   EXPECT_EQ(claimed_by_destination("{audit}", "{10}", 10), (std::map<std::string, int>{{"audit", 10}}));
@@ -269,35 +278,26 @@ TEST(RelayClaimHead, EachDestinationIsClaimedUpToItsOwnLimit) {
             (std::map<std::string, int>{{"audit", 3}, {"ledger", 1}}));
   // The limit across them still holds: 4 of ledger's 16 due heads.
   EXPECT_EQ(claimed_by_destination("{ledger}", "{10}", 4), (std::map<std::string, int>{{"ledger", 4}}));
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_attempts = 1"), "31");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_cursor WHERE head_leased AND head_attempts = 1"), "36");
 }
 
 // Migration 0028: the relay renews the lease of an attempt in flight only while
 // that attempt still holds it: not once its failure is recorded (the retry's due time
-// stands), not once another claim counted a later attempt on the head. A row without a key
-// keeps its lease on the row and is renewed there.
+// stands), not once another claim counted a later attempt on the head.
 TEST(RelayClaimHead, ARenewalExtendsOnlyTheLeasesItsAttemptsStillHold) {
   TestDatabase db;
   fill_backlog(db, 3, 3);
   auto connection = db.connect();
-  {
-    pqxx::work txn(*connection);
-    txn.exec("INSERT INTO outbox (destination, idempotency_key, payload) VALUES ('ledger', 'ledger:legacy', '{}')");
-    txn.commit();
-  }
   auto claimed = claim(*connection, 10);
-  ASSERT_EQ(claimed.size(), 4u);
+  ASSERT_EQ(claimed.size(), 3u);
   std::sort(claimed.begin(), claimed.end(), [](const Claimed& a, const Claimed& b) { return a.id < b.id; });
   const Claimed held = claimed[0];      // acct-0: still in flight
   const Claimed failed = claimed[1];    // acct-1: its failure is recorded (a retry due at once)
   const Claimed overtaken = claimed[2]; // acct-2: its lease ran out and another claim took it
-  const Claimed legacy = claimed[3];    // no key: the lease is on the row
   mark_failed(*connection, failed, "pending");
-  db.scalar("UPDATE tidemark_destination_sequence SET head_attempts = 2 WHERE partition_key = 'acct-2' RETURNING 1");
+  update_cursors(db, "head_attempts = 2", "partition_key = 'acct-2'");
   // Every lease ends within a second, so that a renewal shows.
-  db.scalar("UPDATE tidemark_destination_sequence SET head_due_at = least(head_due_at, now() + interval '1 second') "
-            "RETURNING 1");
-  db.scalar("UPDATE outbox SET next_attempt_at = now() + interval '1 second' WHERE partition_key IS NULL RETURNING 1");
+  update_cursors(db, "head_due_at = least(head_due_at, now() + interval '1 second')");
 
   const auto renew = [&](const std::vector<Claimed>& events) {
     const auto [ids, attempts] = delivered_arrays(events);
@@ -309,26 +309,23 @@ TEST(RelayClaimHead, ARenewalExtendsOnlyTheLeasesItsAttemptsStillHold) {
     std::sort(renewed.begin(), renewed.end());
     return renewed;
   };
-  EXPECT_EQ(renew({held, failed, overtaken, legacy}), (std::vector<std::int64_t>{held.id, legacy.id}));
-  EXPECT_EQ(renew({{legacy.id, legacy.attempt + 1}}), std::vector<std::int64_t>{}) << "another attempt's lease";
+  EXPECT_EQ(renew({{held.id, held.attempt + 1}}), std::vector<std::int64_t>{}) << "another attempt's lease";
+  EXPECT_EQ(renew({held, failed, overtaken}), std::vector<std::int64_t>{held.id});
 
   const auto due_in_seconds = [&](const std::string& key) {
-    return std::stod(db.scalar("SELECT extract(epoch FROM head_due_at - now()) FROM tidemark_destination_sequence "
+    return std::stod(db.scalar("SELECT extract(epoch FROM head_due_at - now()) FROM tidemark_cursor "
                                "WHERE partition_key = '" + key + "'"));
   };
   EXPECT_GT(due_in_seconds("acct-0"), 50);
   EXPECT_LT(due_in_seconds("acct-1"), 2) << "the recorded retry's due time stands";
   EXPECT_LT(due_in_seconds("acct-2"), 2) << "the other claim's lease is not this attempt's to renew";
-  EXPECT_GT(std::stod(db.scalar("SELECT extract(epoch FROM next_attempt_at - now()) FROM outbox "
-                                "WHERE partition_key IS NULL")),
-            50);
 }
 
-// Migration 0024: a call that records a delivered head and claims its successor writes the
-// head once (moved and leased), not twice (moved, then leased): each head write is a non-HOT
-// row version with an entry in each of the table's indexes. 20 keys of 5 events, fewer than a
-// call may claim, drained by calls that deliver what the previous one claimed: one lease per
-// event and a last move per key (the two statements of before wrote 100 more).
+// Migration 0024, kept by 0029: a call that records a delivered head and claims its successor
+// writes the cursor once (moved and leased), not twice (moved, then leased): each cursor write
+// is a row version, with index entries when the due time moves. 20 keys of 5 events, fewer
+// than a call may claim, drained by calls that deliver what the previous one claimed: one
+// lease per event and a last move per key (the read of the log inserts the cursors).
 TEST(RelayClaimHead, EachHeadIsWrittenOnceForEachEventAndOnceWhenItsKeyIsDrained) {
   TestDatabase db;
   fill_backlog(db, 100, 20);
@@ -342,7 +339,7 @@ TEST(RelayClaimHead, EachHeadIsWrittenOnceForEachEventAndOnceWhenItsKeyIsDrained
     // within one transaction.
     pqxx::work txn(*connection);
     const auto updated = [&] {
-      return txn.exec("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'tidemark_destination_sequence'")
+      return txn.exec("SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'tidemark_cursor'")
           [0][0]
               .as<long long>();
     };
@@ -359,19 +356,20 @@ TEST(RelayClaimHead, EachHeadIsWrittenOnceForEachEventAndOnceWhenItsKeyIsDrained
   EXPECT_EQ(events, 100);
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'delivered'"), "100");
   EXPECT_EQ(head_writes, 100 + 20);
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_sequence IS NOT NULL"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_cursor WHERE head_sequence IS NOT NULL"), "0");
 }
 
 // The successor of a delivered head is claimed in the same call, but in due order with the
 // other keys' heads: an older head of another key goes first, and the successor then waits
-// on its key's head with its own due time and attempts, as if it had not been looked at.
+// on its key's head, due since its predecessor was delivered, with no attempt yet, as if it
+// had not been looked at.
 TEST(RelayClaimHead, ADeliveredHeadsSuccessorWaitsItsTurnBehindOlderHeadsOfOtherKeys) {
   TestDatabase db;
   fill_backlog(db, 3, 2);  // acct-0: sequences 1 and 2; acct-1: sequence 1
-  // By hand (the trigger keeps the heads): acct-0's first event is the oldest, then acct-1's,
-  // then acct-0's second.
-  db.scalar("UPDATE outbox SET next_attempt_at = now() - CASE idempotency_key WHEN 'ledger:tx-0' THEN "
-            "interval '3 hours' WHEN 'ledger:tx-1' THEN interval '2 hours' ELSE interval '1 hour' END RETURNING 1");
+  ingest(db);
+  // By hand: acct-0's head is the oldest, then acct-1's.
+  update_cursors(db, "head_due_at = now() - CASE partition_key WHEN 'acct-0' THEN interval '3 hours' "
+                     "ELSE interval '2 hours' END");
   const auto key_of = [&](const Claimed& event) {
     return db.scalar("SELECT partition_key || '/' || sequence FROM outbox WHERE id = " + std::to_string(event.id));
   };
@@ -392,26 +390,27 @@ TEST(RelayClaimHead, ADeliveredHeadsSuccessorWaitsItsTurnBehindOlderHeadsOfOther
   EXPECT_EQ(wrong_heads(db), "");
 }
 
-// Status and view lag count a destination's pending and dead events (migration 0017): the
-// pending through outbox_partition, the dead through outbox_dead, so that a new row enters one
-// secondary index. Over 100,000 delivered events never analyzed, each count reads only the
-// undelivered rows, never the delivered ones.
+// Status and view lag count a destination's pending and dead events (migration 0017; since
+// 0029 through tidemark_undelivered, from the destination's oldest undelivered change on):
+// over 100,000 delivered events never analyzed, each count reads only the undelivered
+// events, never the delivered ones. Here nothing is ahead of the cursors: 3 events are dead,
+// 7 dead ones revived (pending), the rest delivered.
 TEST(RelayClaimHead, CountsOfUndeliveredEventsReadNoDeliveredRowWithoutStatistics) {
   TestDatabase db;
-  // Beside the keys, the one index a new (pending, ordered) row enters, and two it does not.
-  EXPECT_EQ(db.scalar("SELECT string_agg(indexname, ' ' ORDER BY indexname) FROM pg_indexes WHERE tablename = 'outbox'"),
-            "outbox_dead outbox_idempotency_key_key outbox_partition outbox_pkey outbox_unordered_due");
-  db.scalar("ALTER TABLE outbox SET (autovacuum_enabled = false)");
+  db.scalar("ALTER TABLE tidemark_change SET (autovacuum_enabled = false)");
   fill_backlog(db, 100'010, 10);
-  {
-    // The heads do not matter here: the head trigger is told they are kept.
-    auto writer = db.connect();
-    pqxx::work txn(*writer);
-    txn.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
-    txn.exec("UPDATE outbox SET status = 'delivered' WHERE sequence > 1");
-    txn.exec("UPDATE outbox SET status = 'dead' WHERE sequence = 1 AND partition_key < 'acct-3'");
-    txn.commit();
-  }
+  ingest(db);
+  // By hand, as 100,000 deliveries would have left it: every cursor past its key's last
+  // change, its first one given up on (and for 7 keys revived).
+  db.scalar(
+      "INSERT INTO tidemark_dead_letter (destination, position, sequence, status, attempts, last_error) "
+      "SELECT 'ledger', c.position, 1, CASE WHEN c.partition_key < 'acct-3' THEN 'dead' ELSE 'pending' END, "
+      "CASE WHEN c.partition_key < 'acct-3' THEN 1 ELSE 0 END, 'HTTP 400' "
+      "FROM tidemark_change c WHERE c.key_sequence = 1");
+  db.scalar(
+      "UPDATE tidemark_cursor k SET through = p.last_sequence, last_sequence = p.last_sequence, "
+      "head_sequence = NULL, head_due_at = NULL, advanced_at = now() "
+      "FROM tidemark_partition_sequence p WHERE p.partition_key = k.partition_key");
   // A connection of its own: PostgreSQL 15 reports a session's table statistics lazily, so
   // the writer's scans could still show in its pg_stat_xact_user_tables.
   auto connection = db.connect();
@@ -419,10 +418,11 @@ TEST(RelayClaimHead, CountsOfUndeliveredEventsReadNoDeliveredRowWithoutStatistic
     pqxx::work txn(*connection);
     const auto result = txn.exec_params(statement, parameters...);
     const auto read = txn.exec1(
-        "SELECT seq_scan, idx_tup_fetch FROM pg_stat_xact_user_tables WHERE relname = 'outbox'");
+        "SELECT coalesce(sum(seq_scan), 0), coalesce(sum(idx_tup_fetch), 0) FROM pg_stat_xact_user_tables "
+        "WHERE relname IN ('tidemark_change', 'tidemark_cursor')");
     std::string plan;
     for (const auto& line : txn.exec_params("EXPLAIN " + statement, parameters...)) plan += std::string(line[0].c_str()) + "\n";
-    EXPECT_EQ(read[0].as<long long>(), 0) << "sequential scans of the outbox:\n" << plan;
+    EXPECT_EQ(read[0].as<long long>(), 0) << "sequential scans of the log or the cursors:\n" << plan;
     EXPECT_LE(read[1].as<long long>(), 20) << "rows fetched:\n" << statement;
     std::string text;
     for (const auto& row : result) {
@@ -439,8 +439,8 @@ TEST(RelayClaimHead, CountsOfUndeliveredEventsReadNoDeliveredRowWithoutStatistic
 }
 
 // A relay's life at random (fixed seed): claims, deliveries, retries, dead events, re-drives by
-// the operator and rows edited by hand. After every step each head is its key's lowest pending
-// sequence, and nothing claimed has an earlier pending event of its key.
+// the operator and due times edited by hand. After every step each head is its key's next
+// undelivered change, and nothing claimed has an earlier undelivered change of its key.
 TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
   const std::uint32_t seed = 1512;
   std::cout << "seed " << seed << '\n';
@@ -448,6 +448,15 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
   TestDatabase db;
   fill_backlog(db, 600, 12);
   auto connection = db.connect();
+  // By hand: the waiting events (heads not in flight, revived letters) whose position
+  // matches `which` are made due at `when`.
+  const auto make_due = [&](const std::string& when, const std::string& which) {
+    db.scalar("UPDATE tidemark_cursor k SET head_due_at = " + when + " FROM tidemark_change c "
+              "WHERE c.partition_key = k.partition_key AND c.key_sequence = k.head_sequence AND NOT k.head_leased "
+              "AND " + which);
+    db.scalar("UPDATE tidemark_dead_letter c SET next_attempt_at = " + when +
+              " WHERE c.status = 'pending' AND NOT c.leased AND " + which);
+  };
   std::vector<Claimed> in_flight;
   std::vector<Claimed> delivered;
   for (int step = 0; step < 200; ++step) {
@@ -470,9 +479,8 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
       txn.exec(std::string(sql::kRelayRetryAllDead));
     }
     if (random() % 20 == 0) {
-      // By hand: an operator makes some waiting events due later (the trigger keeps the heads).
-      db.scalar("UPDATE outbox SET next_attempt_at = now() + interval '1 hour' WHERE status = 'pending' AND id % 7 = " +
-                std::to_string(random() % 7) + " RETURNING 1");
+      // An operator makes some waiting events due later.
+      make_due("now() + interval '1 hour'", "c.position % 7 = " + std::to_string(random() % 7));
     }
     in_flight = claim(*connection, 1 + random() % 16, delivered);
     delivered.clear();
@@ -480,7 +488,7 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
     ASSERT_EQ(claimed_out_of_order(db, in_flight), "");
   }
   // Everything left goes: the hour-later ones too, once due.
-  db.scalar("UPDATE outbox SET next_attempt_at = now() WHERE status = 'pending' RETURNING 1");
+  make_due("now()", "true");
   EXPECT_EQ(wrong_heads(db), "");
   for (int round = 0; round < 400; ++round) {
     in_flight = claim(*connection, 64, in_flight);
@@ -488,12 +496,13 @@ TEST(RelayClaimHead, HeadsStayTheLowestPendingSequenceThroughEveryMark) {
     if (in_flight.empty()) break;
   }
   EXPECT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status = 'pending'"), "0");
-  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE head_sequence IS NOT NULL"), "0");
+  EXPECT_EQ(db.scalar("SELECT count(*) FROM tidemark_cursor WHERE head_sequence IS NOT NULL"), "0");
 }
 
 // A head whose successor is committed by a writer while the relay delivers the head: the
-// relay's mark waits for the writer's lock and then sees the new rows, so the key is not left
-// without a head (the event would never be sent).
+// relay's mark does not see the new change and leaves the key without a head, and the
+// destination's next read of the log gives it one, so the event is sent. (Before the change
+// log the mark waited for the writer's lock on the key's counter; it no longer waits.)
 TEST(RelayClaimHead, DeliveryOfTheLastPendingEventWhileAWriterAddsOneLeavesTheNewOneClaimable) {
   TestDatabase db;
   fill_backlog(db, 1, 1);
@@ -503,33 +512,16 @@ TEST(RelayClaimHead, DeliveryOfTheLastPendingEventWhileAWriterAddsOneLeavesTheNe
   // The writer holds the key's counter row, as apply_batch.sql does until its commit.
   auto writer = db.connect();
   pqxx::work write(*writer);
-  write.exec(
-      "UPDATE tidemark_destination_sequence SET last_sequence = last_sequence + 1, "
-      "head_sequence = coalesce(head_sequence, last_sequence + 1) WHERE partition_key = 'acct-0'");
-  write.exec("SELECT set_config('tidemark.outbox_heads', 'kept', true)");
-  write.exec(
-      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-      "VALUES ('ledger', 'ledger:tx-late', 'acct-0', 2, '{}')");
-  std::atomic<bool> marked{false};
-  std::thread mark([&] {
-    claim(*relay, 0, {first[0]});
-    marked = true;
-  });
-  // The mark waits for the writer's lock (it would otherwise set the head to none).
-  const auto waiting_since = std::chrono::steady_clock::now();
-  while (db.scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = '" +
-                   db.name() + "'") != "1") {
-    ASSERT_LT(std::chrono::steady_clock::now() - waiting_since, std::chrono::seconds(20)) << "the mark never waited";
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_FALSE(marked);
+  testing::append_change(write, {"ledger"}, "acct-0", "tx-late:1", "{}");
+  auto marked = std::async(std::launch::async, [&] { claim(*relay, 0, {first[0]}); });
+  EXPECT_EQ(marked.wait_for(std::chrono::seconds(20)), std::future_status::ready) << "the mark waited for the writer";
   write.commit();
-  mark.join();
-  EXPECT_EQ(wrong_heads(db), "");
+  marked.get();
   const auto next = claim(*relay, 10);
   ASSERT_EQ(next.size(), 1u);
   EXPECT_EQ(db.scalar("SELECT idempotency_key FROM outbox WHERE id = " + std::to_string(next[0].id)),
-            "ledger:tx-late");
+            "ledger:tx-late:1");
+  EXPECT_EQ(wrong_heads(db), "");
 }
 
 // Two pipelines write batches over the same accounts, one in ascending, the other in
@@ -604,8 +596,10 @@ TEST(RelayClaimHead, TwoWritersAndARelayMarkingOnOverlappingKeysNeverDeadlock) {
 
 // A database at 0014 with a backlog upgrades: 0015 gives each key its lowest pending sequence
 // as head (delivered and dead events do not count), makes a counter for a key that had rows
-// but none, and rows without a key or sequence stay claimable. In a schema of its own, as in
-// migrate_test.cpp.
+// but none, and 0029 turns the rows into the log with a cursor per key standing after its last
+// delivered or dead event, its head the next pending one with the due time it had; rows without
+// a key or sequence stay claimable, each a stream of its own. The claimed events keep their
+// keys and sequences. In a schema of its own, as in migrate_test.cpp.
 TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
   TestDatabase db;
   auto connection = db.connect();
@@ -639,19 +633,23 @@ TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
   db::migrate(*connection);
 
   pqxx::nontransaction txn(*connection);
+  // Each: key, through, the destination's last sequence, head (key_sequence), its due second.
   const auto heads = txn.exec(
-      "SELECT partition_key || ' ' || last_sequence || ' ' || coalesce(head_sequence::text, 'none') || ' ' || "
-      "coalesce(to_char(head_due_at AT TIME ZONE 'UTC', 'SS'), 'none') FROM tidemark_destination_sequence "
+      "SELECT partition_key || ' ' || through || ' ' || last_sequence || ' ' || coalesce(head_sequence::text, 'none') "
+      "|| ' ' || coalesce(to_char(head_due_at AT TIME ZONE 'UTC', 'SS'), 'none') FROM tidemark_cursor "
       "ORDER BY partition_key");
   std::vector<std::string> texts;
   for (const auto& row : heads) texts.push_back(row[0].c_str());
-  EXPECT_EQ(texts, (std::vector<std::string>{"A 4 3 03", "B 1 none none", "C 7 7 07"}));
+  EXPECT_EQ(texts, (std::vector<std::string>{"A 2 2 3 03", "B 1 1 none none", "C 0 6 1 07", "legacy 0 0 1 00"}));
+  EXPECT_EQ(txn.exec("SELECT string_agg(idempotency_key || ' ' || status, ', ' ORDER BY idempotency_key) FROM outbox")
+                [0][0].c_str(),
+            std::string("a1 delivered, a2 dead, a3 pending, a4 pending, b1 delivered, c7 pending, legacy pending"));
   std::vector<std::string> claimed;
   for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{10}", 10LL, kLeaseMs, "{}", "{}")) {
-    claimed.push_back(row[2].c_str());
+    claimed.push_back(std::string(row[2].c_str()) + "/" + row[4].c_str());
   }
   std::sort(claimed.begin(), claimed.end());
-  EXPECT_EQ(claimed, (std::vector<std::string>{"a3", "c7", "legacy"}));
+  EXPECT_EQ(claimed, (std::vector<std::string>{"a3/3", "c7/7", "legacy/1"}));
 }
 
 }  // namespace

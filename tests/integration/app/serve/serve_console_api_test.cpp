@@ -2,7 +2,7 @@
 // PostgreSQL over real HTTP on 127.0.0.1: GET /v1/outbox lists dead letters (and pending and
 // delivered events) with their filters, a page at a time through `after_id`, and 400s that
 // name the parameter at fault; POST /v1/outbox/{id}/retry revives a dead event as
-// `tidemark outbox retry` does (its key's head recomputed), after which a real relay delivers
+// `tidemark outbox retry` does (pending, due now, by itself), after which a real relay delivers
 // it to a real receiver, with 404 and 409 for what cannot be retried; GET /v1/views answers
 // what `tidemark views list` shows; all three behind the API token. The relay is drained by
 // the test itself (synchronous), so nothing waits on time.
@@ -170,9 +170,10 @@ TEST_F(ServeConsoleApiTest, RetryRevivesADeadEventWhichTheRelayThenDeliversAndOn
   kill_every_event();
   const std::int64_t first = ids_in_database("idempotency_key = 'ledger:tx-1:1'").at(0);
   const std::string id = std::to_string(first);
-  EXPECT_EQ(db_.scalar("SELECT coalesce(head_sequence::text, 'none') FROM tidemark_destination_sequence "
-                       "WHERE destination = 'ledger' AND partition_key = 'acct-1'"),
-            "none");
+  const std::string key_head =
+      "SELECT coalesce(head_sequence::text, 'none') FROM tidemark_cursor "
+      "WHERE destination = 'ledger' AND partition_key = 'acct-1'";
+  EXPECT_EQ(db_.scalar(key_head), "none");
 
   // A serving relay listens for the commit path's NOTIFY; a retry wakes it the same way.
   auto listener = db_.connect();
@@ -186,10 +187,12 @@ TEST_F(ServeConsoleApiTest, RetryRevivesADeadEventWhichTheRelayThenDeliversAndOn
   EXPECT_EQ(event.at("status").as_string(), "pending");
   EXPECT_EQ(event.at("attempts").to_number<int>(), 0);
   EXPECT_TRUE(event.at("last_error").is_null());
-  // Exactly as `tidemark outbox retry`: the revived event is its key's head again, due now.
-  EXPECT_EQ(db_.scalar("SELECT head_sequence::text || ' ' || (head_due_at <= now())::text "
-                       "FROM tidemark_destination_sequence WHERE destination = 'ledger' AND partition_key = 'acct-1'"),
-            "1 true");
+  // Exactly as `tidemark outbox retry`: the revived event is pending and due now. It is
+  // delivered by its own due time and holds nothing back, so its key still has no head
+  // (before the change log it became its key's head again).
+  EXPECT_EQ(db_.scalar("SELECT status || ' ' || (next_attempt_at <= now())::text FROM outbox WHERE id = " + id),
+            "pending true");
+  EXPECT_EQ(db_.scalar(key_head), "none");
   EXPECT_EQ(ids_of(get("/v1/outbox?status=pending")), std::vector<std::int64_t>{first});
 
   const HttpAnswer again = retry(id);
