@@ -21,6 +21,13 @@ std::string array_literal(const std::vector<std::string>& values) {
 
 }  // namespace
 
+std::int64_t append_aged_change(pqxx::transaction_base& txn, const std::string& destination, const std::string& key,
+                                const std::string& age) {
+  const std::int64_t position = append_change(txn, {destination}, key, key, "{}");
+  txn.exec_params("UPDATE tidemark_change SET created_at = now() - $1::interval WHERE position = $2", age, position);
+  return position;
+}
+
 std::int64_t settle_due(pqxx::connection& connection, const std::string& destination, Settlement settlement,
                         std::int64_t max_events, const std::string& error) {
   std::int64_t settled = 0;

@@ -10,6 +10,11 @@
 
 namespace tidemark::testing {
 
+// Appends (append_change) an event alone on its key `key`, with the event key `key` and an
+// empty payload, logged `age` ago (an interval: "8 days"): for tests of what goes by age.
+std::int64_t append_aged_change(pqxx::transaction_base& txn, const std::string& destination, const std::string& key,
+                                const std::string& age);
+
 enum class Settlement { kDelivered, kDead };
 
 // Settles the events of `destination` due now, as the relay would with a destination that
