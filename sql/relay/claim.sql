@@ -1,25 +1,21 @@
 -- Records the deliveries $5 ('{1,2,3}', their attempts $6 in the same order) and claims up
 -- to $3 due events of the destinations $1 ('{a,b}'), at most $2 of each ('{64,8}', in the
 -- same order: the room its window has), for this relay, in one round trip per relay loop.
--- The work is tidemark_relay_claim (migrations/0020_head_leases.sql; a limit per destination
--- since 0023_destination_windows.sql; marks and claim in one statement, each head written
--- once, since 0024_one_head_write.sql):
---   1. the delivered events are marked, with the attempt that reached the destination;
---      marking delivered is not fenced by attempts (a 2xx is true whoever sent it); a row
---      already delivered (or dead) stays as it is. Each delivered head moves on to its key's
---      next pending sequence, so that successor is claimable in this same call, in due order
---      with the other keys' heads;
---   2. per-key order: only a key's head (its lowest pending sequence) may go, so nothing is
---      sent while an earlier event of the key is in flight, waiting for a retry or not yet
---      claimed; dead events do not block. The claim takes the destinations' due heads in
---      due order (FOR UPDATE SKIP LOCKED: relays never wait for each other) and their rows
---      through outbox_partition: an index probe per claimed row, whatever the backlog and
---      the statistics. Claiming is by status, never by an id high-water mark: an id taken
---      early but committed late is still due (docs/rules.md rule 11);
---   3. the claim is a lease, kept on the key's head: head_attempts counts this attempt and
---      head_due_at moves $4 ms ahead, committed before anything is sent, so other relays
---      skip the key while it is in flight and, if this relay dies, it is due again when the
---      lease runs out. The attempt number is the fencing token of the marks. The outbox row
---      is not written by the claim (rows without a key or a sequence keep their lease on the row).
+-- The work is tidemark_relay_claim (migrations/0029_change_log.sql), on the change log and
+-- each destination's cursor per partition key:
+--   1. the cursors of the delivered events are locked (waiting for them); nothing after waits;
+--   2. each destination reads the changes committed since it last read the log (by snapshot,
+--      never by a position high-water mark: docs/rules.md rule 11) and gives their keys a head;
+--   3. a delivered head moves its cursor past it (the destination's own sequence counts it)
+--      and on to its key's next change for the destination, which competes in this same call
+--      with the other keys' due heads by due time; a delivered revived letter is done;
+--   4. per-key order: only a key's head goes, so nothing is sent while an earlier event of
+--      the key is in flight or waiting for a retry; a dead event does not block. Due heads are
+--      taken in due order (FOR UPDATE SKIP LOCKED: relays never wait for each other);
+--   5. the claim is a lease on the cursor: its attempts count this one and it is due again $4
+--      ms later, committed before anything is sent, so other relays skip the key while it is
+--      in flight and, if this relay dies, it is due again when the lease runs out. The attempt
+--      number is the fencing token of the marks. Revived letters follow, by their own due time.
+-- Idempotency keys, sequences and payloads are derived here, as the outbox stored them.
 SELECT id, destination, idempotency_key, partition_key, sequence, payload, attempts
   FROM tidemark_relay_claim($1::text[], $2::bigint[], $3::bigint, $4::bigint, $5::bigint[], $6::int[])
