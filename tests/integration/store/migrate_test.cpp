@@ -170,6 +170,8 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
     //   audit a:  the same key, fewer events, so other sequences: t3 delivered as 1, t5 pending as 2;
     //   ledger b: 1 dead (it holds nothing back), 2 delivered, 3 the head;
     //   ledger c: 1 revived by `outbox retry` after 2 was delivered: pending below a delivered one;
+    //   ledger d: 1 delivered, 3 pending: a gap from before 0005, when another destination took
+    //             number 2 of the one shared counter;
     //   ledger, no key or sequence (from before 0005): one delivered, one pending with an attempt,
     //             their payloads without a sequence.
     txn.exec(R"(
@@ -197,7 +199,9 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
           (11, 'ledger', 't10', 'c', 2, 'delivered', 1, 3000, NULL),
           (12, 'ledger', 't9', 'c', 1, 'pending', 0, 10, NULL),
           (13, 'ledger', 't20', NULL, NULL, 'delivered', 1, 3000, NULL),
-          (14, 'ledger', 't21', NULL, NULL, 'pending', 1, 30, 'timeout')
+          (14, 'ledger', 't21', NULL, NULL, 'pending', 1, 30, 'timeout'),
+          (15, 'ledger', 't11', 'd', 1, 'delivered', 1, 3000, NULL),
+          (16, 'ledger', 't12', 'd', 3, 'pending', 0, 3000, NULL)
         ) AS e(n, destination, tx, account, sequence, status, attempts, due_ago, error)
        ORDER BY e.n)");
     // Each stream's counter, as the writers kept it (the trigger makes only those of pending rows).
@@ -209,7 +213,7 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
   ASSERT_EQ(rows(*connection, "SELECT destination, partition_key, head_sequence, head_attempts "
                               "FROM tidemark_destination_sequence ORDER BY 1, 2"),
             (Rows{{"audit", "a", "2", "0"}, {"ledger", "a", "3", "2"}, {"ledger", "b", "3", "0"},
-                  {"ledger", "c", "1", "0"}}))
+                  {"ledger", "c", "1", "0"}, {"ledger", "d", "3", "0"}}))
       << "the old shape, as the relay kept it";
   // Everything an event is, but its id (ids are new: position * 1024 + destination number).
   const std::string events =
@@ -221,7 +225,7 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
   const std::string due = "SELECT idempotency_key, next_attempt_at, last_error FROM outbox WHERE status <> "
                           "'delivered' AND idempotency_key NOT IN ('ledger:t4:1', 'ledger:t5:1') ORDER BY 1";
   const Rows due_before = rows(*connection, due);
-  ASSERT_EQ(before.size(), 14u);
+  ASSERT_EQ(before.size(), 16u);
 
   db::migrate(*connection);
   EXPECT_EQ(rows(*connection, "SELECT relkind FROM pg_class WHERE oid = 'outbox'::regclass"), (Rows{{"v"}}));
@@ -267,9 +271,11 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
     if (event[2] != "<null>") by_key[event[0] + " " + event[2]].push_back(event[3]);
   }
   EXPECT_EQ(by_key, (std::map<std::string, std::vector<std::string>>{
-                        {"audit a", {"2"}}, {"ledger a", {"3", "4", "5"}}, {"ledger b", {"3"}}, {"ledger c", {"1"}}}));
+                        {"audit a", {"2"}}, {"ledger a", {"3", "4", "5"}}, {"ledger b", {"3"}}, {"ledger c", {"1"}},
+                        {"ledger d", {"3"}}}));
   // ...and an attempt counted on from those made before.
   EXPECT_EQ(first_attempt, (std::map<std::string, std::string>{{"audit:t5:1", "1"},
+                                                               {"ledger:t12:1", "1"},
                                                                {"ledger:t21:1", "2"},
                                                                {"ledger:t3:1", "3"},
                                                                {"ledger:t4:1", "1"},
