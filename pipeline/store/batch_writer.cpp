@@ -86,12 +86,12 @@ BatchResult BatchWriter::apply(pqxx::transaction_base& txn, const BatchInput& ba
     // not once per row (as db::Row would).
     const auto ord = rows.column_number("ord");
     const auto verdict = rows.column_number("verdict");
-    const auto outbox_rows = rows.column_number("outbox_rows");
+    const auto changes_logged = rows.column_number("changes_logged");
     for (const auto& row : rows) {
       const auto v = row[ord].as<std::size_t>();
       verdicts[v] = outcome_from_string(row[verdict].c_str());
-      result.outbox_rows = row[outbox_rows].as<std::uint64_t>();
-      if (verdicts[v] == Outcome::kConflict) stored_rows[v] = stored_row(row, outbox_rows + 1);
+      result.changes_logged = row[changes_logged].as<std::uint64_t>();
+      if (verdicts[v] == Outcome::kConflict) stored_rows[v] = stored_row(row, changes_logged + 1);
     }
   }
   result.outcomes = resolve_outcomes(plan, verdicts);
@@ -142,7 +142,7 @@ void BatchWriter::record(pqxx::transaction_base& txn, const BatchInput& batch, c
     }
   }
   // Wakes the relays that LISTEN (pipeline/relay): PostgreSQL delivers it at the commit.
-  if (result.outbox_rows > 0) notify_relays(txn);
+  if (result.changes_logged > 0) notify_relays(txn);
 }
 
 void BatchWriter::quarantine(pqxx::transaction_base& txn, const BatchInput& batch, const QuarantineOrigin& origin,
@@ -223,7 +223,7 @@ void BatchWriter::quarantine(pqxx::transaction_base& txn, const BatchInput& batc
 }
 
 EntityRecord BatchWriter::stored_row(const pqxx::row& row, pqxx::row::size_type first_value) const {
-  // After (ord, verdict, outbox_rows): each value column of the stored row, canonical.
+  // After (ord, verdict, changes_logged): each value column of the stored row, canonical.
   EntityRecord stored;
   const auto value = [&](std::size_t column) -> std::optional<std::string> {
     const pqxx::field field = row[static_cast<pqxx::row::size_type>(first_value + column)];

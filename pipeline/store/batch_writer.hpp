@@ -35,7 +35,7 @@ class BatchWriter {
 
   // 1. COPYs the batch's versions into the session's stage.
   void stage(pqxx::transaction_base& txn, const BatchInput& batch) const;
-  // 2. Compares, upserts, sequences and writes the outbox in one statement, and resolves
+  // 2. Compares, upserts, sequences and logs the changes in one statement, and resolves
   // every record's outcome. `stored_rows` gets, per version in conflict with the stored row,
   // that row (for the quarantine's detail).
   BatchResult apply(pqxx::transaction_base& txn, const BatchInput& batch,

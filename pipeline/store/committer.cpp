@@ -140,7 +140,7 @@ BatchResult CommitEachBatch::attempt(const BatchInput& batch, const QuarantineOr
 
   // 1. Stage the batch, unless it was staged ahead.
   if (!staged_ahead) writer_.stage(*txn, batch);
-  // 2. Compare, upsert, sequence and outbox in one statement.
+  // 2. Compare, upsert, sequence and log the changes in one statement.
   std::vector<std::optional<EntityRecord>> stored_rows;
   BatchResult result = writer_.apply(*txn, batch, stored_rows);
   if (batch.admit) batch.admit(result.counts);  // throws: txn is rolled back as it unwinds
@@ -165,7 +165,7 @@ BatchResult DryRun::commit(const BatchInput& batch, const QuarantineOrigin&, std
   std::vector<std::optional<EntityRecord>> stored_rows;
   BatchResult result = writer_.apply(transaction_, batch, stored_rows);
   if (batch.admit) batch.admit(result.counts);
-  // The upserts and outbox rows stay in the transaction for the next batch to see; the stage
+  // The upserts and logged changes stay in the transaction for the next batch to see; the stage
   // is emptied here, as COMMIT empties it in a real run.
   writer_.empty_stage(transaction_);
   return result;

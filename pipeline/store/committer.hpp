@@ -1,10 +1,11 @@
 #pragma once
 // The commit step, the only writer during a batch (docs/architecture.md): one transaction per
-// batch that stages the planned versions, compares them with the stored rows, upserts,
-// writes outbox rows, quarantine entries, the ledger row and the checkpoint. The committer
-// decides which transaction a batch runs in and how often by its mode (CommitMode below:
-// retries with read-back, staging ahead on two sessions, a dry run's one transaction); its
-// sessions are commit_session.hpp's, the batch's statements batch_writer.hpp's.
+// batch that stages the planned versions, compares them with the stored rows, upserts, logs
+// the changes for the destinations, writes quarantine entries, the ledger row and the
+// checkpoint. The committer decides which transaction a batch runs in and how often by its
+// mode (CommitMode below: retries with read-back, staging ahead on two sessions, a dry run's
+// one transaction); its sessions are commit_session.hpp's, the batch's statements
+// batch_writer.hpp's.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +70,9 @@ struct BatchInput {
 struct BatchResult {
   OutcomeCounts counts;
   std::vector<Outcome> outcomes;  // per record; empty when recovered by read-back
-  std::uint64_t outbox_rows = 0;
+  // Changes written to the change log, one per applied change whatever the destinations (none
+  // without destinations); a relay is woken when there is one.
+  std::uint64_t changes_logged = 0;
   bool recovered = false;  // the commit's outcome was unknown and read back from the ledger
 };
 

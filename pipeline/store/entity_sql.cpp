@@ -84,23 +84,23 @@ std::vector<std::string> field_pairs(const EntityDeclaration& entity, std::strin
 std::string previous_column(std::size_t index) { return "tidemark_previous_" + std::to_string(index); }
 
 // The applied version's own column `name` and the stored row's column `index`, in the
-// outbox step's `e`.
+// log step's `e`.
 std::string applied_column(std::size_t, const std::string& name) { return "e." + quote_identifier(name); }
 std::string stored_column(std::size_t index, const std::string&) { return "e." + previous_column(index); }
 
 // The payload's envelope (docs/entities.md): {event_id, pipeline, entity, key,
-// revision, partition, sequence, fields, previous: null | {revision, fields}}.
+// revision, partition, sequence, fields, previous: null | {revision, fields}}, as logged:
+// without event_id and sequence, a destination's, which its reader adds
+// (tidemark_event_payload; jsonb orders keys itself, so the object is the same).
 std::string entity_payload(const EntityDeclaration& entity) {
   const std::string key = quote_identifier(entity.key);
   const std::string revision = quote_identifier(entity.revision);
   return build_object({
-      "'event_id', e.tidemark_event_id",
       "'pipeline', $1::text",
       "'entity', " + quote_literal(entity.name) + "::text",
       "'key', e." + key,
       "'revision', e." + revision,
       "'partition', e.tidemark_partition",
-      "'sequence', e.tidemark_sequence",
       "'fields', " + build_object(field_pairs(entity, "", applied_column)),
       "'previous', CASE WHEN e.tidemark_stored_revision IS NULL THEN NULL\n"
       "                 ELSE jsonb_build_object('revision', e.tidemark_stored_revision,\n"
@@ -111,17 +111,16 @@ std::string entity_payload(const EntityDeclaration& entity) {
 
 // The built-in entity's legacy envelope: one flat object of the event id, the pipeline, the
 // key and revision under their own names, each field under its name and the stored row's
-// under previous_<name> (null when there is none), and the sequence.
+// under previous_<name> (null when there is none), and the sequence; logged, like
+// entity_payload, without the event id and the sequence.
 std::string legacy_payload(const EntityDeclaration& entity) {
   std::vector<std::string> pairs = {
-      "'event_id', e.tidemark_event_id",
       "'pipeline', $1::text",
       quote_literal(entity.key) + ", e." + quote_identifier(entity.key),
       quote_literal(entity.revision) + ", e." + quote_identifier(entity.revision),
   };
   for (auto& pair : field_pairs(entity, "", applied_column)) pairs.push_back(std::move(pair));
   for (auto& pair : field_pairs(entity, "previous_", stored_column)) pairs.push_back(std::move(pair));
-  pairs.emplace_back("'sequence', e.tidemark_sequence");
   return build_object(pairs);
 }
 
@@ -417,10 +416,11 @@ EntitySql build_entity_sql(const EntityDeclaration& entity) {
                                 {"conflict_columns", conflict_columns},
                                 {"pipeline_column", quote_identifier(legacy ? "pipeline" : kPipelineColumn)},
                                 {"updated_column", quote_identifier(legacy ? "updated_at" : kUpdatedAtColumn)},
-                                // <destination>:<key>:<revision> (legacy), <destination>:<entity>:<key>:<revision>
-                                {"event_id", "d.destination || ':' || " +
-                                                 (legacy ? std::string() : quote_literal(entity.name) + " || ':' || ") +
-                                                 "a." + key + " || ':' || a." + revision},
+                                {"entity", quote_literal(entity.name)},
+                                // <key>:<revision> (legacy), <entity>:<key>:<revision>: the idempotency
+                                // key without '<destination>:', which its reader prefixes
+                                {"event_key", (legacy ? std::string() : quote_literal(entity.name) + " || ':' || ") +
+                                                  "e." + key + " || ':' || e." + revision},
                                 {"payload", legacy ? legacy_payload(entity) : entity_payload(entity)},
                             });
   out.apply_batch = fill(sql::kEntityApplyBatch, apply);

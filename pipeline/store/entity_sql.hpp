@@ -50,7 +50,8 @@ struct EntitySql {
   // format of each column's type; \N for absent.
   std::vector<std::string> stage_columns;
   // The batch's one write (sql/entity/apply_batch.sql): $1 the pipeline, $2 the destinations
-  // as a text[] literal; returns (ord, verdict, outbox_rows, then per value column the stored
+  // as a text[] literal; returns (ord, verdict, changes_logged: the batch's changes written to
+  // the change log, once each whatever the destinations, then per value column the stored
   // row's value in canonical form when the verdict is conflict, else NULL) for every
   // conflicting or candidate version.
   std::string apply_batch;

@@ -2,9 +2,12 @@
 --   1. every staged version is compared with the stored row of its key: same revision and
 --      a different payload is a conflict (docs/rules.md rule 2), found before anything is written;
 --   2. the candidates that change the stored row are upserted with the revision filter;
---   3. each applied change takes, for every destination, the next sequence of its
---      (destination, partition) under that counter's row lock (rule 12) and writes one
---      outbox row per destination (rule 6);
+--   3. when the pipeline has destinations, each applied change is logged once, in
+--      tidemark_change, for all of them (rule 6): one write per change whatever their number,
+--      each destination's row (its idempotency key, sequence and payload envelope) being
+--      derived at read. The change takes the next key_sequence of its partition under that
+--      counter's row lock, which every writer of the key waits on until it commits: per key
+--      the changes commit in key_sequence order, which the relay's ingest relies on (rule 12);
 --   4. if another transaction wrote one of the keys after this statement's snapshot (two
 --      pipelines on one key), the upsert did not do what the verdicts say: the statement
 --      fails with SQLSTATE 40001 and the batch is retried on a new snapshot.
@@ -17,14 +20,17 @@
 --   <differs>           whether the stored row's value columns differ from the staged ones
 --   <columns>           ", "field"" per value column; <assignments> ", "field" = EXCLUDED."field""
 --   <partition>         the partition_by field's value as text, the key when it is absent
---   <event_id>          the idempotency key, from d.destination and the applied version a.*
---   <payload>           the outbox payload, from the applied version e.* (its event id, its
---                       sequence, its columns and the stored row's as tidemark_previous_<i>)
+--   <entity>            the entity's name, a literal
+--   <event_key>         the idempotency key without '<destination>:', from the applied version e.*
+--   <payload>           the change's payload, from the applied version e.* (its columns and the
+--                       stored row's as tidemark_previous_<i>; no event id or sequence, which
+--                       are a destination's and added at read: tidemark_event_payload)
 -- The built-in entity differs only in its legacy envelope: bookkeeping column names, event
--- id and payload (docs/entities.md). The statement's own names carry the tidemark_
+-- key and payload (docs/entities.md). The statement's own names carry the tidemark_
 -- prefix, which no declared name may take.
--- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}').
--- Returns each conflicting or candidate version's verdict against the stored row.
+-- $1 pipeline, $2 destinations as a text[] literal ('{ledger,audit}'; '{}' logs nothing).
+-- Returns each conflicting or candidate version's verdict against the stored row, and the
+-- number of changes the batch logged.
 WITH stored AS (
   SELECT s.*, t.{{revision}} AS tidemark_stored_revision{{previous}},
          COALESCE(t.{{revision}} = s.{{revision}} AND {{differs}}, false) AS tidemark_conflict
@@ -74,36 +80,34 @@ applied AS (
          count(*) OVER (PARTITION BY {{partition}}) AS tidemark_in_batch
     FROM changes c
 ),
-sequenced AS (
-  -- Counter rows are locked in (destination, partition_key) order, the order every writer and
-  -- the relay's marks use, so two writers (or a writer and a relay) cannot deadlock. A key
-  -- with nothing pending gets its first new sequence as its head, due now like its row
-  -- (migrations/0015_destination_heads.sql); a key with a head keeps it. The setting tells the
-  -- outbox's head trigger that this transaction keeps the heads itself.
-  INSERT INTO tidemark_destination_sequence AS seq (destination, partition_key, last_sequence, head_sequence, head_due_at)
-  SELECT d.destination, a.tidemark_partition, count(*), 1, now()
-    FROM applied a CROSS JOIN unnest($2::text[]) AS d(destination)
-   GROUP BY d.destination, a.tidemark_partition
-   ORDER BY d.destination, a.tidemark_partition
-  ON CONFLICT (destination, partition_key) DO UPDATE
-     SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence,
-         head_sequence = COALESCE(seq.head_sequence, seq.last_sequence + 1),
-         head_due_at = CASE WHEN seq.head_sequence IS NULL THEN EXCLUDED.head_due_at ELSE seq.head_due_at END
-  RETURNING destination, partition_key, last_sequence,
-            set_config('tidemark.outbox_heads', 'kept', true) AS tidemark_heads_kept
+-- The destinations, registered (numbered: outbox ids are made of their numbers) before any
+-- counter is locked, so a writer waiting on another's registration holds no counter the other
+-- may wait on. Without destinations it has no row, and nothing below is written, not even a
+-- counter.
+registered AS (
+  SELECT tidemark_register_destinations($2::text[]) WHERE cardinality($2::text[]) > 0
 ),
-outboxed AS (
-  INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload)
-  SELECT d.destination, e.tidemark_event_id, e.tidemark_partition, e.tidemark_sequence, {{payload}}
-    FROM unnest($2::text[]) AS d(destination)
-   CROSS JOIN LATERAL (
-     SELECT a.*, {{event_id}} AS tidemark_event_id,
-            s.last_sequence - a.tidemark_in_batch + a.tidemark_nth AS tidemark_sequence
-       FROM applied a
-       JOIN sequenced s ON s.destination = d.destination AND s.partition_key = a.tidemark_partition) e
-   ORDER BY e.tidemark_ord, d.destination
-  -- a replay cannot create a second effect (docs/rules.md rule 6)
-  ON CONFLICT (idempotency_key) DO NOTHING
+sequenced AS (
+  -- Counter rows are locked in partition_key order, the order every writer uses, so two
+  -- writers cannot deadlock; the aggregate reads `registered` before the first lock.
+  INSERT INTO tidemark_partition_sequence AS seq (partition_key, last_sequence)
+  SELECT a.tidemark_partition, count(*)
+    FROM applied a CROSS JOIN registered
+   GROUP BY a.tidemark_partition
+   ORDER BY a.tidemark_partition
+  ON CONFLICT (partition_key) DO UPDATE
+     SET last_sequence = seq.last_sequence + EXCLUDED.last_sequence
+  RETURNING partition_key, last_sequence
+),
+logged AS (
+  INSERT INTO tidemark_change (partition_key, key_sequence, entity, event_key, destinations, payload)
+  SELECT e.tidemark_partition, e.tidemark_key_sequence, {{entity}}, {{event_key}}, $2::text[], {{payload}}
+    FROM (SELECT a.*, s.last_sequence - a.tidemark_in_batch + a.tidemark_nth AS tidemark_key_sequence
+            FROM applied a
+            JOIN sequenced s ON s.partition_key = a.tidemark_partition) e
+   ORDER BY e.tidemark_ord
+  -- a replay cannot log a change twice (docs/rules.md rule 6)
+  ON CONFLICT (entity, event_key) DO NOTHING
   RETURNING 1
 )
 SELECT tidemark_ord AS ord,
@@ -112,6 +116,6 @@ SELECT tidemark_ord AS ord,
             WHEN tidemark_stored_revision < {{revision}} THEN 'updated'
             WHEN tidemark_stored_revision = {{revision}} THEN 'unchanged'
             ELSE 'stale' END AS verdict,
-       (SELECT count(*) FROM outboxed) AS outbox_rows{{conflict_columns}}
+       (SELECT count(*) FROM logged) AS changes_logged{{conflict_columns}}
   FROM stored, verified
  WHERE verified.tidemark_ok AND (tidemark_conflict OR tidemark_candidate)

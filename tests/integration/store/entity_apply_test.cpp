@@ -92,13 +92,13 @@ class EntityApplyTest : public ::testing::Test {
     }
   }
 
-  // Stages `versions` in `txn` and runs the apply statement; returns (ord, verdict, outbox
-  // rows) per row it returns.
+  // Stages `versions` in `txn` and runs the apply statement; returns (ord, verdict, changes
+  // logged) per row it returns.
   Rows apply(pqxx::work& txn, const std::vector<Staged>& versions) {
     stage(txn, versions);
     Rows verdicts;
     for (const auto& row : txn.exec_params(sql_.apply_batch, "orders_daily", "{ledger,audit}")) {
-      verdicts.push_back({row["ord"].c_str(), row["verdict"].c_str(), row["outbox_rows"].c_str()});
+      verdicts.push_back({row["ord"].c_str(), row["verdict"].c_str(), row["changes_logged"].c_str()});
     }
     return verdicts;
   }
@@ -158,7 +158,7 @@ const Staged kThird{"o-3", "7", {"\\N", "-0.5", "\\N", "-9223372036854775808", "
 
 TEST_F(EntityApplyTest, AFirstBatchInsertsEveryVersionAndWritesOneOutboxRowPerDestination) {
   EXPECT_EQ(apply({kFirst, kSecond, kThird}),
-            (Rows{{"0", "inserted", "6"}, {"1", "inserted", "6"}, {"2", "inserted", "6"}}));
+            (Rows{{"0", "inserted", "3"}, {"1", "inserted", "3"}, {"2", "inserted", "3"}}));
   EXPECT_EQ(query_rows(db_,
                        "SELECT order_id, version, customer_id, amount::text, placed_at AT TIME ZONE 'UTC', quantity, "
                        "paid, ship_date, meta::text, extra::text, tidemark_pipeline, tidemark_updated_at IS NOT NULL "
@@ -196,6 +196,33 @@ TEST_F(EntityApplyTest, AFirstBatchInsertsEveryVersionAndWritesOneOutboxRowPerDe
                             row("ledger", "o-3", "7", "o-3", "1", third_fields)}));
 }
 
+// What the outbox shows per destination is logged once per change: its key without a
+// destination, every destination, and the payload without event_id and sequence.
+TEST_F(EntityApplyTest, EachChangeIsLoggedOnceForAllItsDestinations) {
+  apply({kFirst, kSecond, kThird});
+  EXPECT_EQ(query_rows(db_,
+                       "SELECT partition_key, key_sequence, entity, event_key, destinations, "
+                       "payload ? 'event_id' OR payload ? 'sequence' FROM tidemark_change ORDER BY position"),
+            (Rows{{"c-1", "1", "orders", "orders:o-1:1", "{ledger,audit}", "f"},
+                  {"c-1", "2", "orders", "orders:o-2:1", "{ledger,audit}", "f"},
+                  {"o-3", "1", "orders", "orders:o-3:7", "{ledger,audit}", "f"}}));
+}
+
+// A pipeline without destinations logs nothing and takes no sequence.
+TEST_F(EntityApplyTest, ABatchWithoutDestinationsLogsNothing) {
+  auto connection = db_.connect();
+  pqxx::work txn(*connection);
+  stage(txn, {kFirst});
+  const auto rows = txn.exec_params(sql_.apply_batch, "orders_daily", "{}");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_STREQ(rows[0]["verdict"].c_str(), "inserted");
+  EXPECT_STREQ(rows[0]["changes_logged"].c_str(), "0");
+  txn.commit();
+  EXPECT_EQ(db_.scalar("SELECT (SELECT count(*) FROM tidemark_change) + (SELECT count(*) FROM "
+                       "tidemark_partition_sequence)"),
+            "0");
+}
+
 TEST_F(EntityApplyTest, LaterBatchesUpdateKeepUnchangedRefuseConflictsAndIgnoreStaleRevisions) {
   apply({kFirst, kSecond, kThird});
   Staged updated = kFirst;
@@ -208,7 +235,7 @@ TEST_F(EntityApplyTest, LaterBatchesUpdateKeepUnchangedRefuseConflictsAndIgnoreS
   superseded.revision = "0";
   superseded.candidate = false;
   EXPECT_EQ(apply({updated, superseded, kSecond, conflicting}),
-            (Rows{{"0", "updated", "2"}, {"2", "unchanged", "2"}, {"3", "conflict", "2"}}));
+            (Rows{{"0", "updated", "1"}, {"2", "unchanged", "1"}, {"3", "conflict", "1"}}));
   EXPECT_EQ(query_rows(db_, "SELECT version, amount::text, extra IS NULL FROM orders WHERE order_id = 'o-1'"),
             (Rows{{"2", "2.3000", "t"}}));
   EXPECT_EQ(query_rows(db_, "SELECT ship_date FROM orders WHERE order_id = 'o-3'"), (Rows{{"0001-01-01"}}));
@@ -232,12 +259,12 @@ TEST_F(EntityApplyTest, LaterBatchesUpdateKeepUnchangedRefuseConflictsAndIgnoreS
   Staged fourth = kSecond;
   fourth.key = "o-4";
   const std::vector<Staged> third_batch = {stale, fourth};
-  EXPECT_EQ(apply(third_batch), (Rows{{"0", "stale", "2"}, {"1", "inserted", "2"}}));
+  EXPECT_EQ(apply(third_batch), (Rows{{"0", "stale", "1"}, {"1", "inserted", "1"}}));
   EXPECT_EQ(query_rows(db_, "SELECT destination, idempotency_key, sequence FROM outbox WHERE id > 8 ORDER BY id"),
             (Rows{{"audit", "audit:orders:o-4:1", "4"}, {"ledger", "ledger:orders:o-4:1", "4"}}));
-  EXPECT_EQ(query_rows(db_, "SELECT destination, partition_key, last_sequence FROM tidemark_destination_sequence "
-                            "ORDER BY destination, partition_key"),
-            (Rows{{"audit", "c-1", "4"}, {"audit", "o-3", "1"}, {"ledger", "c-1", "4"}, {"ledger", "o-3", "1"}}));
+  // One counter per partition, whatever the destinations.
+  EXPECT_EQ(query_rows(db_, "SELECT partition_key, last_sequence FROM tidemark_partition_sequence ORDER BY partition_key"),
+            (Rows{{"c-1", "4"}, {"o-3", "1"}}));
 }
 
 TEST_F(EntityApplyTest, AReplayedBatchWritesNothingNew) {
@@ -248,7 +275,7 @@ TEST_F(EntityApplyTest, AReplayedBatchWritesNothingNew) {
   EXPECT_EQ(apply(batch), (Rows{{"0", "unchanged", "0"}, {"1", "unchanged", "0"}, {"2", "unchanged", "0"}}));
   EXPECT_EQ(query_rows(db_, "SELECT * FROM orders ORDER BY order_id"), state);
   EXPECT_EQ(outbox(), effects);
-  EXPECT_EQ(db_.scalar("SELECT sum(last_sequence) FROM tidemark_destination_sequence"), "6");
+  EXPECT_EQ(db_.scalar("SELECT sum(last_sequence) FROM tidemark_partition_sequence"), "3");
 }
 
 // The concurrent-writer rule per entity (docs/entities.md "Two pipelines on one entity"): a batch that read a key's stored row (none)
@@ -257,7 +284,7 @@ TEST_F(EntityApplyTest, AReplayedBatchWritesNothingNew) {
 TEST_F(EntityApplyTest, ABatchWhoseKeyAnotherTransactionWroteFailsAsASerializationFailure) {
   auto first_connection = db_.connect();
   pqxx::work first(*first_connection);
-  EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "2"}}));
+  EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "1"}}));
 
   // The second batch waits on the row the first inserted; once it waits, the first commits.
   auto second_connection = db_.connect();
@@ -285,14 +312,14 @@ TEST_F(EntityApplyTest, AnUpdateOverARowWrittenSinceTheSnapshotFailsAsASerializa
   third_revision.values[1] = "4.25";
   auto first_connection = db_.connect();
   pqxx::work first(*first_connection);
-  EXPECT_EQ(apply(first, {second_revision}), (Rows{{"0", "updated", "2"}}));
+  EXPECT_EQ(apply(first, {second_revision}), (Rows{{"0", "updated", "1"}}));
 
   auto second_connection = db_.connect();
   const std::string error = apply_behind(first, *second_connection, {third_revision});
   EXPECT_NE(error.find("another transaction wrote 1 of this batch's keys"), std::string::npos) << error;
   // Retried on a new snapshot, revision 3's events carry revision 2 as their previous.
   pqxx::work retry(*second_connection);
-  EXPECT_EQ(apply(retry, {third_revision}), (Rows{{"0", "updated", "2"}}));
+  EXPECT_EQ(apply(retry, {third_revision}), (Rows{{"0", "updated", "1"}}));
   retry.commit();
   EXPECT_EQ(db_.scalar("SELECT string_agg(DISTINCT (payload->'previous'->>'revision') || ' ' || "
                        "(payload->'previous'->'fields'->>'amount'), ',') FROM outbox WHERE payload->>'revision' = '3'"),
@@ -311,7 +338,7 @@ TEST_F(EntityApplyTest, ASkippedKeyAndADeletedRowSinceTheSnapshotBothFailTheBatc
   second_revision.revision = "2";
   auto first_connection = db_.connect();
   pqxx::work first(*first_connection);
-  EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "2"}}));
+  EXPECT_EQ(apply(first, {kFirst}), (Rows{{"0", "inserted", "1"}}));
   first.exec("DELETE FROM orders WHERE order_id = 'o-2'");
 
   auto second_connection = db_.connect();
@@ -319,7 +346,7 @@ TEST_F(EntityApplyTest, ASkippedKeyAndADeletedRowSinceTheSnapshotBothFailTheBatc
   EXPECT_NE(error.find("another transaction wrote 2 of this batch's keys"), std::string::npos) << error;
   // Retried on a new snapshot: o-1 as the first batch left it, o-2 inserted anew.
   pqxx::work retry(*second_connection);
-  EXPECT_EQ(apply(retry, {kFirst, second_revision}), (Rows{{"0", "unchanged", "2"}, {"1", "inserted", "2"}}));
+  EXPECT_EQ(apply(retry, {kFirst, second_revision}), (Rows{{"0", "unchanged", "1"}, {"1", "inserted", "1"}}));
 }
 
 TEST_F(EntityApplyTest, ASameRevisionIsComparedAsStoredWithExtraIncluded) {
