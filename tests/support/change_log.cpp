@@ -44,9 +44,8 @@ std::vector<std::int64_t> append_changes(pqxx::transaction_base& txn, const std:
     event_keys.push_back(change.event_key);
     payloads.push_back(change.payload_json);
   }
-  const auto names = pipeline::db::text_array_literal(destinations);
-  txn.exec_params("SELECT tidemark_register_destinations($1::text[])", names);
-  const auto rows = txn.exec_params(kAppendChanges, names, pipeline::db::text_array_literal(keys),
+  register_destinations(txn, destinations);
+  const auto rows = txn.exec_params(kAppendChanges, pipeline::db::text_array_literal(destinations), pipeline::db::text_array_literal(keys),
                                     pipeline::db::text_array_literal(event_keys),
                                     pipeline::db::text_array_literal(payloads), kTestEntity);
   // Positions come from a sequence in insertion order, which is the order given.
@@ -73,8 +72,19 @@ std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std:
   return append_changes(txn, destinations, changes);
 }
 
+void register_destinations(pqxx::transaction_base& txn, const std::vector<std::string>& destinations) {
+  txn.exec_params("SELECT tidemark_register_destinations($1::text[])", pipeline::db::text_array_literal(destinations));
+}
+
 void ingest(pqxx::transaction_base& txn, const std::vector<std::string>& destinations) {
   for (const auto& destination : destinations) txn.exec_params("SELECT tidemark_log_ingest($1)", destination);
+}
+
+void make_head_due(pqxx::transaction_base& txn, const std::string& destination, const std::string& partition_key) {
+  txn.exec_params(
+      "UPDATE tidemark_cursor SET head_due_at = now() WHERE destination = $1 AND partition_key = $2 "
+      "AND head_sequence IS NOT NULL",
+      destination, partition_key);
 }
 
 std::int64_t outbox_id(pqxx::transaction_base& txn, std::int64_t position, const std::string& destination) {

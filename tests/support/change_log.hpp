@@ -39,9 +39,18 @@ std::int64_t append_change(pqxx::transaction_base& txn, const std::vector<std::s
 std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std::vector<std::string>& destinations,
                                          int count, int keys);
 
+// tidemark_register_destinations: append_changes does it too, but in the appending
+// transaction, whose first registration of a name holds back every other writer of it until
+// it ends; a test that keeps a writer open while another commits registers first.
+void register_destinations(pqxx::transaction_base& txn, const std::vector<std::string>& destinations);
+
 // tidemark_log_ingest for each destination: gives the keys of the changes committed since its
 // last ingest a head, as the claim does first. Changes of `txn` itself are not seen.
 void ingest(pqxx::transaction_base& txn, const std::vector<std::string>& destinations);
+
+// Makes the head of `partition_key` for `destination` due now, as if its backoff (or its
+// lease) had run out: the clock moved, not the relay's logic.
+void make_head_due(pqxx::transaction_base& txn, const std::string& destination, const std::string& partition_key);
 
 // The outbox id of the event at `position` for `destination` (docs/delivery.md: position *
 // 1024 + the destination's number); the destination must be registered.

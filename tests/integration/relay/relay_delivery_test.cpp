@@ -25,6 +25,7 @@
 #include "metrics/metrics.hpp"
 #include "pipeline/store/outbox.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/test_database.hpp"
 #include "tests/support/test_receiver.hpp"
 
@@ -40,19 +41,22 @@ constexpr char kDestination[] = "ledger";
 constexpr char kSecret[] = "whsec_dGlkZW1hcmstdGVzdC1zZWNyZXQ=";  // "tidemark-test-secret"
 constexpr char kWrongSecret[] = "whsec_d3Jvbmctc2VjcmV0";         // "wrong-secret"
 
-// Writes one outbox row the way the commit step does (docs/delivery.md "The request");
-// returns its idempotency key.
+// Logs one event the way the commit step does (docs/delivery.md "The request"): its payload
+// without 'event_id' and 'sequence', which the claim adds for the destination; returns its
+// idempotency key. The key's sequence is the next of its account.
 std::string insert_event(pqxx::transaction_base& txn, const std::string& transaction_id, const std::string& account,
-                         std::int64_t sequence, const std::string& destination = kDestination) {
-  const std::string key = destination + ":" + transaction_id + ":1";
-  boost::json::object payload{{"event_id", key},     {"transaction_id", transaction_id}, {"source_revision", 1},
-                              {"amount", "10.00"},   {"previous_amount", nullptr},       {"account_id", account},
-                              {"sequence", sequence}, {"occurred_at", nullptr}};
-  txn.exec_params(
-      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-      "VALUES ($1, $2, $3, $4, $5::jsonb)",
-      destination, key, account, sequence, boost::json::serialize(payload));
-  return key;
+                         const std::string& destination = kDestination) {
+  boost::json::object payload{{"transaction_id", transaction_id}, {"source_revision", 1}, {"amount", "10.00"},
+                              {"previous_amount", nullptr},       {"account_id", account}, {"occurred_at", nullptr}};
+  testing::append_change(txn, {destination}, account, transaction_id + ":1", boost::json::serialize(payload));
+  return destination + ":" + transaction_id + ":1";
+}
+
+// Makes the head of `account` due now, as if its backoff had passed.
+void make_due_now(const TestDatabase& db, const std::string& account) {
+  auto connection = db.connect();
+  pqxx::nontransaction txn(*connection);
+  testing::make_head_due(txn, kDestination, account);
 }
 
 // `count` events spread round robin over `accounts` accounts, each account's sequence from 1.
@@ -62,8 +66,7 @@ std::set<std::string> insert_events(const TestDatabase& db, int count, int accou
   pqxx::work txn(*connection);
   std::set<std::string> keys;
   for (int i = 0; i < count; ++i) {
-    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts),
-                             i / accounts + 1, destination));
+    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts), destination));
   }
   txn.commit();
   return keys;
@@ -213,13 +216,19 @@ TEST(Relay, EventCommittedLateWithALowerIdIsStillDelivered) {
   const auto options = fast_options();
   Relay relay(db.url(), sinks_for(receiver, options), options);
 
-  // A takes the lower id but commits after B, and after the relay has delivered B.
+  // A takes the lower id but commits after B, and after the relay has delivered B. The
+  // destination is registered before, or B would wait for A's registration of it.
   auto connection_a = db.connect();
   auto connection_b = db.connect();
+  {
+    pqxx::work txn(*connection_a);
+    testing::register_destinations(txn, {kDestination});
+    txn.commit();
+  }
   pqxx::work txn_a(*connection_a);
-  const auto key_a = insert_event(txn_a, "tx-a", "acct-a", 1);
+  const auto key_a = insert_event(txn_a, "tx-a", "acct-a");
   pqxx::work txn_b(*connection_b);
-  const auto key_b = insert_event(txn_b, "tx-b", "acct-b", 1);
+  const auto key_b = insert_event(txn_b, "tx-b", "acct-b");
   txn_b.commit();
   relay.drain();
   ASSERT_EQ(applied_keys(receiver), std::set<std::string>{key_b});
@@ -248,7 +257,7 @@ TEST(Relay, LaterEventOfAnAccountWaitsWhileAnEarlierOneIsPending) {
   EXPECT_EQ(db.scalar("SELECT attempts FROM outbox WHERE sequence = 2"), "0");
 
   // Once the first is due again, both go, in order.
-  db.scalar("UPDATE outbox SET next_attempt_at = now() WHERE sequence = 1 RETURNING 1");
+  make_due_now(db, "acct-0");
   relay.drain();
   relay.drain();
   EXPECT_EQ(pending_count(db), "0");
@@ -328,7 +337,7 @@ TEST(Relay, TimedOutAnswerIsRetriedAndTheReceiverAppliesItOnce) {
   EXPECT_NE(db.scalar("SELECT last_error FROM outbox").find("timed out"), std::string::npos)
       << db.scalar("SELECT last_error FROM outbox");
 
-  db.scalar("UPDATE outbox SET next_attempt_at = now() RETURNING 1");
+  make_due_now(db, "acct-0");
   relay.drain();
   EXPECT_EQ(db.scalar("SELECT status || ' ' || attempts FROM outbox"), "delivered 2");
   EXPECT_EQ(receiver.requests().size(), 2u);
@@ -455,7 +464,7 @@ TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
     pqxx::work txn(*connection);
     for (const char* destination : {"fast", "silent"}) {
       for (int i = 0; i < 40; ++i) {
-        insert_event(txn, "more-" + std::to_string(i), "acct-" + std::to_string(i % 7), i / 7 + 2, destination);
+        insert_event(txn, "more-" + std::to_string(i), "acct-" + std::to_string(i % 7), destination);
       }
     }
     txn.commit();
@@ -481,7 +490,7 @@ TEST(Relay, AFreedPlaceOfTheSharedWindowGoesToTheDestinationsInTurn) {
     for (int i = 1; i <= 4; ++i) {
       for (const std::string destination : {"alpha", "beta"}) {
         pqxx::work txn(*connection);  // one transaction each: due one after the other
-        insert_event(txn, destination.substr(0, 1) + std::to_string(i), destination + std::to_string(i), 1, destination);
+        insert_event(txn, destination.substr(0, 1) + std::to_string(i), destination + std::to_string(i), destination);
         txn.commit();
       }
     }
@@ -500,10 +509,11 @@ TEST(Relay, AFreedPlaceOfTheSharedWindowGoesToTheDestinationsInTurn) {
     for (const auto& request : receiver.requests()) ids.push_back(request.webhook_id);
     return ids;
   };
-  const auto leased = [&](const std::string& key) {  // the claim after an answer took it
+  // The claim after an answer took it: an event in flight counts its attempt (none failed here).
+  const auto leased = [&](const std::string& key) {
     const auto deadline = std::chrono::steady_clock::now() + 30s;
-    while (db.scalar("SELECT count(*) FROM tidemark_destination_sequence WHERE partition_key = '" + key +
-                     "' AND head_attempts = 1") != "1") {
+    while (db.scalar("SELECT count(*) FROM outbox WHERE partition_key = '" + key +
+                     "' AND status = 'pending' AND attempts = 1") != "1") {
       if (std::chrono::steady_clock::now() > deadline) return false;
       std::this_thread::sleep_for(10ms);
     }
@@ -616,7 +626,7 @@ TEST(Relay, HugeRetryAfterIsCappedAtAnHour) {
     {
       auto connection = db.connect();
       pqxx::work txn(*connection);
-      insert_event(txn, "tx-" + std::to_string(number), "acct-" + std::to_string(number), 1);
+      insert_event(txn, "tx-" + std::to_string(number), "acct-" + std::to_string(number));
       txn.commit();
     }
     receiver.set_retry_after(value);
@@ -819,7 +829,7 @@ TEST(Relay, HeaderIdsArePrintableAsciiSoALatin1ReceiverVerifiesEveryEvent) {
     auto connection = db.connect();
     pqxx::work txn(*connection);
     for (std::size_t i = 0; i < transaction_ids.size(); ++i) {
-      keys.insert(insert_event(txn, transaction_ids[i], "acct-" + std::to_string(i), 1));
+      keys.insert(insert_event(txn, transaction_ids[i], "acct-" + std::to_string(i)));
     }
     txn.commit();
   }
@@ -873,7 +883,9 @@ TEST(Relay, DestinationCredentialsNeverReachLastErrorOrTheOutboxList) {
   EXPECT_EQ(error.find("s3cret"), std::string::npos) << error;
   EXPECT_EQ(error.find("t0ken"), std::string::npos) << error;
 
-  db.scalar("UPDATE outbox SET last_error = 'receive http://old:s3cret@h/p?token=t0ken: reset' RETURNING 1");
+  // As a version that did not redact stored it: the dead letter keeps the event's last error.
+  db.scalar("UPDATE tidemark_dead_letter SET last_error = 'receive http://old:s3cret@h/p?token=t0ken: reset' "
+            "RETURNING 1");
   auto connection = db.connect();
   const auto entries = list_outbox(*connection, OutboxFilter{});
   ASSERT_EQ(entries.size(), 1u);
@@ -882,8 +894,21 @@ TEST(Relay, DestinationCredentialsNeverReachLastErrorOrTheOutboxList) {
 
 TEST(Outbox, ListFiltersByStatusAndDestination) {
   TestDatabase db;
-  insert_events(db, 3, 1);
-  db.scalar("UPDATE outbox SET status = 'dead', last_error = 'HTTP 400' WHERE sequence = 2 RETURNING 1");
+  TestReceiver receiver(kSecret);
+  receiver.fail_always(Failure::kBadRequest);
+  {
+    // One dead event (a 400 at its first attempt), then two pending of another account.
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    insert_event(txn, "tx-1", "acct-1");
+    txn.commit();
+    const auto options = fast_options();
+    Relay(db.url(), sinks_for(receiver, options), options).drain();
+    pqxx::work more(*connection);
+    insert_event(more, "tx-0", "acct-0");
+    insert_event(more, "tx-2", "acct-0");
+    more.commit();
+  }
   auto connection = db.connect();
 
   OutboxFilter dead;
@@ -891,7 +916,7 @@ TEST(Outbox, ListFiltersByStatusAndDestination) {
   const auto entries = list_outbox(*connection, dead);
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].idempotency_key, "ledger:tx-1:1");
-  EXPECT_EQ(entries[0].last_error, "HTTP 400");
+  EXPECT_EQ(entries[0].last_error, "HTTP 400: rejected");
 
   OutboxFilter other;
   other.destination = "other";
@@ -1024,11 +1049,11 @@ std::string sessions(const TestDatabase& db) {
                    "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()");
 }
 
-// One event committed as the commit step does: its outbox row, and a NOTIFY when `notify`.
+// One event committed as the commit step does: its change, and a NOTIFY when `notify`.
 void commit_event(const TestDatabase& db, const std::string& transaction_id, bool notify) {
   auto connection = db.connect();
   pqxx::work txn(*connection);
-  insert_event(txn, transaction_id, "acct-" + transaction_id, 1);
+  insert_event(txn, transaction_id, "acct-" + transaction_id);
   if (notify) txn.exec(std::string("NOTIFY ") + kOutboxChannel);
   txn.commit();
 }

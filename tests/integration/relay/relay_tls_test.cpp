@@ -19,6 +19,7 @@
 #include "connectors/http/webhook_sink.hpp"
 #include "pipeline/async/run_to_end.hpp"
 #include "pipeline/relay/relay.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_certificates.hpp"
 #include "tests/support/test_database.hpp"
@@ -290,10 +291,12 @@ TEST(RelayTls, RelayDeliversOverHttpsAndRecordsARefusedCertificateAsLastError) {
                          "}\n");
   const auto config = app::config::load_config(config_file);
   TestDatabase db;
-  db.scalar(
-      "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) VALUES "
-      "('trusted', 'trusted:tx-1:1', 'acct-1', 1, '{\"event_id\": \"trusted:tx-1:1\"}'), "
-      "('untrusted', 'untrusted:tx-1:1', 'acct-1', 1, '{\"event_id\": \"untrusted:tx-1:1\"}') RETURNING 1");
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    testing::append_change(txn, {"trusted", "untrusted"}, "acct-1", "tx-1:1", "{}");
+    txn.commit();
+  }
   pipeline::relay::RelayOptions options;
   options.config.base_delay = 1h;  // the failed attempt is not retried within the test
   options.config.max_delay = 1h;

@@ -13,6 +13,7 @@
 #include <boost/asio/post.hpp>
 
 #include "app/serve/service.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/test_database.hpp"
 #include "tests/support/test_receiver.hpp"
@@ -63,11 +64,11 @@ class RelayInServeTest : public ::testing::Test {
     return true;
   }
 
-  void insert_event(const std::string& key) {
+  // One event of destination hooks, its key ("hooks:<name>") the only one of its partition.
+  void insert_event(const std::string& name) {
     auto connection = db_.connect();
     pqxx::work txn(*connection);
-    txn.exec_params("INSERT INTO outbox (destination, idempotency_key, payload) VALUES ('hooks', $1, '{}'::jsonb)",
-                    key);
+    testing::append_change(txn, {"hooks"}, name, name, "{}");
     txn.commit();
   }
 
@@ -104,18 +105,18 @@ TEST_F(RelayInServeTest, RelayRunsOnServesIoContext) {
     released.wait();
   });
   holding.get_future().wait();
-  insert_event("hooks:held");
+  insert_event("held");
   const bool delivered_while_held = receiver_.wait_for_applied(1, 3s);
   release.set_value();
   EXPECT_FALSE(delivered_while_held) << "the relay delivered while serve's io_context was held";
   EXPECT_TRUE(receiver_.wait_for_applied(1, 20s)) << "the relay does not deliver once the io_context is free";
 }
 
-// A real unexpected error: the outbox table goes away under the relay (undefined_table is
-// not a transient database error). The relay restarts with backoff, readiness reports it,
+// A real unexpected error: the relay's cursors (tidemark_cursor, which its claim reads) go away
+// under it (undefined_table is not a transient database error). The relay restarts with backoff, readiness reports it,
 // and once the table is back it delivers again.
 TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Meanwhile) {
-  insert_event("hooks:first");
+  insert_event("first");
   ASSERT_TRUE(receiver_.wait_for_applied(1, 20s));
   EXPECT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }));
   // Recorded, not only answered: a 2xx rides on the relay's next statement, and a mark lost
@@ -123,7 +124,7 @@ TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Mea
   EXPECT_TRUE(eventually([&] { return db_.scalar("SELECT status FROM outbox") == "delivered"; }));
 
   auto connection = db_.connect();
-  pqxx::nontransaction(*connection).exec("ALTER TABLE outbox RENAME TO outbox_away");
+  pqxx::nontransaction(*connection).exec("ALTER TABLE tidemark_cursor RENAME TO tidemark_cursor_away");
   EXPECT_TRUE(eventually([&] {
     const auto answer = http_request(port_, "GET", "/readyz");
     return answer.status == 503 && answer.body.find("outbox relay is restarting") != std::string::npos;
@@ -132,8 +133,8 @@ TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Mea
     return metrics().find(R"(tidemark_component_restarts_total{component="relay"} 0)") == std::string::npos;
   })) << "the relay was not restarted";
 
-  pqxx::nontransaction(*connection).exec("ALTER TABLE outbox_away RENAME TO outbox");
-  insert_event("hooks:second");
+  pqxx::nontransaction(*connection).exec("ALTER TABLE tidemark_cursor_away RENAME TO tidemark_cursor");
+  insert_event("second");
   EXPECT_TRUE(receiver_.wait_for_applied(2, 60s)) << "the restarted relay does not deliver";
   EXPECT_TRUE(eventually([&] { return http_request(port_, "GET", "/readyz").status == 200; }, 60s));
   // The receiver's 2xx comes before the relay records it (in its next claim), so wait for that.
@@ -149,7 +150,7 @@ TEST_F(RelayInServeTest, RelayIsRestartedAfterAnUnexpectedErrorAndReadyzIs503Mea
 TEST_F(RelayInServeTest, RelayWaitsOutADatabaseOutageLongerThanARoundOfRetries) {
   receiver_.set_slow_delay(3s);
   receiver_.fail_next(testing::Failure::kSlow);
-  insert_event("hooks:during-outage");
+  insert_event("during-outage");
   ASSERT_TRUE(receiver_.wait_for_applied(1, 20s));  // applied; the answer comes 3 s later
 
   TestDatabase::crash_cluster();
