@@ -11,15 +11,17 @@
 #   group      in-batch grouping: one row per (key, revision), conflicts, the candidate
 #   join       the conflict join: each version against its stored row (LEFT JOIN transaction_state)
 #   upsert     the revision-filtered upsert into transaction_state
-#   sequences  the per-(destination, account) sequences (INSERT … ON CONFLICT DO UPDATE)
-#   payload    building the outbox rows: idempotency keys, sequences, the jsonb payload
-#   outbox     inserting them into the outbox, with its indexes
+#   sequences  the destinations' registration (no write once registered) and the per-account
+#              counters (INSERT … ON CONFLICT DO UPDATE), once per key whatever the destinations
+#   payload    building the changes: event keys, key sequences, the jsonb payload
+#   log        inserting them into the change log (tidemark_change), with its indexes: one
+#              row per change, whatever the number of destinations
 #   ledger     the batch_ledger row and the checkpoint
 # Each part is timed on the server (clock_timestamp) and its WAL measured as the difference
-# of pg_current_wal_insert_lsn(); per row = divided by the batch's input rows. The outbox's
-# indexes are priced by subtraction: the outbox part is measured with every index, with each
+# of pg_current_wal_insert_lsn(); per row = divided by the batch's input rows. The log's
+# indexes are priced by subtraction: the log part is measured with every index, with each
 # one dropped in turn (DROP INDEX inside the rolled-back transaction) and with none (only
-# the unique key). A first, uncounted repetition runs every part under EXPLAIN (ANALYZE,
+# the keys). A first, uncounted repetition runs every part under EXPLAIN (ANALYZE,
 # BUFFERS, WAL); its plans are in the log folder (cost-STORED-BATCH-DESTINATIONS.out).
 # Not measured here: the quarantine (the dataset has no conflicts) and the COMMIT's WAL
 # flush (the transaction is rolled back); run_bench.sh's whole runs include both.
@@ -38,8 +40,6 @@
 # FULL (0)                     1: every batch size and destination count at every size; else
 #                              the sizes after the first measure DEST_BATCH, 1 destination
 # REPS (3)                     repetitions of every index variant; the median is reported
-# PRE_0016 (1)                 1: add outbox_destination_partition (dropped by migration 0016)
-#                              before the load, so that its cost is measured too
 # SEED (42), WORK (/tmp/tidemark-cost), TIDEMARK (build-bench/tidemark), PGBIN
 set -euo pipefail
 
@@ -65,7 +65,7 @@ mkdir -p "$WORK/data" "$WORK/logs"
 chmod 755 "$WORK"
 stamp="$(date +%Y%m%d-%H%M%S)"
 results="$WORK/logs/cost-$stamp.tsv"
-printf 'stored\tbatch\tdestinations\tvariant\trep\tpart\tms\twal_bytes\tinput_rows\toutbox_rows\n' >"$results"
+printf 'stored\tbatch\tdestinations\tvariant\trep\tpart\tms\twal_bytes\tinput_rows\tlog_rows\n' >"$results"
 
 # The same cluster settings as run_bench.sh; autovacuum off, so that no vacuum runs inside
 # a measurement (the script vacuums between measurements itself).
@@ -94,12 +94,9 @@ export BENCH_LEDGER_SECRET=whsec_YmVuY2htYXJrLXNlY3JldA==
 
 psql -X -q -d "$base_url/postgres" -c "DROP DATABASE IF EXISTS cost" -c "CREATE DATABASE cost"
 "$TIDEMARK" migrate --database "$url" >"$WORK/logs/migrate.log" 2>&1 || die "migrate failed, see $WORK/logs/migrate.log"
-# The index migration 0016 dropped is priced too (PRE_0016=0 leaves the binary's own set).
-[[ "${PRE_0016:-1}" == 1 ]] &&
-  psql_q cost "CREATE INDEX IF NOT EXISTS outbox_destination_partition ON outbox (destination, partition_key, sequence)"
 indexes="$(psql_q cost "SELECT string_agg(indexrelid::regclass::text, ' ' ORDER BY 1) FROM pg_index
-                   WHERE indrelid = 'outbox'::regclass AND NOT indisprimary AND NOT indisunique")"
-log "outbox secondary indexes of this binary: ${indexes:-none}"
+                   WHERE indrelid = 'tidemark_change'::regclass AND NOT indisprimary AND NOT indisunique")"
+log "change log secondary indexes of this binary: ${indexes:-none}"
 
 # One measurement: REPS repetitions of every index variant, each in a rolled-back transaction.
 measure() {  # stored batch destinations
@@ -107,6 +104,8 @@ measure() {  # stored batch destinations
   local dlist="ledger" d
   for ((d = 2; d <= dests; d++)); do dlist="$dlist,dest$d"; done
   lines "$csv" $((stored + 2)) $((stored + 1 + batch)) >"$part"
+  # Registered outside the rolled-back transactions, as a pipeline's destinations are after its first batch.
+  psql_q cost "SELECT tidemark_register_destinations('{$dlist}')" >/dev/null
   local variants="all key" i
   for i in $indexes; do variants="$variants -$i"; done
   {
@@ -139,9 +138,9 @@ CREATE TEMP TABLE bench_stored (LIKE bench_versions, stored_revision bigint, sto
   stored_account_id text, stored_occurred_at timestamptz, conflict bool);
 CREATE TEMP TABLE bench_upserted (transaction_id text);
 CREATE TEMP TABLE bench_applied (LIKE bench_stored, partition_key text, nth bigint, in_batch bigint);
-CREATE TEMP TABLE bench_sequenced (destination text, partition_key text, last_sequence bigint);
-CREATE TEMP TABLE bench_payload (destination text, idempotency_key text, partition_key text, sequence bigint,
-  payload jsonb, first_ord bigint);
+CREATE TEMP TABLE bench_sequenced (partition_key text, last_sequence bigint);
+CREATE TEMP TABLE bench_payload (event_key text, partition_key text, key_sequence bigint, payload jsonb,
+  first_ord bigint);
 INSERT INTO runs (pipeline, trigger, mode, status, started_at)
 VALUES (:'pipeline', 'cli', 'resume', 'running', now()) RETURNING id AS run_id \\gset
 SELECT clock_timestamp() AS t0, pg_current_wal_insert_lsn() AS l0 \\gset
@@ -161,7 +160,7 @@ SQL
     -v part="$part" -d "$url" -f "$script" >"$WORK/logs/cost-$stored-$batch-$dests.out" 2>&1 ||
     die "measurement failed, see $WORK/logs/cost-$stored-$batch-$dests.out"
   grep -P '^\d+\t\d+\t\d+\t' "$WORK/logs/cost-$stored-$batch-$dests.out" >>"$results"
-  psql_q cost "VACUUM transaction_state, outbox, tidemark_destination_sequence" >/dev/null
+  psql_q cost "VACUUM transaction_state, tidemark_change, tidemark_partition_sequence" >/dev/null
   psql_q cost "CHECKPOINT" >/dev/null
 }
 
@@ -177,7 +176,7 @@ for stored in $SIZES; do
   loaded=$stored
   psql_q cost "VACUUM ANALYZE" >/dev/null
   psql_q cost "CHECKPOINT" >/dev/null
-  log "stored: $(psql_q cost "SELECT count(*) FROM transaction_state") transactions, $(psql_q cost "SELECT count(*) FROM outbox") outbox rows; load $(cut -d' ' -f1-3 /proc/loadavg)"
+  log "stored: $(psql_q cost "SELECT count(*) FROM transaction_state") transactions, $(psql_q cost "SELECT count(*) FROM tidemark_change") changes; load $(cut -d' ' -f1-3 /proc/loadavg)"
   # After the first size, only batch DEST_BATCH with one destination, unless FULL=1: how
   # the commit grows with the table is that one figure, and each measurement vacuums.
   if [[ "$stored" != "${SIZES%% *}" && "${FULL:-0}" != 1 ]]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The load's rows/s with retention deleting beside it, as a ratio to its rows/s without it
 # (docs/retention.md). A template database holds HISTORY rows past every
-# window (delivered outbox rows, runs with their ledger rows, released quarantine entries);
+# window (delivered changes of the log, runs with their ledger rows, released quarantine entries);
 # each round clones it twice and times `tidemark run` loading ROWS new records into each:
 # once alone, once while `tidemark retention run` deletes that history in its 5,000-row chunks
 # (the two orders alternate per round). Usage:
@@ -9,8 +9,9 @@
 #   bench/retention_bench.sh                          # 200,000 rows loaded beside 1,000,000 rows of history, 3 rounds
 #   ROWS=50000 HISTORY=200000 ROUNDS=1 bench/retention_bench.sh   # a quick look
 #
-# ROWS (200000)      records the load writes (one outbox event each: an http destination, no relay)
-# HISTORY (1000000)  outbox rows past retention.outbox; plus HISTORY/10 ledger rows over
+# ROWS (200000)      records the load writes (one change each, for an http destination, no relay)
+# HISTORY (1000000)  changes past retention.outbox, on 1,000 keys of their own whose cursors are
+#                    past them (delivered); plus HISTORY/10 ledger rows over
 #                    HISTORY/100 runs past retention.runs and HISTORY/10 released quarantine entries
 # ROUNDS (3)         per round: the load alone and the load beside retention
 # TIDEMARK (build-bench/tidemark), WORK (/tmp/tidemark-retention-bench), PGBIN (/usr/lib/postgresql/15/bin)
@@ -53,16 +54,23 @@ if [[ ! -s "$csv" ]]; then
   mv "$csv.tmp" "$csv"
 fi
 
-# The history every window has passed, written by SQL (what the loads would have left).
+# The history every window has passed, written by SQL (what the loads and a relay would have
+# left): the changes on keys the load does not write, so its own start at key_sequence 1.
 template="retention_history_$HISTORY"
 log "filling $template"
 psql_q postgres "DROP DATABASE IF EXISTS $template" >/dev/null 2>&1
 psql_q postgres "CREATE DATABASE $template" >/dev/null
 "$TIDEMARK" migrate --database "$base_url/$template" >"$WORK/logs/migrate.log" 2>&1 || die "migrate failed, see $WORK/logs/migrate.log"
 psql_q "$template" "
-  INSERT INTO outbox (destination, idempotency_key, payload, status, created_at, delivered_at)
-  SELECT 'hooks', 'old-' || i, '{\"transaction_id\": \"x\", \"amount\": \"1.00\"}', 'delivered',
-         now() - interval '10 days', now() - interval '9 days' FROM generate_series(1, $HISTORY) i;
+  SELECT tidemark_register_destinations('{hooks}');
+  INSERT INTO tidemark_change (partition_key, key_sequence, event_key, destinations, payload, created_at)
+  SELECT 'old-' || (i - 1) % 1000, (i - 1) / 1000 + 1, 'old-' || i || ':1', '{hooks}',
+         '{\"transaction_id\": \"x\", \"amount\": \"1.00\"}', now() - interval '10 days'
+    FROM generate_series(1, $HISTORY) i;
+  INSERT INTO tidemark_partition_sequence (partition_key, last_sequence)
+  SELECT partition_key, max(key_sequence) FROM tidemark_change GROUP BY partition_key;
+  INSERT INTO tidemark_cursor (destination, partition_key, through, last_sequence, advanced_at)
+  SELECT 'hooks', partition_key, last_sequence, last_sequence, now() - interval '9 days' FROM tidemark_partition_sequence;
   INSERT INTO runs (pipeline, trigger, mode, status, requested_at, started_at, finished_at)
   SELECT 'bench', 'cli', 'resume', 'succeeded', now() - interval '100 days', now() - interval '100 days',
          now() - interval '100 days' FROM generate_series(1, GREATEST($HISTORY / 100, 1));

@@ -17,8 +17,8 @@ using pipeline::Duration;
 // Runs a chunk statement of sql/retention/ (parameters: first id, window in milliseconds,
 // chunk size; result: the chunk's last id, rows deleted, whether any row was older than the
 // window), one transaction per chunk, in primary key order. It stops at an empty chunk, or at
-// one with no row created before the window: ids grow with creation time, so the rows after
-// it are newer still. `before` runs first in each chunk's transaction.
+// one with no row created before the window: ids (the log's positions) grow with creation
+// time, so the rows after it are newer still. `before` runs first in each chunk's transaction.
 std::int64_t by_primary_key(pqxx::connection& connection, std::string_view kind, std::string_view statement,
                             Duration window, const Options& options,
                             const std::function<void(pqxx::work&)>& before = {}) {
@@ -41,8 +41,8 @@ std::int64_t by_primary_key(pqxx::connection& connection, std::string_view kind,
   }
 }
 
-// Why delivered outbox rows of a destination are kept: a version of the view it feeds is
-// being built (pipeline/views/admin.cpp rebuild_view replays the destination from the outbox).
+// Why the changes of a destination are kept: a version of the view it feeds is being built
+// (pipeline/views/admin.cpp rebuild_view replays the destination from the change log).
 std::vector<std::string> outbox_kept(pqxx::connection& connection) {
   std::vector<std::string> kept;
   pqxx::read_transaction txn(connection);

@@ -2,8 +2,9 @@
 // Retention (docs/retention.md): everything that grows without bound is deleted once older
 // than its window of the config's `retention:` section, in chunks of at most `chunk` rows per
 // transaction so that no lock is held for long:
-//   outbox        delivered rows older than retention.outbox, unless a version of the view
-//                 their destination feeds is being built (its rebuild replays that destination);
+//   outbox        changes of the log created before retention.outbox that every destination
+//                 they feed is past and no dead letter holds, unless a version of the view
+//                 of one of them is being built (its rebuild replays that destination);
 //   batch_ledger  rows of runs finished before retention.runs, rolled up into tidemark_run_daily;
 //   runs          those runs (never a pipeline's latest), rolled up the same way;
 //   quarantine    entries released before retention.quarantine (open entries stay);

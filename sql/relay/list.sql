@@ -1,8 +1,8 @@
 -- tidemark outbox list and GET /v1/outbox: filters are optional ($1 status, $2 destination;
 -- NULL = any). $4 is the id to list after (0: from the oldest), for paging by id: a page
--- never repeats an event of an earlier one.
+-- never repeats an event of an earlier one. A delivered event has no next attempt: ''.
 SELECT id, destination, status, attempts, idempotency_key,
-       to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') AS next_attempt_at,
+       coalesce(to_char(next_attempt_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '') AS next_attempt_at,
        coalesce(last_error, '') AS last_error,
        coalesce(to_char(delivered_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), '') AS delivered_at,
        partition_key, sequence,

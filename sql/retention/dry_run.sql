@@ -1,6 +1,6 @@
 -- `retention run --dry-run`: how many rows each kind would delete now, as the chunks decide
--- (windows in milliseconds: $1 outbox, $2 runs (also the registry of files read), $3 quarantine,
--- $4 requests, $5 inbox).
+-- (the outbox kind counts changes of the log; windows in milliseconds: $1 outbox, $2 runs
+-- (also the registry of files read), $3 quarantine, $4 requests, $5 inbox).
 -- Read-only; the runs count includes those whose ledger rows would go first. Each count is
 -- named by its kind (app/retention/retention.hpp kKinds).
 WITH expired_runs AS (
@@ -9,9 +9,8 @@ WITH expired_runs AS (
      AND r.finished_at < now() - $2::bigint * interval '1 millisecond'
      AND r.id < (SELECT max(latest.id) FROM runs latest WHERE latest.pipeline = r.pipeline)
 )
-SELECT (SELECT count(*) FROM outbox o
-         WHERE o.status = 'delivered' AND o.delivered_at < now() - $1::bigint * interval '1 millisecond'
-           AND NOT EXISTS (SELECT 1 FROM views v WHERE v.name = o.destination AND v.status NOT IN ('live', 'retired')))
+SELECT (SELECT count(*) FROM tidemark_change c
+         WHERE c.created_at < now() - $1::bigint * interval '1 millisecond' AND tidemark_change_retired(c))
          AS outbox,
        (SELECT count(*) FROM batch_ledger l WHERE l.run_id IN (SELECT id FROM expired_runs)) AS batch_ledger,
        (SELECT count(*) FROM expired_runs) AS runs,

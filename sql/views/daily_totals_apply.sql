@@ -5,7 +5,8 @@
 -- an older revision arriving late (another account's queue) is superseded, not lost; it is
 -- a filter on state, not on deltas (rule 15). The day totals then move by the difference:
 -- the new revision's amount onto its day, the replaced one's off the day it was counted on.
--- A day is the UTC date of occurred_at, or of the event's creation when it has none.
+-- A day is the UTC date of occurred_at, or of the event's creation when it has none (its
+-- change's, found by position: an outbox id is position * 1024 + the destination's number).
 -- $1 consumer, $2 event_id, $3 outbox id, $4 transaction_id, $5 source_revision,
 -- $6 amount, $7 occurred_at.
 WITH ins AS (
@@ -18,7 +19,8 @@ WITH ins AS (
 counted AS (
   INSERT INTO {table}_transactions AS t (transaction_id, source_revision, day, amount)
   SELECT $4, $5::bigint,
-         (COALESCE($7::timestamptz, (SELECT created_at FROM outbox WHERE id = $3::bigint)) AT TIME ZONE 'UTC')::date,
+         (COALESCE($7::timestamptz, (SELECT created_at FROM tidemark_change WHERE position = $3::bigint / 1024))
+          AT TIME ZONE 'UTC')::date,
          $6::numeric
    WHERE EXISTS (SELECT 1 FROM ins)
   ON CONFLICT (transaction_id) DO UPDATE
