@@ -100,7 +100,7 @@ void tampered_database_is_reported(const EntitySpec& entity) {
             ") FROM " + table + " WHERE " + revision + " > 0)");
   db.scalar("UPDATE " + table + " SET " + amount + " = " + amount + " + 1 WHERE " + key + " = (SELECT max(" + key +
             ") FROM " + table + ")");
-  db.scalar("DELETE FROM outbox WHERE id = (SELECT min(id) FROM outbox)");
+  db.scalar("DELETE FROM tidemark_change WHERE position = (SELECT min(position) FROM tidemark_change)");
   db.scalar("DELETE FROM quarantine WHERE id = (SELECT min(id) FROM quarantine)");
   db.scalar("UPDATE quarantine SET field = NULL WHERE id = (SELECT max(id) FROM quarantine WHERE field IS NOT NULL)");
 

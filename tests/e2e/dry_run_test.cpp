@@ -47,7 +47,8 @@ std::string last_line(const std::string& text) {
 std::map<std::string, Rows> every_table(const TestDatabase& db, const std::vector<std::string>& more = {}) {
   std::vector<std::string> tables = {"transaction_state", "outbox",  "quarantine",
                                      "checkpoint",        "batch_ledger", "runs",
-                                     "tidemark_destination_sequence", "tidemark_entities"};
+                                     "tidemark_change",   "tidemark_partition_sequence",
+                                     "tidemark_destination", "tidemark_entities"};
   tables.insert(tables.end(), more.begin(), more.end());
   std::map<std::string, Rows> rows;
   for (const std::string& table : tables) rows[table] = query_rows(db, "SELECT * FROM " + table + " ORDER BY 1");

@@ -156,7 +156,7 @@ Snapshot snapshot(const TestDatabase& db) {
   s.quarantine = rows(txn,
                       "SELECT jsonb_build_array(pipeline, reason, detail, transaction_id, source_revision, raw, "
                       "raw_bytes, format, decode_context, position, released_at)::text FROM quarantine ORDER BY id");
-  s.sequences = rows(txn, "SELECT destination || ':' || partition_key || '=' || last_sequence FROM tidemark_destination_sequence ORDER BY 1");
+  s.sequences = rows(txn, "SELECT partition_key || '=' || last_sequence FROM tidemark_partition_sequence ORDER BY 1");
   const auto ledger = txn.exec(
       "SELECT count(*), COALESCE(sum(input), 0), COALESCE(sum(inserted), 0), COALESCE(sum(updated), 0), "
       "COALESCE(sum(unchanged), 0), COALESCE(sum(stale), 0), COALESCE(sum(superseded), 0), "

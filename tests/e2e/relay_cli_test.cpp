@@ -12,6 +12,7 @@
 #include <fstream>
 #include <thread>
 
+#include "tests/support/change_log.hpp"
 #include "tests/support/test_database.hpp"
 #include "tests/support/test_receiver.hpp"
 
@@ -65,17 +66,15 @@ class RelayCli : public ::testing::Test {
     return "--config " + (folder_ / "config.yaml").string() + " --database '" + db_.url() + "'";
   }
 
-  void insert_event(const std::string& transaction_id, const std::string& account, int sequence) {
-    const std::string key = "ledger:" + transaction_id + ":1";
-    const std::string payload = R"({"event_id":")" + key + R"(","transaction_id":")" + transaction_id +
+  // An event of transaction_id's revision 1 for ledger (idempotency key 'ledger:<id>:1'), the
+  // next of `account`'s stream.
+  void insert_event(const std::string& transaction_id, const std::string& account) {
+    const std::string payload = R"({"transaction_id":")" + transaction_id +
                                 R"(","source_revision":1,"amount":"5.00","previous_amount":null,"account_id":")" +
-                                account + R"(","sequence":)" + std::to_string(sequence) + "}";
+                                account + R"("})";
     auto connection = db_.connect();
     pqxx::work txn(*connection);
-    txn.exec_params(
-        "INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload) "
-        "VALUES ('ledger', $1, $2, $3, $4::jsonb)",
-        key, account, sequence, payload);
+    testing::append_change(txn, {"ledger"}, account, transaction_id + ":1", payload);
     txn.commit();
   }
 
@@ -90,9 +89,9 @@ class RelayCli : public ::testing::Test {
 };
 
 TEST_F(RelayCli, OnceDeliversEverythingDueAndExits) {
-  insert_event("t1", "a", 1);
-  insert_event("t2", "a", 2);
-  insert_event("t3", "b", 1);
+  insert_event("t1", "a");
+  insert_event("t2", "a");
+  insert_event("t3", "b");
 
   const auto outcome = run("relay --once " + options());
 
@@ -102,14 +101,18 @@ TEST_F(RelayCli, OnceDeliversEverythingDueAndExits) {
 }
 
 TEST_F(RelayCli, KilledAfterSendIsRedeliveredWithTheSameKeyAndAppliedOnce) {
-  insert_event("t1", "a", 1);
+  insert_event("t1", "a");
 
   const auto killed = run("relay --once " + options(), "TIDEMARK_FAILPOINTS=relay_after_send");
   ASSERT_EQ(killed.exit_code, 137) << killed.output;
   EXPECT_EQ(receiver_.applied_count(), 1u);
-  EXPECT_EQ(status_of("t1"), "pending 0") << "the 2xx was never recorded";
-  // The lease of that attempt is on the key's head (migrations/0020_head_leases.sql).
-  EXPECT_EQ(db_.scalar("SELECT head_attempts FROM tidemark_destination_sequence WHERE partition_key = 'a'"), "1");
+  // The 2xx was never recorded: the event is pending, its attempt in flight counted
+  // (migrations/0029_change_log.sql; before, the attempts shown left out the one in flight).
+  EXPECT_EQ(status_of("t1"), "pending 1") << "the 2xx was never recorded";
+  // The lease of that attempt is on the key's cursor.
+  EXPECT_EQ(db_.scalar("SELECT head_attempts || ' ' || head_leased FROM tidemark_cursor "
+                       "WHERE destination = 'ledger' AND partition_key = 'a'"),
+            "1 t");
 
   // The dead relay's lease (2 s here) runs out; the restarted relay sends the event again.
   const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -129,7 +132,7 @@ TEST_F(RelayCli, KilledAfterSendIsRedeliveredWithTheSameKeyAndAppliedOnce) {
 }
 
 TEST_F(RelayCli, KilledAfterMarkDoesNotSendAgain) {
-  insert_event("t1", "a", 1);
+  insert_event("t1", "a");
 
   const auto killed = run("relay --once " + options(), "TIDEMARK_FAILPOINTS=relay_after_mark");
   ASSERT_EQ(killed.exit_code, 137) << killed.output;
@@ -142,8 +145,8 @@ TEST_F(RelayCli, KilledAfterMarkDoesNotSendAgain) {
 
 TEST_F(RelayCli, DeadEventIsListedAndRetryAllDeadRedrivesIt) {
   receiver_.fail_next(Failure::kBadRequest);
-  insert_event("t1", "a", 1);
-  insert_event("t2", "b", 1);
+  insert_event("t1", "a");
+  insert_event("t2", "b");
   receiver_.fail_next(Failure::kBadRequest);
 
   ASSERT_EQ(run("relay --once " + options()).exit_code, 0);
@@ -166,7 +169,7 @@ TEST_F(RelayCli, DeadEventIsListedAndRetryAllDeadRedrivesIt) {
 
 TEST_F(RelayCli, RetryOfOneEventRedrivesItAndUnknownIdIsAUsageError) {
   receiver_.fail_next(Failure::kBadRequest);
-  insert_event("t1", "a", 1);
+  insert_event("t1", "a");
   ASSERT_EQ(run("relay --once " + options()).exit_code, 0);
   const std::string id = db_.scalar("SELECT id FROM outbox");
 
@@ -187,9 +190,9 @@ TEST_F(RelayCli, WithoutOnceKeepsDeliveringNewEventsUntilSigterm) {
   pid_t pid = 0;
   ASSERT_EQ(posix_spawn(&pid, TIDEMARK_BINARY, nullptr, nullptr, const_cast<char**>(argv), environ), 0);
 
-  insert_event("t1", "a", 1);
+  insert_event("t1", "a");
   EXPECT_TRUE(receiver_.wait_for_applied(1, 10s));
-  insert_event("t2", "a", 2);
+  insert_event("t2", "a");
   EXPECT_TRUE(receiver_.wait_for_applied(2, 10s)) << "a running relay picks up events committed later";
 
   kill(pid, SIGTERM);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -38,9 +39,15 @@ TEST(RetentionCli, RunDeletesPastTheConfiguredWindowsAndPrintsEachKind) {
   const std::filesystem::path folder = pattern;
   const std::string config = (folder / "config.yaml").string();
   std::ofstream(config) << "retention: {outbox: 2h, quarantine: 1h}\n";
-  db.scalar("INSERT INTO outbox (destination, idempotency_key, payload, status, created_at, delivered_at) VALUES "
-            "('hooks', 'old', '{}', 'delivered', now() - interval '3 hours', now() - interval '3 hours'), "
-            "('hooks', 'new', '{}', 'delivered', now() - interval '1 hour', now() - interval '1 hour') RETURNING 1");
+  // Two events of hooks, logged 3 hours and 1 hour ago, both delivered.
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    testing::append_aged_change(txn, "hooks", "old", "3 hours");
+    testing::append_aged_change(txn, "hooks", "new", "1 hour");
+    txn.commit();
+  }
+  ASSERT_EQ(testing::settle_due(*connection, "hooks", testing::Settlement::kDelivered), 2);
   db.scalar("INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, position, created_at, released_at) "
             "VALUES ('p', 's', 'invalid', 'd', 'a', 'csv', '1', now() - interval '3 hours', now() - interval '2 hours') "
             "RETURNING 1");
@@ -55,7 +62,7 @@ TEST(RetentionCli, RunDeletesPastTheConfiguredWindowsAndPrintsEachKind) {
   EXPECT_EQ(run.exit_code, 0) << run.both();
   EXPECT_THAT(run.out, HasSubstr("kind\tdeleted\noutbox\t1\nbatch_ledger\t0\nruns\t0\nquarantine\t1\nrequests\t0\n"
                                  "inbox\t0\n"));
-  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "new");
+  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "hooks:new");
   EXPECT_EQ(db.scalar("SELECT count(*) FROM quarantine"), "0");
   std::filesystem::remove_all(folder);
 }

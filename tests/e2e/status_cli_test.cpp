@@ -14,6 +14,7 @@
 
 #include <boost/json.hpp>
 
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -69,7 +70,8 @@ class StatusCliTest : public ::testing::Test {
 TEST_F(StatusCliTest, JsonShowsTheLastRunWithLedgerCountsCheckpointOpenQuarantineAndEventsPerDestination) {
   run_p();
   // One of ledger's events given up on, as the relay does after its last attempt.
-  db_.scalar("UPDATE outbox SET status = 'dead' WHERE id = (SELECT min(id) FROM outbox WHERE destination = 'ledger')");
+  auto connection = db_.connect();
+  ASSERT_EQ(testing::settle_due(*connection, "ledger", testing::Settlement::kDead, 1), 1);
 
   const ProcessResult result = status({"--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;

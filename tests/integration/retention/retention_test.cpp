@@ -13,6 +13,7 @@
 #include "app/retention/retention.hpp"
 #include "app/wiring/options.hpp"
 #include "pipeline/views/views.hpp"
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::app::retention {
@@ -29,12 +30,20 @@ void exec(const TestDatabase& db, const std::string& statement) {
   txn.commit();
 }
 
-// A delivered (or pending/dead) outbox row created and delivered `age` ago.
+// An event of `destination` alone on its key `key` (its outbox idempotency key
+// '<destination>:<key>'), logged `age` ago, then delivered or given up on ("dead") the relay's
+// way, or left "pending". Settling takes every due event of the destination: a test writes the
+// events it leaves pending last.
 void outbox_row(const TestDatabase& db, const std::string& key, const std::string& destination,
                 const std::string& status, const std::string& age) {
-  exec(db, "INSERT INTO outbox (destination, idempotency_key, payload, status, created_at, delivered_at) VALUES ('" +
-               destination + "', '" + key + "', '{}', '" + status + "', now() - interval '" + age + "', " +
-               (status == "delivered" ? "now() - interval '" + age + "'" : std::string("NULL")) + ")");
+  auto connection = db.connect();
+  {
+    pqxx::work txn(*connection);
+    testing::append_aged_change(txn, destination, key, age);
+    txn.commit();
+  }
+  if (status == "delivered") testing::settle_due(*connection, destination, testing::Settlement::kDelivered);
+  if (status == "dead") testing::settle_due(*connection, destination, testing::Settlement::kDead);
 }
 
 // A run of `pipeline` requested on `requested`, finished `finished_age` ago (NULL when
@@ -75,13 +84,14 @@ TEST(RetentionTest, DeliveredOutboxRowsPastTheWindowGoAndEverythingElseStays) {
   TestDatabase db;
   for (int i = 0; i < 3; ++i) outbox_row(db, "old-" + std::to_string(i), "hooks", "delivered", "8 days");
   outbox_row(db, "recent", "hooks", "delivered", "6 days");
-  outbox_row(db, "old-pending", "hooks", "pending", "8 days");
   outbox_row(db, "old-dead", "hooks", "dead", "8 days");
+  outbox_row(db, "old-pending", "hooks", "pending", "8 days");
   auto connection = db.connect();
   const auto kinds = by_kind(run_retention(*connection, options_with_chunk(kDefaultChunk)));
   EXPECT_EQ(kinds.at("outbox").deleted, 3);
   EXPECT_TRUE(kinds.at("outbox").kept.empty());
-  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',' ORDER BY id) FROM outbox"), "recent,old-pending,old-dead");
+  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',' ORDER BY id) FROM outbox"),
+            "hooks:recent,hooks:old-dead,hooks:old-pending");
 }
 
 TEST(RetentionTest, OutboxRowsOfAViewBeingRebuiltAreKeptUntilItIsLive) {
@@ -96,7 +106,7 @@ TEST(RetentionTest, OutboxRowsOfAViewBeingRebuiltAreKeptUntilItIsLive) {
   EXPECT_EQ(kinds.at("outbox").deleted, 2);
   ASSERT_EQ(kinds.at("outbox").kept.size(), 1u);
   EXPECT_THAT(kinds.at("outbox").kept[0], HasSubstr("destination daily_totals kept: view daily_totals version 2"));
-  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "view-old");
+  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "daily_totals:view-old");
 
   exec(db, "UPDATE views SET status = 'live' WHERE name = 'daily_totals' AND version = 2");
   kinds = by_kind(run_retention(*connection, options_with_chunk(kDefaultChunk)));
@@ -131,7 +141,7 @@ TEST(RetentionTest, AChunkWaitsForARebuildBeingRegisteredAndThenKeepsItsRows) {
   registering.commit();
   const auto kinds = job.get();
   EXPECT_EQ(kinds.at("outbox").deleted, 1);
-  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "view-old");
+  EXPECT_EQ(db.scalar("SELECT string_agg(idempotency_key, ',') FROM outbox"), "daily_totals:view-old");
 }
 
 // A rebuild from full history replays the destination's outbox: once retention deleted some

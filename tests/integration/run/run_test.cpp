@@ -35,7 +35,7 @@ constexpr char kHeader[] = "transaction_id,source_revision,amount,account_id\n";
 std::vector<Rows> snapshot(const TestDatabase& db) {
   return {query_rows(db, "SELECT * FROM transaction_state ORDER BY transaction_id"),
           query_rows(db, "SELECT * FROM outbox ORDER BY id"),
-          query_rows(db, "SELECT * FROM tidemark_destination_sequence ORDER BY destination, partition_key"),
+          query_rows(db, "SELECT * FROM tidemark_partition_sequence ORDER BY partition_key"),
           query_rows(db, "SELECT * FROM checkpoint ORDER BY pipeline, source")};
 }
 

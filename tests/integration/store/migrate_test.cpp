@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <string_view>
 
 #include "pipeline/store/migrate.hpp"
@@ -28,6 +29,38 @@ std::vector<std::string> migration_files() {
   }
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// Makes the schema `schema`, the connection's search path for the session (migrate then works
+// in it too: the test database is migrated already), and applies and records there, as
+// `migrate` would, every migration whose version sorts before `first_not_applied`.
+void migrate_schema_before(pqxx::connection& connection, const std::string& schema,
+                           std::string_view first_not_applied) {
+  {
+    pqxx::nontransaction txn(connection);
+    txn.exec("CREATE SCHEMA " + schema);
+    txn.exec("SET search_path TO " + schema);
+    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
+  }
+  for (const auto& migration : sql::kMigrations) {
+    if (std::string_view(migration.version) >= first_not_applied) break;
+    pqxx::work txn(connection);
+    txn.exec(std::string(migration.text));
+    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
+    txn.commit();
+  }
+}
+
+// The rows of `query`, NULL as "<null>", read on the connection (so in its search path).
+Rows rows(pqxx::connection& connection, const std::string& query) {
+  pqxx::nontransaction txn(connection);
+  Rows result;
+  for (const auto& row : txn.exec(query)) {
+    std::vector<std::string> values;
+    for (const auto& field : row) values.push_back(field.is_null() ? "<null>" : field.c_str());
+    result.push_back(std::move(values));
+  }
+  return result;
 }
 
 TEST(Migrate, EmbedsEveryMigrationFileInNameOrder) {
@@ -54,19 +87,7 @@ TEST(Migrate, AppliesEachMigrationOnceInNameOrder) {
 TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
   TestDatabase db;
   auto connection = db.connect();
-  {
-    pqxx::nontransaction txn(*connection);
-    txn.exec("CREATE SCHEMA at0010");
-    txn.exec("SET search_path TO at0010");  // for the session: migrate below works in it too
-    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
-  }
-  for (const auto& migration : sql::kMigrations) {
-    if (std::string_view(migration.version) > "0010_run_stopped.sql") break;
-    pqxx::work txn(*connection);
-    txn.exec(std::string(migration.text));
-    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
-    txn.commit();
-  }
+  migrate_schema_before(*connection, "at0010", "0011");
   {
     pqxx::work txn(*connection);
     // Before 0007 a name was stored as it was (file_bytes NULL), backslash included; since,
@@ -81,34 +102,25 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
   }
   db::migrate(*connection);
 
-  pqxx::nontransaction txn(*connection);
-  const auto rows = [&](const std::string& query) {
-    Rows result;
-    for (const auto& row : txn.exec(query)) {
-      std::vector<std::string> values;
-      for (const auto& field : row) values.push_back(field.is_null() ? "<null>" : field.c_str());
-      result.push_back(std::move(values));
-    }
-    return result;
-  };
-  EXPECT_EQ(rows("SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' "
+  EXPECT_EQ(rows(*connection, "SELECT version FROM schema_migrations WHERE version > '0010_run_stopped.sql' "
                  "AND version < '0012' ORDER BY version"),
             (Rows{{"0011_source_neutral_positions.sql"}}));
   // The file source's position text, as it parses it: the old name's backslash escaped.
-  EXPECT_EQ(rows("SELECT pipeline, position FROM checkpoint ORDER BY pipeline"),
+  EXPECT_EQ(rows(*connection, "SELECT pipeline, position FROM checkpoint ORDER BY pipeline"),
             (Rows{{"new", "b\\xe9.csv:10"}, {"old", "x\\\\y.csv:7"}}));
-  EXPECT_EQ(rows("SELECT column_name FROM information_schema.columns WHERE table_schema = 'at0010' "
+  EXPECT_EQ(rows(*connection, "SELECT column_name FROM information_schema.columns WHERE table_schema = 'at0010' "
                  "AND table_name = 'checkpoint' AND column_name IN ('file', 'file_bytes', 'byte_offset')"),
             Rows{});
-  EXPECT_EQ(rows("SELECT format, decode_context FROM quarantine ORDER BY id"),
+  EXPECT_EQ(rows(*connection, "SELECT format, decode_context FROM quarantine ORDER BY id"),
             (Rows{{"csv", "transaction_id,source_revision,amount"}, {"jsonl", ""}}));
   // 0012: every earlier entry is the built-in entity's, with no field named.
-  EXPECT_EQ(rows("SELECT entity, field FROM quarantine ORDER BY id"),
+  EXPECT_EQ(rows(*connection, "SELECT entity, field FROM quarantine ORDER BY id"),
             (Rows{{"transaction", "<null>"}, {"transaction", "<null>"}}));
   // Any connector's format is accepted now, and a record without context stores ''.
-  txn.exec("INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, position) "
-           "VALUES ('p', 'stream', 'invalid', 'amount', 'x', 'avro', 'seq 1')");
-  EXPECT_EQ(rows("SELECT decode_context FROM quarantine WHERE format = 'avro'"), (Rows{{""}}));
+  pqxx::nontransaction(*connection)
+      .exec("INSERT INTO quarantine (pipeline, source, reason, detail, raw, format, position) "
+            "VALUES ('p', 'stream', 'invalid', 'amount', 'x', 'avro', 'seq 1')");
+  EXPECT_EQ(rows(*connection, "SELECT decode_context FROM quarantine WHERE format = 'avro'"), (Rows{{""}}));
 }
 
 // A database that holds what the old quarantine index let through, two open
@@ -118,19 +130,7 @@ TEST(Migrate, RowsWrittenAt0010KeepTheirPositionsAndDecodeContextsAfter0011) {
 TEST(Migrate, QuarantineEntriesOfOneRecordKeepOneOpenEntryAfter0026) {
   TestDatabase db;
   auto connection = db.connect();
-  {
-    pqxx::nontransaction txn(*connection);
-    txn.exec("CREATE SCHEMA at0025");
-    txn.exec("SET search_path TO at0025");
-    txn.exec(std::string(sql::kMigrateCreateSchemaMigrations));
-  }
-  for (const auto& migration : sql::kMigrations) {
-    if (std::string_view(migration.version) >= "0026") break;
-    pqxx::work txn(*connection);
-    txn.exec(std::string(migration.text));
-    txn.exec_params(std::string(sql::kMigrateRecordApplied), std::string(migration.version));
-    txn.commit();
-  }
+  migrate_schema_before(*connection, "at0025", "0026");
   {
     pqxx::work txn(*connection);
     txn.exec(R"(INSERT INTO runs (id, pipeline, trigger, mode, status, reason)
@@ -151,6 +151,139 @@ TEST(Migrate, QuarantineEntriesOfOneRecordKeepOneOpenEntryAfter0026) {
                   {"2", "/in", "f", "migration 0026 (entry 3 is this record's open entry)", "duplicate", "<null>"},
                   {"3", "/in", "t", "<null>", "<null>", "<null>"},
                   {"4", "/in", "t", "<null>", "<null>", "<null>"}}));
+}
+
+// Every state an outbox row could be in at 0028, as the relay and `outbox retry` left them,
+// becomes the change log at 0029 with nothing lost or sent twice: the `outbox` view shows
+// each event as it was, whatever its new id, and the relay's claim then offers the pending
+// ones, and only those, each once, in the order of its key.
+TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
+  TestDatabase db;
+  auto connection = db.connect();
+  migrate_schema_before(*connection, "at0028", "0029");
+  {
+    pqxx::work txn(*connection);
+    // Written one by one, in order, so that the heads' trigger (0015) keeps each key's head
+    // as the relay would have: the lowest pending sequence, with its attempts and due time.
+    //   ledger a: 1-2 delivered (2 after 3 attempts), 3 the head (2 attempts, failing, due),
+    //             4-5 pending behind it;
+    //   audit a:  the same key, fewer events, so other sequences: t3 delivered as 1, t5 pending as 2;
+    //   ledger b: 1 dead (it holds nothing back), 2 delivered, 3 the head;
+    //   ledger c: 1 revived by `outbox retry` after 2 was delivered: pending below a delivered one;
+    //   ledger d: 1 delivered, 3 pending: a gap from before 0005, when another destination took
+    //             number 2 of the one shared counter;
+    //   ledger, no key or sequence (from before 0005): one delivered, one pending with an attempt,
+    //             their payloads without a sequence.
+    txn.exec(R"(
+      INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload, status, attempts,
+                          next_attempt_at, last_error, created_at, delivered_at)
+      SELECT e.destination, e.destination || ':' || e.tx || ':1', e.account, e.sequence,
+             jsonb_build_object('event_id', e.destination || ':' || e.tx || ':1', 'transaction_id', e.tx,
+                                'source_revision', 1, 'amount', e.n || '.00', 'previous_amount', NULL,
+                                'account_id', e.account)
+               || CASE WHEN e.sequence IS NULL THEN '{}' ELSE jsonb_build_object('sequence', e.sequence) END,
+             e.status, e.attempts, now() - e.due_ago * interval '1 second', e.error,
+             now() - interval '1 hour' + e.n * interval '1 second',
+             CASE WHEN e.status = 'delivered' THEN now() - interval '30 minutes' END
+        FROM (VALUES
+          (1, 'ledger', 't1', 'a', 1, 'delivered', 1, 3000, NULL),
+          (2, 'ledger', 't2', 'a', 2, 'delivered', 3, 3000, NULL),
+          (3, 'audit', 't3', 'a', 1, 'delivered', 1, 3000, NULL),
+          (4, 'ledger', 't3', 'a', 3, 'pending', 2, 60, 'HTTP 503'),
+          (5, 'ledger', 't4', 'a', 4, 'pending', 0, 3000, NULL),
+          (6, 'ledger', 't5', 'a', 5, 'pending', 0, 3000, NULL),
+          (7, 'audit', 't5', 'a', 2, 'pending', 0, 3000, NULL),
+          (8, 'ledger', 't6', 'b', 1, 'dead', 5, 2000, 'HTTP 400'),
+          (9, 'ledger', 't7', 'b', 2, 'delivered', 1, 3000, NULL),
+          (10, 'ledger', 't8', 'b', 3, 'pending', 0, 3000, NULL),
+          (11, 'ledger', 't10', 'c', 2, 'delivered', 1, 3000, NULL),
+          (12, 'ledger', 't9', 'c', 1, 'pending', 0, 10, NULL),
+          (13, 'ledger', 't20', NULL, NULL, 'delivered', 1, 3000, NULL),
+          (14, 'ledger', 't21', NULL, NULL, 'pending', 1, 30, 'timeout'),
+          (15, 'ledger', 't11', 'd', 1, 'delivered', 1, 3000, NULL),
+          (16, 'ledger', 't12', 'd', 3, 'pending', 0, 3000, NULL)
+        ) AS e(n, destination, tx, account, sequence, status, attempts, due_ago, error)
+       ORDER BY e.n)");
+    // Each stream's counter, as the writers kept it (the trigger makes only those of pending rows).
+    txn.exec("INSERT INTO tidemark_destination_sequence AS s (destination, partition_key, last_sequence) "
+             "SELECT destination, partition_key, max(sequence) FROM outbox WHERE partition_key IS NOT NULL "
+             "GROUP BY 1, 2 ON CONFLICT (destination, partition_key) DO NOTHING");
+    txn.commit();
+  }
+  ASSERT_EQ(rows(*connection, "SELECT destination, partition_key, head_sequence, head_attempts "
+                              "FROM tidemark_destination_sequence ORDER BY 1, 2"),
+            (Rows{{"audit", "a", "2", "0"}, {"ledger", "a", "3", "2"}, {"ledger", "b", "3", "0"},
+                  {"ledger", "c", "1", "0"}, {"ledger", "d", "3", "0"}}))
+      << "the old shape, as the relay kept it";
+  // Everything an event is, but its id (ids are new: position * 1024 + destination number).
+  const std::string events =
+      "SELECT destination, idempotency_key, partition_key, sequence, payload::text, status, attempts "
+      "FROM outbox ORDER BY destination, idempotency_key";
+  const Rows before = rows(*connection, events);
+  // When each event the relay can send is due (the events behind a key's head have no due
+  // time of their own), and its last error.
+  const std::string due = "SELECT idempotency_key, next_attempt_at, last_error FROM outbox WHERE status <> "
+                          "'delivered' AND idempotency_key NOT IN ('ledger:t4:1', 'ledger:t5:1') ORDER BY 1";
+  const Rows due_before = rows(*connection, due);
+  ASSERT_EQ(before.size(), 16u);
+
+  db::migrate(*connection);
+  EXPECT_EQ(rows(*connection, "SELECT relkind FROM pg_class WHERE oid = 'outbox'::regclass"), (Rows{{"v"}}));
+  EXPECT_EQ(rows(*connection, events), before);
+  EXPECT_EQ(rows(*connection, due), due_before);
+
+  // The relay's loop: claim, deliver what was claimed in the next claim, until nothing is due.
+  Rows claimed;
+  std::map<std::string, std::string> first_attempt;
+  std::string delivered = "{}", attempts = "{}";
+  for (int round = 0; round < 20; ++round) {
+    pqxx::work txn(*connection);
+    const pqxx::result offered = txn.exec_params(
+        "SELECT id, destination, idempotency_key, partition_key, sequence, payload, attempts "
+        "FROM tidemark_relay_claim('{ledger,audit}', '{100,100}', 100, 60000, $1::bigint[], $2::int[])",
+        delivered, attempts);
+    txn.commit();
+    if (offered.empty() && delivered == "{}") break;
+    std::string ids, tries;
+    for (const auto& row : offered) {
+      std::vector<std::string> event;
+      for (int field = 1; field <= 5; ++field) event.push_back(row[field].is_null() ? "<null>" : row[field].c_str());
+      first_attempt.emplace(event[1], row[6].c_str());
+      claimed.push_back(std::move(event));
+      ids += (ids.empty() ? "" : ",") + std::string(row[0].c_str());
+      tries += (tries.empty() ? "" : ",") + std::string(row[6].c_str());
+    }
+    delivered = "{" + ids + "}";
+    attempts = "{" + tries + "}";
+  }
+  // Each pending event exactly once, as it was (key, sequence, payload)...
+  Rows pending;
+  for (const auto& event : before) {
+    if (event[5] == "pending") pending.push_back({event[0], event[1], event[2], event[3], event[4]});
+  }
+  std::sort(pending.begin(), pending.end());
+  Rows claimed_sorted = claimed;
+  std::sort(claimed_sorted.begin(), claimed_sorted.end());
+  EXPECT_EQ(claimed_sorted, pending);
+  // ...each key's in its order...
+  std::map<std::string, std::vector<std::string>> by_key;
+  for (const auto& event : claimed) {
+    if (event[2] != "<null>") by_key[event[0] + " " + event[2]].push_back(event[3]);
+  }
+  EXPECT_EQ(by_key, (std::map<std::string, std::vector<std::string>>{
+                        {"audit a", {"2"}}, {"ledger a", {"3", "4", "5"}}, {"ledger b", {"3"}}, {"ledger c", {"1"}},
+                        {"ledger d", {"3"}}}));
+  // ...and an attempt counted on from those made before.
+  EXPECT_EQ(first_attempt, (std::map<std::string, std::string>{{"audit:t5:1", "1"},
+                                                               {"ledger:t12:1", "1"},
+                                                               {"ledger:t21:1", "2"},
+                                                               {"ledger:t3:1", "3"},
+                                                               {"ledger:t4:1", "1"},
+                                                               {"ledger:t5:1", "1"},
+                                                               {"ledger:t8:1", "1"},
+                                                               {"ledger:t9:1", "1"}}));
+  EXPECT_EQ(rows(*connection, "SELECT idempotency_key, status FROM outbox WHERE status <> 'delivered'"),
+            (Rows{{"ledger:t6:1", "dead"}}));
 }
 
 }  // namespace

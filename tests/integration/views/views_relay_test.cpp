@@ -18,6 +18,8 @@
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/views/view_sink.hpp"
 #include "pipeline/views/views.hpp"
+#include "tests/support/change_log.hpp"
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -125,13 +127,17 @@ void load(const TestDatabase& db, const TempDir& dir, int round, const std::stri
   pipeline::run_pipeline(request);
 }
 
-// Pending events due in a random order across accounts; the relay still sends only the
-// lowest pending sequence of each account, so each account stays in order.
+// Pending events due in a random order across accounts: each key's next event (its cursor's
+// head, once the log is ingested) gets a random due time. The relay still sends only that
+// event of each account, so each account stays in order.
 void shuffle_pending(const TestDatabase& db, double seed) {
   auto connection = db.connect();
-  pqxx::nontransaction txn(*connection);
+  pqxx::work txn(*connection);
+  testing::ingest(txn, {kAccountBalance, kDailyTotals});
   txn.exec("SELECT setseed(" + std::to_string(seed) + ")");
-  txn.exec("UPDATE outbox SET next_attempt_at = now() - random() * interval '1 hour' WHERE status = 'pending'");
+  txn.exec("UPDATE tidemark_cursor SET head_due_at = now() - random() * interval '1 hour' "
+           "WHERE head_sequence IS NOT NULL AND NOT head_leased");
+  txn.commit();
 }
 
 void drain(const TestDatabase& db, bool twice) {
@@ -170,8 +176,8 @@ Rows expected_balances(const TestDatabase& db) {
                     "FROM transaction_state GROUP BY 1 HAVING sum(amount) <> 0 ORDER BY 1");
 }
 Rows expected_versions(const TestDatabase& db) {
-  return query_rows(db, "SELECT partition_key, last_sequence FROM tidemark_destination_sequence "
-                        "WHERE destination = 'account_balance' ORDER BY 1");
+  return query_rows(db, "SELECT partition_key, max(sequence) FROM outbox "
+                        "WHERE destination = 'account_balance' GROUP BY 1 ORDER BY 1");
 }
 Rows expected_days(const TestDatabase& db) {
   return query_rows(db,
@@ -240,7 +246,13 @@ TEST(ViewsTest, EveryEventDeliveredTwiceInRandomAccountInterleavingMatchesState)
   ASSERT_EQ(db.scalar("SELECT count(*) FROM outbox WHERE status <> 'delivered'"), "0");
   expect_views_match_state(db, 1);
   // Every event once more, in another random order: nothing changes.
-  db.scalar("UPDATE outbox SET status = 'pending', attempts = 0 RETURNING 1");
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    testing::redeliver_everything(txn, kAccountBalance);
+    testing::redeliver_everything(txn, kDailyTotals);
+    txn.commit();
+  }
   shuffle_pending(db, 0.9);
   drain(db, true);
   expect_views_match_state(db, 1);
@@ -410,13 +422,16 @@ TEST(ViewsTest, AViewReflectsThePipelinesThatListItAndAnotherWriterNeverStallsIt
 
 TEST(ViewsTest, AnOldGapStallsTheLiveVersionAndARebuildFromFullHistoryOrASnapshotMendsIt) {
   // A gap from before per-destination sequences: another pipeline took number 2 of the
-  // account under the one shared counter. The live version waits for it, the event goes
-  // dead, and views show it; a rebuild applies over the gap, which can never fill.
+  // account under the one shared counter, after t1 (number 1) was delivered; the stream's
+  // cursor, made from such a database, says so (its last sequence 2). The live version waits
+  // for it, the event goes dead, and views show it; a rebuild applies over the gap, which can
+  // never fill.
   TestDatabase db;
   TempDir dir;
   const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
   load(db, dir, 0, header + "t1,1,10.00,a,\n");
-  db.scalar("UPDATE tidemark_destination_sequence SET last_sequence = last_sequence + 1 "
+  drain(db, false);
+  db.scalar("UPDATE tidemark_cursor SET last_sequence = last_sequence + 1 "
             "WHERE destination = 'account_balance' RETURNING 1");
   load(db, dir, 1, header + "t2,1,5.00,a,\n");
   auto options = fast_options();
@@ -440,14 +455,9 @@ TEST(ViewsTest, DeadEventsShowAsLagAndDeadCountNeverAsLagZero) {
   TempDir dir;
   load(db, dir, 0, "transaction_id,source_revision,amount,account_id,occurred_at\nt1,1,1.00,a,\n");
   app::make_view_sinks(view_config(), db.url());  // registers version 1 of each view
-  {
-    auto connection = db.connect();
-    pqxx::work txn(*connection);
-    txn.exec("UPDATE outbox SET status = 'dead', created_at = now() - interval '60 seconds' "
-             "WHERE destination = 'account_balance'");
-    txn.commit();
-  }
   auto connection = db.connect();
+  db.scalar("UPDATE tidemark_change SET created_at = now() - interval '60 seconds' RETURNING 1");
+  ASSERT_EQ(testing::settle_due(*connection, kAccountBalance, testing::Settlement::kDead), 1);
   const auto health = view_health(*connection, {kAccountBalance, kDailyTotals});
   EXPECT_GE(health.at(kAccountBalance).lag_seconds, 60.0);
   EXPECT_EQ(health.at(kAccountBalance).dead, 1);
@@ -490,7 +500,7 @@ TEST(ViewsTest, LagIsTheAgeOfTheOldestEventNotYetApplied) {
   auto connection = db.connect();
   {
     pqxx::work txn(*connection);
-    txn.exec("UPDATE outbox SET created_at = now() - interval '90 seconds'");
+    txn.exec("UPDATE tidemark_change SET created_at = now() - interval '90 seconds'");
     txn.commit();
   }
   auto health = view_health(*connection, {kAccountBalance, kDailyTotals});
@@ -558,9 +568,10 @@ TEST(ViewsTest, DailyTotalsReplayedNewestFirstWithoutItsInboxChangesNothing) {
   EXPECT_EQ(counted_transactions(db, 2), counted_transactions(db, 1));
 }
 
-TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsTheIndex) {
+TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCounted) {
   // A database as 0015 left it: daily_totals versions with their totals and inbox but no
-  // transactions table, outbox_destination_partition still there. v1 applied everything,
+  // transactions table. (Its outbox had outbox_destination_partition, which 0016 drops; the
+  // outbox is a view since 0029, with no index to make or drop.) v1 applied everything,
   // some of its inbox rows cleaned up already; the last batch is still pending. v2 is
   // building and has applied nothing; v3 is retired (its table is gone). t9 moved accounts
   // and the previous code applied its revision 2 before its revision 1, which is pending.
@@ -581,8 +592,11 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
     auto connection = db.connect();
     pqxx::work txn(*connection);
     txn.exec("DROP TABLE daily_totals_v1_transactions");
-    // What the previous code did with t9's revision 2: its amount onto Mar 5, revision 1's off Mar 1.
-    txn.exec("UPDATE outbox SET status = 'delivered' WHERE idempotency_key = 'daily_totals:t9:2'");
+    // What the previous code did with t9's revision 2 (the first event of account y): its
+    // amount onto Mar 5, revision 1's off Mar 1.
+    testing::mark_delivered(
+        txn, kDailyTotals,
+        std::stoll(txn.exec1("SELECT position FROM tidemark_change WHERE event_key = 't9:2'")[0].c_str()));
     txn.exec("INSERT INTO inbox (consumer, event_id) VALUES ('daily_totals_v1', 'daily_totals:t9:2')");
     txn.exec("INSERT INTO daily_totals_v1 (day, total, events) VALUES ('2025-03-05', 30, 1), ('2025-03-01', -10, -1)");
     txn.exec("DELETE FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id IN "
@@ -590,7 +604,6 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
     txn.exec("CREATE TABLE daily_totals_v2 (day date PRIMARY KEY, total numeric NOT NULL, events bigint NOT NULL)");
     txn.exec("INSERT INTO views (name, version, status, position) VALUES "
              "('daily_totals', 2, 'building', 'full history'), ('daily_totals', 3, 'retired', 'full history')");
-    txn.exec("CREATE INDEX outbox_destination_partition ON outbox (destination, partition_key, sequence)");
     txn.exec("DELETE FROM schema_migrations WHERE version = '0016_daily_totals_transactions.sql'");
     txn.commit();
   }
@@ -611,7 +624,6 @@ TEST(ViewsTest, MigrationFillsEachVersionsTransactionsFromWhatItCountedAndDropsT
   EXPECT_EQ(db.scalar("SELECT count(*) FROM inbox WHERE consumer = 'daily_totals_v1' AND event_id = 'daily_totals:t9:1'"), "1");
   EXPECT_EQ(counted_transactions(db, 2), Rows{});
   EXPECT_EQ(db.scalar("SELECT to_regclass('daily_totals_v3_transactions') IS NULL"), "t");
-  EXPECT_EQ(db.scalar("SELECT to_regclass('outbox_destination_partition') IS NULL"), "t");
   // The pending batches and the building version's replay then count as if nothing happened.
   drain(db, false);
   rebuild_view(pipeline::db::Database(db.url()), kDailyTotals, 4, RebuildSource::kFullHistory);
