@@ -20,8 +20,9 @@ CREATE TABLE tidemark_partition_sequence (
 );
 
 -- The log. payload is the event without its event_id and sequence, which depend on the
--- destination. event_key is the idempotency key without '<destination>:'; rows migrated from
--- the outbox keep their stored key in idempotency_key (and have no entity).
+-- destination. event_key is the idempotency key without '<destination>:'. A row migrated from
+-- the outbox (it has no entity) keeps what its destination was sent as it was: its key
+-- (idempotency_key), its sequence (NULL for a row that had none) and its whole payload.
 CREATE TABLE tidemark_change (
   position        bigserial PRIMARY KEY,
   xid             xid8 NOT NULL DEFAULT pg_current_xact_id(),
@@ -30,6 +31,7 @@ CREATE TABLE tidemark_change (
   entity          text,
   event_key       text NOT NULL,
   idempotency_key text,
+  sequence        bigint,
   destinations    text[] NOT NULL,
   payload         jsonb NOT NULL,
   created_at      timestamptz NOT NULL DEFAULT now()
@@ -82,7 +84,7 @@ CREATE INDEX tidemark_cursor_due ON tidemark_cursor (destination, head_due_at) W
 CREATE TABLE tidemark_dead_letter (
   destination     text NOT NULL,
   position        bigint NOT NULL REFERENCES tidemark_change ON DELETE CASCADE,
-  sequence        bigint NOT NULL,
+  sequence        bigint,
   status          text NOT NULL CHECK (status IN ('dead', 'pending')),
   attempts        int NOT NULL,
   next_attempt_at timestamptz NOT NULL DEFAULT now(),
@@ -106,7 +108,7 @@ CREATE INDEX tidemark_delivery_attempts_position ON tidemark_delivery_attempts (
 
 -- The outbox rows become the log, with nothing lost or sent twice. Each row is a change of its
 -- key for its one destination, in its destination's order, and keeps its idempotency key
--- (payload without event_id and sequence, which are derived again, the same). Each
+-- and its payload as they were. Each
 -- destination's cursor on a key stands after its highest delivered or dead row: dead rows are
 -- dead letters; a pending row below it (re-driven after a later one was delivered) is a
 -- revived letter; the pending rows above it are the stream ahead, the first its head, with the
@@ -129,10 +131,10 @@ SELECT m.*, row_number() OVER (ORDER BY m.partition_key, m.key_sequence) AS posi
          CROSS JOIN LATERAL (SELECT CASE WHEN o.partition_key IS NULL OR o.sequence IS NULL THEN o.idempotency_key
                                          ELSE o.partition_key END AS partition_key) p) m;
 
-INSERT INTO tidemark_change (position, partition_key, key_sequence, entity, event_key, idempotency_key,
+INSERT INTO tidemark_change (position, partition_key, key_sequence, entity, event_key, idempotency_key, sequence,
                              destinations, payload, created_at)
-SELECT m.position, m.partition_key, m.key_sequence, NULL, m.idempotency_key, m.idempotency_key,
-       ARRAY[m.destination], m.payload - 'event_id' - 'sequence', m.created_at
+SELECT m.position, m.partition_key, m.key_sequence, NULL, m.idempotency_key, m.idempotency_key, m.sequence,
+       ARRAY[m.destination], m.payload, m.created_at
   FROM tidemark_migrated m
  ORDER BY m.position;
 SELECT setval(pg_get_serial_sequence('tidemark_change', 'position'), coalesce(max(c.position), 0) + 1, false)
@@ -172,7 +174,7 @@ SELECT q.destination, q.partition_key, q.last_sequence
 ON CONFLICT (destination, partition_key) DO NOTHING;
 
 INSERT INTO tidemark_dead_letter (destination, position, sequence, status, attempts, next_attempt_at, last_error, created_at)
-SELECT m.destination, m.position, coalesce(m.sequence, 0), m.status, m.attempts, m.next_attempt_at, m.last_error,
+SELECT m.destination, m.position, m.sequence, m.status, m.attempts, m.next_attempt_at, m.last_error,
        m.created_at
   FROM tidemark_migrated m
   JOIN tidemark_cursor k ON k.destination = m.destination AND k.partition_key = m.partition_key
@@ -194,12 +196,28 @@ DROP FUNCTION tidemark_relay_mark_failed(bigint, integer, text, bigint, text);
 DROP FUNCTION tidemark_relay_renew(bigint[], integer[], bigint);
 DROP FUNCTION tidemark_outbox_retry(bigint[], text[]);
 
--- The event a destination receives: the change's payload with its event id and sequence.
--- jsonb orders keys itself, so the text is the one the outbox stored. STABLE like
--- jsonb_build_object, so that it is inlined into the statements that call it.
-CREATE FUNCTION tidemark_event_payload(p_payload jsonb, p_event_id text, p_sequence bigint) RETURNS jsonb
+-- The event a destination receives: the change's payload with its event id and sequence
+-- (a migrated change's, p_stored_key set, is whole already). jsonb orders keys itself, so the
+-- text is the one the outbox stored. STABLE like jsonb_build_object, so that it is inlined
+-- into the statements that call it.
+CREATE FUNCTION tidemark_event_payload(p_payload jsonb, p_stored_key text, p_event_id text, p_sequence bigint)
+RETURNS jsonb
 LANGUAGE sql STABLE AS $$
-  SELECT p_payload || jsonb_build_object('event_id', p_event_id, 'sequence', p_sequence)
+  SELECT CASE WHEN p_stored_key IS NULL THEN p_payload || jsonb_build_object('event_id', p_event_id, 'sequence', p_sequence)
+              ELSE p_payload END
+$$;
+
+-- An event's sequence: a migrated change's own, else the one its cursor gives it.
+CREATE FUNCTION tidemark_event_sequence(p_stored_key text, p_stored_sequence bigint, p_counted bigint) RETURNS bigint
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_stored_key IS NULL THEN p_counted ELSE p_stored_sequence END
+$$;
+
+-- An event's partition key: none for a migrated change that had no order (its stream is its
+-- own, keyed by its idempotency key).
+CREATE FUNCTION tidemark_event_partition(p_partition_key text, p_stored_key text, p_stored_sequence bigint) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN p_stored_key IS NOT NULL AND p_stored_sequence IS NULL THEN NULL ELSE p_partition_key END
 $$;
 
 -- Registers the destinations p_names that are not known yet (entity/apply_batch.sql, for every
@@ -322,12 +340,14 @@ BEGIN
 END
 $$;
 
--- The events p_ids (outbox ids) as (destination, position, partition key, key_sequence), each
--- with its attempt in p_attempts (same order; NULL where the caller has none).
+-- The events p_ids (outbox ids) as (destination, position, partition key, key_sequence, and a
+-- migrated change's stored key and sequence), each with its attempt in p_attempts (same order;
+-- NULL where the caller has none).
 CREATE FUNCTION tidemark_outbox_events(p_ids bigint[], p_attempts int[])
-RETURNS TABLE (id bigint, attempt int, destination text, "position" bigint, partition_key text, key_sequence bigint)
+RETURNS TABLE (id bigint, attempt int, destination text, "position" bigint, partition_key text, key_sequence bigint,
+               stored_key text, stored_sequence bigint)
 LANGUAGE sql STABLE AS $$
-  SELECT e.id, e.attempt, t.name, c.position, c.partition_key, c.key_sequence
+  SELECT e.id, e.attempt, t.name, c.position, c.partition_key, c.key_sequence, c.idempotency_key, c.sequence
     FROM unnest(p_ids, p_attempts) AS e(id, attempt)
     JOIN tidemark_destination t ON t.number = (e.id % 1024)::int
     JOIN tidemark_change c ON c.position = e.id / 1024
@@ -378,7 +398,10 @@ BEGIN
     -- no longer its key's head (a lease ran out and another relay delivered it) moves nothing.
     SELECT DISTINCT ON (k.destination, k.partition_key)
            k.destination, k.partition_key, d.position, greatest(k.head_attempts, d.attempt) AS delivered_attempts,
-           k.head_sequence AS through, k.last_sequence + 1 AS last_sequence, n.key_sequence AS next,
+           k.head_sequence AS through,
+           coalesce(tidemark_event_sequence(d.stored_key, d.stored_sequence, k.last_sequence + 1), k.last_sequence)
+             AS last_sequence,
+           n.key_sequence AS next,
            n.created_at AS next_due_at
       FROM delivered d
       JOIN tidemark_cursor k
@@ -459,12 +482,14 @@ BEGIN
       FROM picked p
      WHERE (p.moved OR p.claimed) AND k.destination = p.destination AND k.partition_key = p.partition_key
   )
-  SELECT c.position * 1024 + t.number, p.destination, e.key, c.partition_key, p.last_sequence + 1,
-         tidemark_event_payload(c.payload, e.key, p.last_sequence + 1)::text, p.head_attempts + 1
+  SELECT c.position * 1024 + t.number, p.destination, e.key,
+         tidemark_event_partition(c.partition_key, c.idempotency_key, c.sequence), e.sequence,
+         tidemark_event_payload(c.payload, c.idempotency_key, e.key, e.sequence)::text, p.head_attempts + 1
     FROM picked p
     JOIN tidemark_change c ON c.partition_key = p.partition_key AND c.key_sequence = p.head
     JOIN tidemark_destination t ON t.name = p.destination
-   CROSS JOIN LATERAL (SELECT coalesce(c.idempotency_key, p.destination || ':' || c.event_key) AS key) e
+   CROSS JOIN LATERAL (SELECT coalesce(c.idempotency_key, p.destination || ':' || c.event_key) AS key,
+                              tidemark_event_sequence(c.idempotency_key, c.sequence, p.last_sequence + 1) AS sequence) e
    WHERE p.claimed;
   GET DIAGNOSTICS claimed = ROW_COUNT;
 
@@ -488,9 +513,10 @@ BEGIN
      WHERE l.destination = due.destination AND l.position = due.position
        AND c.position = l.position AND t.name = l.destination
     RETURNING c.position * 1024 + t.number, l.destination,
-              coalesce(c.idempotency_key, l.destination || ':' || c.event_key), c.partition_key, l.sequence,
-              tidemark_event_payload(c.payload, coalesce(c.idempotency_key, l.destination || ':' || c.event_key),
-                                     l.sequence)::text,
+              coalesce(c.idempotency_key, l.destination || ':' || c.event_key),
+              tidemark_event_partition(c.partition_key, c.idempotency_key, c.sequence), l.sequence,
+              tidemark_event_payload(c.payload, c.idempotency_key,
+                                     coalesce(c.idempotency_key, l.destination || ':' || c.event_key), l.sequence)::text,
               l.attempts;
   END IF;
 END
@@ -534,7 +560,8 @@ BEGIN
   END IF;
 
   WITH given_up AS (
-    SELECT k.destination, k.partition_key, e.position, k.head_sequence, k.last_sequence + 1 AS sequence,
+    SELECT k.destination, k.partition_key, e.position, k.head_sequence,
+           tidemark_event_sequence(e.stored_key, e.stored_sequence, k.last_sequence + 1) AS sequence,
            n.key_sequence AS next, n.created_at AS next_due_at
       FROM tidemark_outbox_events(ARRAY[p_id], ARRAY[p_attempt]) e
       JOIN tidemark_cursor k
@@ -555,7 +582,7 @@ BEGIN
       FROM given_up g
   )
   UPDATE tidemark_cursor k
-     SET through = g.head_sequence, last_sequence = g.sequence, advanced_at = now(),
+     SET through = g.head_sequence, last_sequence = coalesce(g.sequence, k.last_sequence), advanced_at = now(),
          head_sequence = g.next, head_due_at = g.next_due_at,
          head_attempts = 0, head_leased = false, last_error = NULL
     FROM given_up g
@@ -653,11 +680,14 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  SELECT least((SELECT min(c.position)
+  -- min(position + 0), not min(position): the planner would read the log in position order
+  -- until the first match (a min/max path), which for the changes not read yet is the whole
+  -- log when there is none.
+  SELECT least((SELECT min(c.position + 0)
                   FROM tidemark_cursor k
                   JOIN tidemark_change c ON c.partition_key = k.partition_key AND c.key_sequence = k.head_sequence
                  WHERE k.destination = p_destination AND k.head_sequence IS NOT NULL),
-               (SELECT min(c.position)
+               (SELECT min(c.position + 0)
                   FROM tidemark_change c
                  WHERE c.xid >= pg_snapshot_xmin(v_ingested) AND NOT pg_visible_in_snapshot(c.xid, v_ingested)
                    AND p_destination = ANY (c.destinations)))
@@ -687,9 +717,9 @@ CREATE VIEW outbox AS
 SELECT e.position * 1024 + e.number AS id,
        e.destination,
        e.idempotency_key,
-       e.partition_key,
+       tidemark_event_partition(e.partition_key, e.stored_key, e.stored_sequence) AS partition_key,
        e.sequence,
-       tidemark_event_payload(e.payload, e.idempotency_key, e.sequence) AS payload,
+       tidemark_event_payload(e.payload, e.stored_key, e.idempotency_key, e.sequence) AS payload,
        CASE WHEN e.letter_status IS NOT NULL THEN e.letter_status
             WHEN e.ahead THEN 'pending'
             ELSE 'delivered' END AS status,
@@ -706,11 +736,13 @@ SELECT e.position * 1024 + e.number AS id,
        e.created_at,
        CASE WHEN e.letter_status IS NULL AND NOT e.ahead THEN e.advanced_at END AS delivered_at
   FROM (SELECT r.*,
-               coalesce(r.letter_sequence,
-                        CASE WHEN r.ahead THEN r.last_sequence + r.nth
-                             ELSE r.last_sequence - (r.side - r.nth) END) AS sequence
+               CASE WHEN r.letter_status IS NOT NULL THEN r.letter_sequence
+                    ELSE tidemark_event_sequence(r.stored_key, r.stored_sequence,
+                                                 CASE WHEN r.ahead THEN r.last_sequence + r.nth
+                                                      ELSE r.last_sequence - (r.side - r.nth) END) END AS sequence
           FROM (SELECT c.position, t.number, t.name AS destination, c.partition_key, c.key_sequence, c.payload,
                        c.created_at, coalesce(c.idempotency_key, t.name || ':' || c.event_key) AS idempotency_key,
+                       c.idempotency_key AS stored_key, c.sequence AS stored_sequence,
                        coalesce(k.last_sequence, 0) AS last_sequence, k.head_sequence, k.head_attempts,
                        k.head_due_at, k.last_error AS head_error, k.advanced_at,
                        l.status AS letter_status, l.sequence AS letter_sequence, l.attempts AS letter_attempts,
