@@ -40,8 +40,9 @@ std::vector<std::int64_t> append_backlog(pqxx::transaction_base& txn, const std:
                                          int count, int keys, const std::string& prefix = "tx-");
 
 // tidemark_register_destinations: append_changes does it too, but in the appending
-// transaction, whose first registration of a name holds back every other writer of it until
-// it ends; a test that keeps a writer open while another commits registers first.
+// transaction, which then holds the registration lock until it ends (another writer of a name
+// not registered yet waits for it); a test that keeps a writer open while another commits
+// registers first.
 void register_destinations(pqxx::transaction_base& txn, const std::vector<std::string>& destinations);
 
 // tidemark_log_ingest for each destination: gives the keys of the changes committed since its

@@ -68,14 +68,17 @@ void make_due_now(const TestDatabase& db, const std::string& account) {
   testing::make_head_due(txn, kDestination, account);
 }
 
-// `count` events spread round robin over `accounts` accounts, each account's sequence from 1.
+// `count` events spread round robin over `accounts` accounts, each account's sequence from 1,
+// of transactions '<transaction><i>' (one change is logged once: events of two destinations
+// that are not the same changes need transactions of their own).
 std::set<std::string> insert_events(const TestDatabase& db, int count, int accounts,
-                                    const std::string& destination = kDestination) {
+                                    const std::string& destination = kDestination,
+                                    const std::string& transaction = "tx-") {
   auto connection = db.connect();
   pqxx::work txn(*connection);
   std::set<std::string> keys;
   for (int i = 0; i < count; ++i) {
-    keys.insert(insert_event(txn, "tx-" + std::to_string(i), "acct-" + std::to_string(i % accounts), destination));
+    keys.insert(insert_event(txn, transaction + std::to_string(i), "acct-" + std::to_string(i % accounts), destination));
   }
   txn.commit();
   return keys;
@@ -436,9 +439,9 @@ TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
   TestReceiver silent(kSecret);
   silent.hold();
   // The silent destination's events are due first: a claim in due order takes them first.
-  const auto silent_keys = insert_events(db, 30, 30, "silent");
+  const auto silent_keys = insert_events(db, 30, 30, "silent", "silent-");
   read_log(db, "silent");
-  const auto fast_keys = insert_events(db, 30, 30, "fast");
+  const auto fast_keys = insert_events(db, 30, 30, "fast", "fast-");
   read_log(db, "fast");
   auto options = fast_options();
   options.config.max_in_flight = 6;
@@ -475,7 +478,8 @@ TEST(Relay, ASilentDestinationHoldsOnlyItsOwnWindowWhileTheOtherDelivers) {
     pqxx::work txn(*connection);
     for (const char* destination : {"fast", "silent"}) {
       for (int i = 0; i < 40; ++i) {
-        insert_event(txn, "more-" + std::to_string(i), "acct-" + std::to_string(i % 7), destination);
+        insert_event(txn, std::string("more-") + destination + std::to_string(i), "acct-" + std::to_string(i % 7),
+                     destination);
       }
     }
     txn.commit();
