@@ -3,10 +3,7 @@
 
 Kinds: B = psql baseline, P = tidemark run (first load), R = tidemark run --replay; in the
 entity mode (ENTITY=1) T = tidemark run of the built-in transaction entity and E = of the
-declared 12-field entity, on their own datasets of the same rows. In the index mode
-(INDEXES=1) B-key, B-claim and B-today are the baseline with the outbox's index sets of
-run_bench.sh's set_outbox_indexes, P-today tidemark run with the `today` set and P with the
-binary's own.
+declared 12-field entity, on their own datasets of the same rows.
 Fingerprints (state, outbox, quarantine, sequences, ledger) of every B and P run on the same
 rows and batch size must be equal: otherwise the two did not do the same work. In the entity
 mode the T runs must agree among themselves, and so must the E runs.
@@ -64,38 +61,6 @@ def entity_summary(rows, main_batch):
     return 0 if ok else 1
 
 
-INDEX_KINDS = (("P", "tidemark run, its own outbox indexes"),
-               ("P-today", "tidemark run, the pre-0016 index set"),
-               ("B-key", "script, outbox with only its unique key"),
-               ("B-claim", "script + one partial claim index"),
-               ("B-today", "script + the pre-0016 index set"))
-
-
-def index_summary(rows, main_batch):
-    """The index mode: every kind's rates and the ratios of the two P kinds to the three B kinds."""
-    prints = {r["fingerprint"] for r in rows if r["batch"] == main_batch}
-    ok = len(prints) == 1
-    if not ok:
-        print("MISMATCH: the runs left different effects:")
-        for p in sorted(prints):
-            print("   ", p)
-    medians = {}
-    print(f"\n== batch {main_batch}, index mode ==")
-    for kind, name in INDEX_KINDS:
-        rates = [r["rows_per_s"] for r in rows if r["kind"] == kind and r["batch"] == main_batch]
-        if rates:
-            medians[kind] = statistics.median(rates)
-            print(f"{kind:8} ({name}) rows/s:", ", ".join(f"{x:.0f}" for x in rates),
-                  f"(median {medians[kind]:.0f})")
-    print("ratios of the medians:")
-    for p in ("P", "P-today"):
-        for b in ("B-key", "B-claim", "B-today"):
-            if p in medians and b in medians:
-                print(f"  {p} / {b}: {medians[p] / medians[b]:.2f}")
-    print("\nall runs left the same effects:", "yes" if ok else "NO")
-    return 0 if ok else 1
-
-
 def main():
     path, main_batch = sys.argv[1], int(sys.argv[2])
     with open(path, newline="") as f:
@@ -105,8 +70,6 @@ def main():
         row["rows_per_s"] = float(row["rows_per_s"])
     if any(r["kind"] == "E" for r in rows):
         return entity_summary(rows, main_batch)
-    if any(r["kind"].startswith("B-") for r in rows):
-        return index_summary(rows, main_batch)
     main_rows = max((r["rows"] for r in rows if r["batch"] == main_batch and r["kind"] == "B"), default=0)
 
     def rates(kind, batch, n=None):

@@ -686,7 +686,9 @@ BEGIN
   SELECT least((SELECT min(c.position + 0)
                   FROM tidemark_cursor k
                   JOIN tidemark_change c ON c.partition_key = k.partition_key AND c.key_sequence = k.head_sequence
-                 WHERE k.destination = p_destination AND k.head_sequence IS NOT NULL),
+                 -- head_due_at too: an index condition of tidemark_cursor_due, which holds only
+                 -- the cursors with a head, where the primary key would read them all
+                 WHERE k.destination = p_destination AND k.head_sequence IS NOT NULL AND k.head_due_at IS NOT NULL),
                (SELECT min(c.position + 0)
                   FROM tidemark_change c
                  WHERE c.xid >= pg_snapshot_xmin(v_ingested) AND NOT pg_visible_in_snapshot(c.xid, v_ingested)
