@@ -10,6 +10,11 @@
 -- payloads are derived when read, byte for byte as they were stored before, and `outbox`
 -- stays a relation with its documented columns: a view over the log and the cursors.
 
+-- Plans: the relay's functions below run with sequential and bitmap scans, hash and merge
+-- joins and materialized inner sides off, so that whatever the statistics (a backlog written
+-- since the last ANALYZE, cursors that did not exist then) each step is a nested loop of index
+-- probes whose cost follows the events it handles, never the size of the log or the cursors.
+
 -- One counter per partition key: the batch takes its changes' numbers under the counter's row
 -- lock (entity/apply_batch.sql), so the changes of one key commit in key_sequence order, and a
 -- change of the key with a higher position always has a higher key_sequence. The ingest
@@ -255,7 +260,7 @@ $$;
 -- that holds a cursor may be moving its head with a snapshot from before these changes.
 CREATE FUNCTION tidemark_log_ingest(p_destination text) RETURNS void
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 DECLARE
@@ -326,7 +331,7 @@ $$;
 -- due heads never wait (SKIP LOCKED): so no two relays wait for each other in a cycle.
 CREATE FUNCTION tidemark_lock_cursors(p_ids bigint[]) RETURNS void
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 BEGIN
@@ -362,7 +367,7 @@ CREATE FUNCTION tidemark_relay_claim(p_destinations text[], p_limits bigint[], p
 RETURNS TABLE (id bigint, destination text, idempotency_key text, partition_key text, sequence bigint,
                payload text, attempts int)
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column
@@ -530,7 +535,7 @@ $$;
 CREATE FUNCTION tidemark_relay_mark_failed(p_id bigint, p_attempt int, p_status text, p_delay_ms bigint,
                                            p_error text) RETURNS bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column
@@ -598,7 +603,7 @@ $$;
 -- lease), so a renewal that comes after the answer leaves the retry's due time alone.
 CREATE FUNCTION tidemark_relay_renew(p_ids bigint[], p_attempts int[], p_lease_ms bigint) RETURNS SETOF bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 DECLARE
@@ -630,7 +635,7 @@ $$;
 -- delivered event is left alone.
 CREATE FUNCTION tidemark_outbox_retry(p_ids bigint[], p_statuses text[]) RETURNS SETOF bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 BEGIN
@@ -668,7 +673,7 @@ $$;
 CREATE FUNCTION tidemark_undelivered(p_destination text)
 RETURNS TABLE ("position" bigint, partition_key text, key_sequence bigint, created_at timestamptz, status text)
 LANGUAGE plpgsql STABLE
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column
@@ -696,11 +701,13 @@ BEGIN
     INTO v_from;
   IF v_from IS NOT NULL THEN
     RETURN QUERY
+    -- The cursor by a subquery, a probe of its primary key per change: as a join, the planner
+    -- with stale statistics of the cursors would rather filter the change against all of them.
     SELECT c.position, c.partition_key, c.key_sequence, c.created_at, 'pending'::text
       FROM tidemark_change c
-      LEFT JOIN tidemark_cursor k ON k.destination = p_destination AND k.partition_key = c.partition_key
      WHERE c.position >= v_from AND p_destination = ANY (c.destinations)
-       AND c.key_sequence > coalesce(k.through, 0);
+       AND c.key_sequence > coalesce((SELECT k.through FROM tidemark_cursor k
+                                       WHERE k.destination = p_destination AND k.partition_key = c.partition_key), 0);
   END IF;
   RETURN QUERY
   SELECT c.position, c.partition_key, c.key_sequence, c.created_at, l.status
@@ -711,52 +718,71 @@ END
 $$;
 
 -- The outbox as users and dashboards query it: one row per (change, destination it feeds),
--- with the columns and meanings it had as a table. A pending event's sequence counts on from
--- its cursor's, a delivered one's counts back from it; a delivered event's delivered_at is
--- when its cursor last moved. It computes every event of the log: the relay and the counts
--- never read it (tidemark_relay_claim, tidemark_undelivered).
+-- with the columns and meanings it had as a table, from the event after p_after_id on, in id
+-- order (relay/list.sql pages by it: a page reads its own changes from the primary key). A
+-- pending event's sequence counts on from its cursor's, a delivered one's counts back from it
+-- (each counted over the key's changes between the event and the cursor; a column nobody
+-- reads is never computed, so counts by status or destination do not pay for it); a delivered
+-- event's delivered_at is when its cursor last moved. The relay and the pending counts never
+-- read it (tidemark_relay_claim, tidemark_undelivered).
+CREATE FUNCTION tidemark_outbox_from(p_after_id bigint)
+RETURNS TABLE (id bigint, destination text, idempotency_key text, partition_key text, sequence bigint, payload jsonb,
+               status text, attempts int, next_attempt_at timestamptz, last_error text, created_at timestamptz,
+               delivered_at timestamptz, "position" bigint, number int)
+LANGUAGE sql STABLE AS $$
+  SELECT e.position * 1024 + e.number,
+         e.destination,
+         e.idempotency_key,
+         tidemark_event_partition(e.partition_key, e.stored_key, e.stored_sequence),
+         e.sequence,
+         tidemark_event_payload(e.payload, e.stored_key, e.idempotency_key, e.sequence),
+         CASE WHEN e.letter_status IS NOT NULL THEN e.letter_status
+              WHEN e.ahead THEN 'pending'
+              ELSE 'delivered' END,
+         CASE WHEN e.letter_status IS NOT NULL THEN e.letter_attempts
+              WHEN NOT e.ahead THEN coalesce(e.delivered_attempts, 1)
+              WHEN e.key_sequence = e.head_sequence THEN e.head_attempts
+              ELSE 0 END,
+         CASE WHEN e.letter_status IS NOT NULL THEN e.letter_due
+              WHEN NOT e.ahead THEN NULL
+              WHEN e.key_sequence = e.head_sequence THEN e.head_due_at
+              ELSE e.created_at END,
+         CASE WHEN e.letter_status IS NOT NULL THEN e.letter_error
+              WHEN e.key_sequence = e.head_sequence THEN e.head_error END,
+         e.created_at,
+         CASE WHEN e.letter_status IS NULL AND NOT e.ahead THEN e.advanced_at END,
+         e.position,
+         e.number
+    FROM (SELECT r.*,
+                 CASE WHEN r.letter_status IS NOT NULL THEN r.letter_sequence
+                      WHEN r.ahead THEN
+                        tidemark_event_sequence(r.stored_key, r.stored_sequence, r.last_sequence + (
+                          SELECT count(*) FROM tidemark_change o
+                           WHERE o.partition_key = r.partition_key AND o.key_sequence > r.through
+                             AND o.key_sequence <= r.key_sequence AND r.destination = ANY (o.destinations)))
+                      ELSE
+                        tidemark_event_sequence(r.stored_key, r.stored_sequence, r.last_sequence - (
+                          SELECT count(*) FROM tidemark_change o
+                           WHERE o.partition_key = r.partition_key AND o.key_sequence > r.key_sequence
+                             AND o.key_sequence <= r.through AND r.destination = ANY (o.destinations))) END AS sequence
+            FROM (SELECT c.position, t.number, t.name AS destination, c.partition_key, c.key_sequence, c.payload,
+                         c.created_at, coalesce(c.idempotency_key, t.name || ':' || c.event_key) AS idempotency_key,
+                         c.idempotency_key AS stored_key, c.sequence AS stored_sequence,
+                         coalesce(k.through, 0) AS through, coalesce(k.last_sequence, 0) AS last_sequence,
+                         k.head_sequence, k.head_attempts, k.head_due_at, k.last_error AS head_error, k.advanced_at,
+                         l.status AS letter_status, l.sequence AS letter_sequence, l.attempts AS letter_attempts,
+                         l.next_attempt_at AS letter_due, l.last_error AS letter_error,
+                         a.attempts AS delivered_attempts,
+                         c.key_sequence > coalesce(k.through, 0) AS ahead
+                    FROM tidemark_change c
+                    JOIN tidemark_destination t ON t.name = ANY (c.destinations)
+                    LEFT JOIN tidemark_cursor k ON k.destination = t.name AND k.partition_key = c.partition_key
+                    LEFT JOIN tidemark_dead_letter l ON l.destination = t.name AND l.position = c.position
+                    LEFT JOIN tidemark_delivery_attempts a ON a.destination = t.name AND a.position = c.position
+                   WHERE c.position >= p_after_id / 1024 AND c.position * 1024 + t.number > p_after_id) r) e
+$$;
+
 CREATE VIEW outbox AS
-SELECT e.position * 1024 + e.number AS id,
-       e.destination,
-       e.idempotency_key,
-       tidemark_event_partition(e.partition_key, e.stored_key, e.stored_sequence) AS partition_key,
-       e.sequence,
-       tidemark_event_payload(e.payload, e.stored_key, e.idempotency_key, e.sequence) AS payload,
-       CASE WHEN e.letter_status IS NOT NULL THEN e.letter_status
-            WHEN e.ahead THEN 'pending'
-            ELSE 'delivered' END AS status,
-       CASE WHEN e.letter_status IS NOT NULL THEN e.letter_attempts
-            WHEN NOT e.ahead THEN coalesce(e.delivered_attempts, 1)
-            WHEN e.key_sequence = e.head_sequence THEN e.head_attempts
-            ELSE 0 END AS attempts,
-       CASE WHEN e.letter_status IS NOT NULL THEN e.letter_due
-            WHEN NOT e.ahead THEN NULL
-            WHEN e.key_sequence = e.head_sequence THEN e.head_due_at
-            ELSE e.created_at END AS next_attempt_at,
-       CASE WHEN e.letter_status IS NOT NULL THEN e.letter_error
-            WHEN e.key_sequence = e.head_sequence THEN e.head_error END AS last_error,
-       e.created_at,
-       CASE WHEN e.letter_status IS NULL AND NOT e.ahead THEN e.advanced_at END AS delivered_at
-  FROM (SELECT r.*,
-               CASE WHEN r.letter_status IS NOT NULL THEN r.letter_sequence
-                    ELSE tidemark_event_sequence(r.stored_key, r.stored_sequence,
-                                                 CASE WHEN r.ahead THEN r.last_sequence + r.nth
-                                                      ELSE r.last_sequence - (r.side - r.nth) END) END AS sequence
-          FROM (SELECT c.position, t.number, t.name AS destination, c.partition_key, c.key_sequence, c.payload,
-                       c.created_at, coalesce(c.idempotency_key, t.name || ':' || c.event_key) AS idempotency_key,
-                       c.idempotency_key AS stored_key, c.sequence AS stored_sequence,
-                       coalesce(k.last_sequence, 0) AS last_sequence, k.head_sequence, k.head_attempts,
-                       k.head_due_at, k.last_error AS head_error, k.advanced_at,
-                       l.status AS letter_status, l.sequence AS letter_sequence, l.attempts AS letter_attempts,
-                       l.next_attempt_at AS letter_due, l.last_error AS letter_error,
-                       a.attempts AS delivered_attempts,
-                       c.key_sequence > coalesce(k.through, 0) AS ahead,
-                       row_number() OVER key_side AS nth,
-                       count(*) OVER (PARTITION BY t.name, c.partition_key, c.key_sequence > coalesce(k.through, 0)) AS side
-                  FROM tidemark_change c
-                  JOIN tidemark_destination t ON t.name = ANY (c.destinations)
-                  LEFT JOIN tidemark_cursor k ON k.destination = t.name AND k.partition_key = c.partition_key
-                  LEFT JOIN tidemark_dead_letter l ON l.destination = t.name AND l.position = c.position
-                  LEFT JOIN tidemark_delivery_attempts a ON a.destination = t.name AND a.position = c.position
-                WINDOW key_side AS (PARTITION BY t.name, c.partition_key, c.key_sequence > coalesce(k.through, 0)
-                                    ORDER BY c.key_sequence)) r) e;
+SELECT id, destination, idempotency_key, partition_key, sequence, payload, status, attempts, next_attempt_at,
+       last_error, created_at, delivered_at
+  FROM tidemark_outbox_from(0);
