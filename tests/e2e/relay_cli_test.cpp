@@ -112,7 +112,7 @@ TEST_F(RelayCli, KilledAfterSendIsRedeliveredWithTheSameKeyAndAppliedOnce) {
   // The lease of that attempt is on the key's cursor.
   EXPECT_EQ(db_.scalar("SELECT head_attempts || ' ' || head_leased FROM tidemark_cursor "
                        "WHERE destination = 'ledger' AND partition_key = 'a'"),
-            "1 t");
+            "1 true");
 
   // The dead relay's lease (2 s here) runs out; the restarted relay sends the event again.
   const auto deadline = std::chrono::steady_clock::now() + 20s;
