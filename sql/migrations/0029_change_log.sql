@@ -11,7 +11,7 @@
 -- stays a relation with its documented columns: a view over the log and the cursors.
 
 -- Plans: the relay's functions below run with sequential and bitmap scans, hash and merge
--- joins and materialized inner sides off, so that whatever the statistics (a backlog written
+-- joins off, so that whatever the statistics (a backlog written
 -- since the last ANALYZE, cursors that did not exist then) each step is a nested loop of index
 -- probes whose cost follows the events it handles, never the size of the log or the cursors.
 
@@ -260,7 +260,7 @@ $$;
 -- that holds a cursor may be moving its head with a snapshot from before these changes.
 CREATE FUNCTION tidemark_log_ingest(p_destination text) RETURNS void
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 DECLARE
@@ -331,7 +331,7 @@ $$;
 -- due heads never wait (SKIP LOCKED): so no two relays wait for each other in a cycle.
 CREATE FUNCTION tidemark_lock_cursors(p_ids bigint[]) RETURNS void
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 BEGIN
@@ -367,7 +367,7 @@ CREATE FUNCTION tidemark_relay_claim(p_destinations text[], p_limits bigint[], p
 RETURNS TABLE (id bigint, destination text, idempotency_key text, partition_key text, sequence bigint,
                payload text, attempts int)
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column
@@ -535,7 +535,7 @@ $$;
 CREATE FUNCTION tidemark_relay_mark_failed(p_id bigint, p_attempt int, p_status text, p_delay_ms bigint,
                                            p_error text) RETURNS bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column
@@ -603,7 +603,7 @@ $$;
 -- lease), so a renewal that comes after the answer leaves the retry's due time alone.
 CREATE FUNCTION tidemark_relay_renew(p_ids bigint[], p_attempts int[], p_lease_ms bigint) RETURNS SETOF bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 DECLARE
@@ -635,7 +635,7 @@ $$;
 -- delivered event is left alone.
 CREATE FUNCTION tidemark_outbox_retry(p_ids bigint[], p_statuses text[]) RETURNS SETOF bigint
 LANGUAGE plpgsql
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 BEGIN
@@ -673,7 +673,7 @@ $$;
 CREATE FUNCTION tidemark_undelivered(p_destination text)
 RETURNS TABLE ("position" bigint, partition_key text, key_sequence bigint, created_at timestamptz, status text)
 LANGUAGE plpgsql STABLE
-SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off SET enable_material = off
+SET enable_seqscan = off SET enable_bitmapscan = off SET enable_hashjoin = off SET enable_mergejoin = off
 SET plan_cache_mode = force_generic_plan SET jit = off
 AS $$
 #variable_conflict use_column

@@ -423,7 +423,9 @@ TEST(RelayClaimHead, CountsOfUndeliveredEventsReadNoDeliveredRowWithoutStatistic
     std::string plan;
     for (const auto& line : txn.exec_params("EXPLAIN " + statement, parameters...)) plan += std::string(line[0].c_str()) + "\n";
     EXPECT_EQ(read[0].as<long long>(), 0) << "sequential scans of the log or the cursors:\n" << plan;
-    EXPECT_LE(read[1].as<long long>(), 20) << "rows fetched:\n" << statement;
+    // A few fetches per undelivered event (its change, its cursor), 10 events here: 40 at
+    // most, where reading the delivered ones would be 100,000.
+    EXPECT_LE(read[1].as<long long>(), 40) << "rows fetched:\n" << statement;
     std::string text;
     for (const auto& row : result) {
       for (const auto& field : row) text += std::string(field.is_null() ? "NULL" : field.c_str()) + " ";
