@@ -47,8 +47,8 @@ CREATE UNIQUE INDEX tidemark_change_event ON tidemark_change (entity, event_key)
 CREATE UNIQUE INDEX tidemark_change_key ON tidemark_change (partition_key, key_sequence);
 -- The ingest: the changes of transactions a destination has not seen yet.
 CREATE INDEX tidemark_change_xid ON tidemark_change (xid);
--- Retention, by age.
-CREATE INDEX tidemark_change_created ON tidemark_change (created_at);
+-- No index by age: retention walks the log by position (retention/outbox_chunk.sql), and an
+-- index the write path keeps for it would cost every change.
 
 -- The destinations the log feeds. number makes the outbox ids (position * 1024 + number), so
 -- an event's id is stable and unique without a row of its own. ingested is the snapshot the
