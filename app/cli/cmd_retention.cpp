@@ -27,8 +27,9 @@ void register_retention_command(CLI::App& root, int& exit_code) {
   auto options = std::make_shared<RetentionCommandOptions>();
   auto* run = group->add_subcommand(
       "run",
-      "Delete, in chunks of 5000 rows per transaction, delivered outbox rows older than retention.outbox\n"
-      "(kept while a view rebuild needs them), runs and their ledger older than retention.runs (rolled up\n"
+      "Delete, in chunks of 5000 rows per transaction, changes of the outbox's log older than\n"
+      "retention.outbox that every destination has delivered (kept while a dead letter or a view rebuild\n"
+      "needs them), runs and their ledger older than retention.runs (rolled up\n"
       "into tidemark_run_daily first), released quarantine entries older than retention.quarantine,\n"
       "webhook-ids older than retention.requests, view inbox rows older than retention.inbox, and the\n"
       "registry rows of files no run has found for retention.runs.\n"

@@ -49,7 +49,7 @@ std::vector<std::string> outbox_kept(pqxx::connection& connection) {
   for (const auto& rebuilding : txn.exec(std::string(sql::kRetentionViewsRebuilding))) {
     const pipeline::db::Row row(rebuilding);
     const auto name = row.get<std::string>("name");
-    kept.push_back("outbox rows of destination " + name + " kept: view " + name + " version " +
+    kept.push_back("changes of destination " + name + " kept: view " + name + " version " +
                    row.get<std::string>("version") + " is being built, and its rebuild replays the destination's outbox");
   }
   return kept;
