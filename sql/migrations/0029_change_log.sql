@@ -325,6 +325,19 @@ BEGIN
 END
 $$;
 
+-- The change of p_partition_key after key_sequence p_after that feeds p_destination (none:
+-- no row), with its creation time, the due time of a head: where a cursor's head moves on.
+-- One SELECT, inlined where it is called: an index range of the key's stream.
+CREATE FUNCTION tidemark_next_change(p_destination text, p_partition_key text, p_after bigint)
+RETURNS TABLE (key_sequence bigint, created_at timestamptz)
+LANGUAGE sql STABLE AS $$
+  SELECT c.key_sequence, c.created_at
+    FROM tidemark_change c
+   WHERE c.partition_key = p_partition_key AND c.key_sequence > p_after AND p_destination = ANY (c.destinations)
+   ORDER BY c.key_sequence
+   LIMIT 1
+$$;
+
 -- Locks the cursors of the events p_ids (outbox ids) that are their keys' heads, in key
 -- order, waiting for them; the caller then reads with a snapshot taken after the lock. The
 -- marks, renewals and retries lock first and never wait after; the ingest and the claim of
@@ -411,13 +424,7 @@ BEGIN
       FROM delivered d
       JOIN tidemark_cursor k
         ON k.destination = d.destination AND k.partition_key = d.partition_key AND k.head_sequence = d.key_sequence
-      LEFT JOIN LATERAL (
-        SELECT c.key_sequence, c.created_at
-          FROM tidemark_change c
-         WHERE c.partition_key = k.partition_key AND c.key_sequence > k.head_sequence
-           AND k.destination = ANY (c.destinations)
-         ORDER BY c.key_sequence
-         LIMIT 1) n ON true
+      LEFT JOIN LATERAL tidemark_next_change(k.destination, k.partition_key, k.head_sequence) n ON true
      ORDER BY k.destination, k.partition_key
   ),
   recorded AS (
@@ -572,13 +579,7 @@ BEGIN
       JOIN tidemark_cursor k
         ON k.destination = e.destination AND k.partition_key = e.partition_key
        AND k.head_sequence = e.key_sequence AND k.head_leased AND k.head_attempts = p_attempt
-      LEFT JOIN LATERAL (
-        SELECT c.key_sequence, c.created_at
-          FROM tidemark_change c
-         WHERE c.partition_key = k.partition_key AND c.key_sequence > k.head_sequence
-           AND k.destination = ANY (c.destinations)
-         ORDER BY c.key_sequence
-         LIMIT 1) n ON true
+      LEFT JOIN LATERAL tidemark_next_change(k.destination, k.partition_key, k.head_sequence) n ON true
   ),
   lettered AS (
     INSERT INTO tidemark_dead_letter (destination, position, sequence, status, attempts, next_attempt_at, last_error)

@@ -68,6 +68,14 @@ std::vector<Event> deliver_all(pqxx::connection& connection, const std::vector<s
   return sent;
 }
 
+// Appends `changes` for `destinations`, committed.
+void append(pqxx::connection& connection, const std::vector<std::string>& destinations,
+            const std::vector<testing::Change>& changes) {
+  pqxx::work txn(connection);
+  testing::append_changes(txn, destinations, changes);
+  txn.commit();
+}
+
 void register_destinations(const TestDatabase& db, const std::vector<std::string>& destinations) {
   auto connection = db.connect();
   pqxx::work txn(*connection);
@@ -104,14 +112,10 @@ TEST(ChangeLog, AChangeWhosePositionWasTakenEarlyIsReadWhenItsTransactionCommits
 TEST(ChangeLog, EachDestinationNumbersOnlyTheChangesThatFeedItWithNoGap) {
   TestDatabase db;
   auto connection = db.connect();
-  {
-    pqxx::work txn(*connection);
-    testing::append_change(txn, {"audit", "ledger"}, "acct-1", "t1:1", R"({"n": 1})");
-    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
-    testing::append_change(txn, {"audit"}, "acct-1", "t3:1", R"({"n": 3})");
-    testing::append_change(txn, {"audit", "ledger"}, "acct-1", "t4:1", R"({"n": 4})");
-    txn.commit();
-  }
+  append(*connection, {"audit", "ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}});
+  append(*connection, {"ledger"}, {{"acct-1", "t2:1", R"({"n": 2})"}});
+  append(*connection, {"audit"}, {{"acct-1", "t3:1", R"({"n": 3})"}});
+  append(*connection, {"audit", "ledger"}, {{"acct-1", "t4:1", R"({"n": 4})"}});
   std::map<std::string, std::vector<std::string>> keys;
   std::map<std::string, std::vector<std::int64_t>> sequences;
   for (const auto& event : deliver_all(*connection, {"audit", "ledger"})) {
@@ -132,12 +136,7 @@ TEST(ChangeLog, EachDestinationNumbersOnlyTheChangesThatFeedItWithNoGap) {
 TEST(ChangeLog, ARevivedDeadLetterIsDeliveredBesideItsKeysLaterEventsAndKeepsItsSequence) {
   TestDatabase db;
   auto connection = db.connect();
-  {
-    pqxx::work txn(*connection);
-    testing::append_change(txn, {"ledger"}, "acct-1", "t1:1", R"({"n": 1})");
-    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
-    txn.commit();
-  }
+  append(*connection, {"ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}, {"acct-1", "t2:1", R"({"n": 2})"}});
   auto claimed = claim(*connection, {"ledger"});
   ASSERT_EQ(claimed.size(), 1u);
   const Event given_up = claimed[0];
@@ -169,11 +168,7 @@ TEST(ChangeLog, ARevivedDeadLetterIsDeliveredBesideItsKeysLaterEventsAndKeepsIts
 TEST(ChangeLog, AReadThatMeetsACursorAClaimHoldsReadsTheSameChangesAgain) {
   TestDatabase db;
   auto connection = db.connect();
-  {
-    pqxx::work txn(*connection);
-    testing::append_change(txn, {"ledger"}, "acct-1", "t1:1", R"({"n": 1})");
-    txn.commit();
-  }
+  append(*connection, {"ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}});
   const auto head = claim(*connection, {"ledger"});
   ASSERT_EQ(head.size(), 1u);
 
@@ -182,11 +177,7 @@ TEST(ChangeLog, AReadThatMeetsACursorAClaimHoldsReadsTheSameChangesAgain) {
   auto holder = db.connect();
   pqxx::work holding(*holder);
   holding.exec("SELECT 1 FROM tidemark_cursor WHERE destination = 'ledger' AND partition_key = 'acct-1' FOR UPDATE");
-  {
-    pqxx::work txn(*connection);
-    testing::append_change(txn, {"ledger"}, "acct-1", "t2:1", R"({"n": 2})");
-    txn.commit();
-  }
+  append(*connection, {"ledger"}, {{"acct-1", "t2:1", R"({"n": 2})"}});
   // ... while another relay reads the log: it meets the held cursor and leaves the change for
   // the next read.
   EXPECT_TRUE(claim(*connection, {"ledger"}).empty());
