@@ -75,7 +75,7 @@ psql_q postgres "CREATE DATABASE fanout_template" >/dev/null
 
 run_seq=0
 run_fanout() {  # destination count
-  local n="$1" db t0 t1 wal0 wal1 outbox seconds
+  local n="$1" db t0 t1 wal0 wal1 effects outbox seconds
   run_seq=$((run_seq + 1))
   db="fanout_${stamp//-/_}_$run_seq"
   psql_q postgres "CHECKPOINT" >/dev/null  # the previous run's dirty pages, not during this one
@@ -87,8 +87,9 @@ run_fanout() {  # destination count
     die "tidemark run failed, see $WORK/logs/$db.err"
   t1=$(date +%s.%N)
   wal1="$(psql_q postgres "SELECT pg_current_wal_lsn()")"
-  outbox="$(psql_q "$db" "SELECT CASE WHEN to_regclass('tidemark_change') IS NULL
-                                      THEN (SELECT count(*) FROM outbox) ELSE (SELECT count(*) FROM tidemark_change) END")"
+  effects=outbox
+  [[ "$(psql_q "$db" "SELECT to_regclass('tidemark_change') IS NOT NULL")" == t ]] && effects=tidemark_change
+  outbox="$(psql_q "$db" "SELECT count(*) FROM $effects")"
   seconds="$(python3 -c "print($t1 - $t0)")"
   python3 - "$n" "$ROWS" "$seconds" "$outbox" "$(psql_q postgres "SELECT pg_wal_lsn_diff('$wal1', '$wal0')")" >>"$results" <<'PY'
 import sys
