@@ -112,15 +112,18 @@ CREATE TABLE tidemark_delivery_attempts (
 CREATE INDEX tidemark_delivery_attempts_position ON tidemark_delivery_attempts (position);
 
 -- The outbox rows become the log, with nothing lost or sent twice. Each row is a change of its
--- key for its one destination, in its destination's order, and keeps its idempotency key
--- and its payload as they were. Each
--- destination's cursor on a key stands after its highest delivered or dead row: dead rows are
--- dead letters; a pending row below it (re-driven after a later one was delivered) is a
--- revived letter; the pending rows above it are the stream ahead, the first its head, with the
--- attempts, due time and error it had; its sequences go on from the first pending one's. A
--- row without a partition key or a sequence (from before sequences existed) is a stream of
--- its own, keyed by its idempotency key. The old counters of keys without rows left keep the
--- destination's sequence going.
+-- key for its one destination, in its destination's order, and keeps its idempotency key,
+-- sequence and payload as they were. Each destination's cursor on a key stands after its
+-- highest delivered or dead row: dead rows are dead letters; a pending row below it
+-- (re-driven after a later one was delivered) is a revived letter; the pending rows above it
+-- are the stream ahead, the first its head, with the attempts, due time (a lease in flight
+-- kept) and error it had. The cursor's own sequence starts at the highest the destination
+-- ever issued for the key (its old counter, or a row's if higher): retention deleted delivered
+-- rows but kept dead and pending ones, so the rows left can lie below it, and a new change
+-- must never take a number the destination already received. A row without a partition key
+-- or a sequence (from before sequences existed) is a stream of its own, keyed by its
+-- idempotency key. The old counters of keys without rows left keep the destination's
+-- sequence going.
 INSERT INTO tidemark_destination (name, number, ingested)
 SELECT d.name, row_number() OVER (ORDER BY d.name), pg_current_snapshot()
   FROM (SELECT o.destination AS name FROM outbox o
@@ -151,21 +154,20 @@ SELECT m.partition_key, max(m.key_sequence) FROM tidemark_migrated m GROUP BY m.
 WITH streams AS (
   SELECT m.destination, m.partition_key,
          coalesce(max(m.key_sequence) FILTER (WHERE m.status <> 'pending'), 0) AS through,
-         max(m.delivered_at) AS advanced_at
+         max(m.sequence) AS highest, max(m.delivered_at) AS advanced_at
     FROM tidemark_migrated m
    GROUP BY m.destination, m.partition_key
 )
 INSERT INTO tidemark_cursor (destination, partition_key, through, last_sequence, head_sequence, head_due_at,
                              head_attempts, last_error, advanced_at)
 SELECT s.destination, s.partition_key, s.through,
-       coalesce(h.sequence - 1, t.sequence, q.last_sequence, 0),
-       h.key_sequence, h.next_attempt_at,
+       greatest(s.highest, q.last_sequence, 0),
+       h.key_sequence, CASE WHEN q.head_sequence = h.sequence THEN greatest(h.next_attempt_at, q.head_due_at)
+                            ELSE h.next_attempt_at END,
        coalesce(CASE WHEN q.head_sequence = h.sequence THEN greatest(q.head_attempts, h.attempts) END, h.attempts, 0),
        h.last_error, s.advanced_at
   FROM streams s
   LEFT JOIN tidemark_destination_sequence q ON q.destination = s.destination AND q.partition_key = s.partition_key
-  LEFT JOIN tidemark_migrated t
-    ON t.destination = s.destination AND t.partition_key = s.partition_key AND t.key_sequence = s.through
   LEFT JOIN LATERAL (
     SELECT m.key_sequence, m.sequence, m.next_attempt_at, m.attempts, m.last_error
       FROM tidemark_migrated m
@@ -267,6 +269,7 @@ DECLARE
   v_number int;
   v_old pg_snapshot;
   v_now pg_snapshot;
+  v_finished xid8[];
   v_fresh bigint;
   v_skipped bigint;
 BEGIN
@@ -277,12 +280,21 @@ BEGIN
   -- Taken before the read, whose own snapshot is newer: a change committed in between is
   -- seen by the read but left for the next one (it is not visible in v_now).
   v_now := pg_current_snapshot();
+  -- What v_old had not seen is what began after it (from its xmax on) and what was running in
+  -- it; of the latter, only what has ended since is read, each transaction by an index probe:
+  -- so a transaction that stays open (a dry run, a rebuild) costs nothing here, whereas a read
+  -- from v_old's xmin on would go over everything committed since it began, on every call.
+  v_finished := ARRAY(SELECT x FROM pg_snapshot_xip(v_old) AS x WHERE pg_visible_in_snapshot(x, v_now));
   WITH fresh AS (
     SELECT c.partition_key, c.key_sequence, c.created_at
       FROM tidemark_change c
-     WHERE c.xid >= pg_snapshot_xmin(v_old)
-       AND NOT pg_visible_in_snapshot(c.xid, v_old)
+     WHERE c.xid >= pg_snapshot_xmax(v_old)
        AND pg_visible_in_snapshot(c.xid, v_now)
+       AND p_destination = ANY (c.destinations)
+    UNION ALL
+    SELECT c.partition_key, c.key_sequence, c.created_at
+      FROM tidemark_change c
+     WHERE c.xid = ANY (v_finished)
        AND p_destination = ANY (c.destinations)
   ),
   keys AS (
@@ -319,7 +331,7 @@ BEGIN
   )
   SELECT (SELECT count(*) FROM fresh), (SELECT count(*) FROM known) - (SELECT count(*) FROM locked)
     INTO v_fresh, v_skipped;
-  IF v_skipped = 0 AND (v_fresh > 0 OR pg_snapshot_xmin(v_now) > pg_snapshot_xmin(v_old)) THEN
+  IF v_skipped = 0 AND (v_fresh > 0 OR pg_snapshot_xmax(v_now) > pg_snapshot_xmax(v_old)) THEN
     UPDATE tidemark_destination SET ingested = v_now WHERE name = p_destination;
   END IF;
 END
@@ -417,8 +429,9 @@ BEGIN
     SELECT DISTINCT ON (k.destination, k.partition_key)
            k.destination, k.partition_key, d.position, greatest(k.head_attempts, d.attempt) AS delivered_attempts,
            k.head_sequence AS through,
-           coalesce(tidemark_event_sequence(d.stored_key, d.stored_sequence, k.last_sequence + 1), k.last_sequence)
-             AS last_sequence,
+           -- a migrated change has its own number, at most the cursor's (migration above)
+           CASE WHEN d.stored_key IS NULL THEN k.last_sequence + 1
+                ELSE greatest(k.last_sequence, d.stored_sequence) END AS last_sequence,
            n.key_sequence AS next,
            n.created_at AS next_due_at
       FROM delivered d
@@ -588,7 +601,7 @@ BEGIN
       FROM given_up g
   )
   UPDATE tidemark_cursor k
-     SET through = g.head_sequence, last_sequence = coalesce(g.sequence, k.last_sequence), advanced_at = now(),
+     SET through = g.head_sequence, last_sequence = greatest(k.last_sequence, g.sequence), advanced_at = now(),
          head_sequence = g.next, head_due_at = g.next_due_at,
          head_attempts = 0, head_leased = false, last_error = NULL
     FROM given_up g
@@ -695,9 +708,13 @@ BEGIN
                  -- head_due_at too: an index condition of tidemark_cursor_due, which holds only
                  -- the cursors with a head, where the primary key would read them all
                  WHERE k.destination = p_destination AND k.head_sequence IS NOT NULL AND k.head_due_at IS NOT NULL),
+               -- the changes the destination has not read (as in tidemark_log_ingest)
                (SELECT min(c.position + 0)
                   FROM tidemark_change c
-                 WHERE c.xid >= pg_snapshot_xmin(v_ingested) AND NOT pg_visible_in_snapshot(c.xid, v_ingested)
+                 WHERE c.xid >= pg_snapshot_xmax(v_ingested) AND p_destination = ANY (c.destinations)),
+               (SELECT min(c.position + 0)
+                  FROM tidemark_change c
+                 WHERE c.xid = ANY (ARRAY(SELECT pg_snapshot_xip(v_ingested)))
                    AND p_destination = ANY (c.destinations)))
     INTO v_from;
   IF v_from IS NOT NULL THEN
@@ -722,7 +739,8 @@ $$;
 -- with the columns and meanings it had as a table, from the event after p_after_id on, in id
 -- order (relay/list.sql pages by it: a page reads its own changes from the primary key). A
 -- pending event's sequence counts on from its cursor's, a delivered one's counts back from it
--- (each counted over the key's changes between the event and the cursor; a column nobody
+-- (each counted over the key's changes between the event and the cursor, migrated ones aside:
+-- they have their own numbers; a column nobody
 -- reads is never computed, so counts by status or destination do not pay for it); a delivered
 -- event's delivered_at is when its cursor last moved. The relay and the pending counts never
 -- read it (tidemark_relay_claim, tidemark_undelivered).
@@ -760,12 +778,14 @@ LANGUAGE sql STABLE AS $$
                         tidemark_event_sequence(r.stored_key, r.stored_sequence, r.last_sequence + (
                           SELECT count(*) FROM tidemark_change o
                            WHERE o.partition_key = r.partition_key AND o.key_sequence > r.through
-                             AND o.key_sequence <= r.key_sequence AND r.destination = ANY (o.destinations)))
+                             AND o.key_sequence <= r.key_sequence AND r.destination = ANY (o.destinations)
+                             AND o.idempotency_key IS NULL))
                       ELSE
                         tidemark_event_sequence(r.stored_key, r.stored_sequence, r.last_sequence - (
                           SELECT count(*) FROM tidemark_change o
                            WHERE o.partition_key = r.partition_key AND o.key_sequence > r.key_sequence
-                             AND o.key_sequence <= r.through AND r.destination = ANY (o.destinations))) END AS sequence
+                             AND o.key_sequence <= r.through AND r.destination = ANY (o.destinations)
+                             AND o.idempotency_key IS NULL)) END AS sequence
             FROM (SELECT c.position, t.number, t.name AS destination, c.partition_key, c.key_sequence, c.payload,
                          c.created_at, coalesce(c.idempotency_key, t.name || ':' || c.event_key) AS idempotency_key,
                          c.idempotency_key AS stored_key, c.sequence AS stored_sequence,

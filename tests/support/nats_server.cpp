@@ -6,6 +6,7 @@
 
 #include <fstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -115,9 +116,18 @@ std::string NatsNode::monitor(const std::string& target) const {
 }
 
 NatsServer::NatsServer(const std::string& extra_config) : folder_(make_temp_folder("server")) {
-  node_ = std::make_unique<NatsNode>("n0", folder_, NatsNodePorts::free(), "", extra_config);
-  node_->start();
-  node_->wait_ready();
+  // A port free_port() found can be taken by a test running beside this one before the server
+  // binds it: the server then exits at once, and new ports are tried.
+  for (int attempt = 1;; ++attempt) {
+    node_ = std::make_unique<NatsNode>("n0", folder_, NatsNodePorts::free(), "", extra_config);
+    node_->start();
+    try {
+      node_->wait_ready();
+      return;
+    } catch (const std::runtime_error& error) {
+      if (attempt == 3 || std::string_view(error.what()).find("address already in use") == std::string_view::npos) throw;
+    }
+  }
 }
 
 NatsServer::~NatsServer() {

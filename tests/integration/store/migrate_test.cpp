@@ -11,6 +11,7 @@
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
+#include "tests/support/change_log.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -284,6 +285,56 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
                                                                {"ledger:t9:1", "1"}}));
   EXPECT_EQ(rows(*connection, "SELECT idempotency_key, status FROM outbox WHERE status <> 'delivered'"),
             (Rows{{"ledger:t6:1", "dead"}}));
+}
+
+// Retention deleted delivered outbox rows but kept dead and pending ones, so the rows left of a
+// key can lie below the numbers its destination already received: a new change after the
+// upgrade takes the number after the highest ever issued (the old counter), never one again.
+TEST(Migrate, ANewChangeAfter0029NumbersOnFromTheHighestSequenceEverIssued) {
+  TestDatabase db;
+  auto connection = db.connect();
+  migrate_schema_before(*connection, "at0028", "0029");
+  {
+    pqxx::work txn(*connection);
+    // a: 1 dead, 2-5 delivered and deleted by retention; b: 1 pending (re-driven), 2 delivered
+    // and deleted.
+    txn.exec(R"(
+      INSERT INTO outbox (destination, idempotency_key, partition_key, sequence, payload, status, attempts)
+      VALUES ('ledger', 'ledger:t1:1', 'a', 1, '{"event_id": "ledger:t1:1", "sequence": 1}', 'dead', 3),
+             ('ledger', 'ledger:t6:1', 'b', 1, '{"event_id": "ledger:t6:1", "sequence": 1}', 'pending', 0))");
+    txn.exec(R"(
+      INSERT INTO tidemark_destination_sequence (destination, partition_key, last_sequence)
+      VALUES ('ledger', 'a', 5), ('ledger', 'b', 2)
+      ON CONFLICT (destination, partition_key) DO UPDATE SET last_sequence = EXCLUDED.last_sequence)");
+    txn.commit();
+  }
+  db::migrate(*connection);
+  {
+    pqxx::work txn(*connection);
+    testing::append_changes(txn, {"ledger"}, {{"a", "t7:1", R"({"n": 7})"}, {"b", "t8:1", R"({"n": 8})"}});
+    txn.commit();
+  }
+  // Three claims, each delivering what the one before claimed: b's pending 1 and a's new
+  // change, then b's new one behind its 1.
+  Rows claimed;
+  Rows delivered;
+  for (int call = 0; call < 3; ++call) {
+    pqxx::nontransaction txn(*connection);
+    std::string ids = "{";
+    std::string attempts = "{";
+    for (const auto& event : delivered) {
+      ids += (ids.size() > 1 ? "," : "") + event[0];
+      attempts += (attempts.size() > 1 ? "," : "") + event[2];
+    }
+    delivered.clear();
+    for (const auto& row : txn.exec_params(std::string(sql::kRelayClaim), "{ledger}", "{10}", 10LL, 60'000LL,
+                                           ids + "}", attempts + "}")) {
+      delivered.push_back({row[0].c_str(), row[2].c_str(), row[6].c_str()});
+      claimed.push_back({row[2].c_str(), row[4].c_str()});
+    }
+  }
+  std::sort(claimed.begin(), claimed.end());
+  EXPECT_EQ(claimed, (Rows{{"ledger:t6:1", "1"}, {"ledger:t7:1", "6"}, {"ledger:t8:1", "3"}}));
 }
 
 }  // namespace

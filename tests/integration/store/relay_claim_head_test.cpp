@@ -636,14 +636,15 @@ TEST(RelayClaimHead, MigrationGivesTheKeysOfAnExistingBacklogTheirHeads) {
   db::migrate(*connection);
 
   pqxx::nontransaction txn(*connection);
-  // Each: key, through, the destination's last sequence, head (key_sequence), its due second.
+  // Each: key, through, the highest sequence the destination issued (its migrated rows keep
+  // theirs), head (key_sequence), its due second.
   const auto heads = txn.exec(
       "SELECT partition_key || ' ' || through || ' ' || last_sequence || ' ' || coalesce(head_sequence::text, 'none') "
       "|| ' ' || coalesce(to_char(head_due_at AT TIME ZONE 'UTC', 'SS'), 'none') FROM tidemark_cursor "
       "ORDER BY partition_key");
   std::vector<std::string> texts;
   for (const auto& row : heads) texts.push_back(row[0].c_str());
-  EXPECT_EQ(texts, (std::vector<std::string>{"A 2 2 3 03", "B 1 1 none none", "C 0 6 1 07", "legacy 0 0 1 00"}));
+  EXPECT_EQ(texts, (std::vector<std::string>{"A 2 4 3 03", "B 1 1 none none", "C 0 7 1 07", "legacy 0 0 1 00"}));
   EXPECT_EQ(txn.exec("SELECT string_agg(idempotency_key || ' ' || status, ', ' ORDER BY idempotency_key) FROM outbox")
                 [0][0].c_str(),
             std::string("a1 delivered, a2 dead, a3 pending, a4 pending, b1 delivered, c7 pending, legacy pending"));
