@@ -195,5 +195,35 @@ TEST(ChangeLog, AReadThatMeetsACursorAClaimHoldsReadsTheSameChangesAgain) {
   EXPECT_EQ(next[0].sequence, 2);
 }
 
+// A destination's history read in one pass (views/history.sql: a rebuild's replay) numbers,
+// keys and shapes every event as the `outbox` view does, whatever its state: delivered, given
+// up on, in flight, behind its head.
+TEST(ChangeLog, TheHistoryReadInOnePassIsTheOutboxOfItsDestination) {
+  TestDatabase db;
+  auto connection = db.connect();
+  append(*connection, {"audit", "ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}, {"acct-2", "t2:1", R"({"n": 2})"}});
+  append(*connection, {"ledger"}, {{"acct-1", "t3:1", R"({"n": 3})"}});
+  append(*connection, {"audit", "ledger"}, {{"acct-1", "t4:1", R"({"n": 4})"}, {"acct-1", "t5:1", R"({"n": 5})"}});
+  auto claimed = claim(*connection, {"audit", "ledger"});
+  claimed = claim(*connection, {"audit", "ledger"}, claimed);  // the first ones delivered
+  for (const auto& event : claimed) {
+    if (event.destination != "ledger" || event.partition_key != "acct-1") continue;
+    pqxx::nontransaction txn(*connection);
+    txn.exec_params(std::string(sql::kRelayMarkFailed), event.id, event.attempt, "dead", 0LL, "HTTP 410");
+  }
+  claim(*connection, {"audit", "ledger"});  // in flight: the next of each key
+  for (const char* destination : {"audit", "ledger"}) {
+    SCOPED_TRACE(destination);
+    const std::string where = std::string("'") + destination + "'";
+    const std::string history = db.scalar(
+        "SELECT string_agg(id || ' ' || idempotency_key || ' ' || coalesce(partition_key, '-') || ' ' || sequence || ' ' "
+        "|| payload::text, ', ' ORDER BY id) FROM tidemark_destination_history(" + where + ")");
+    EXPECT_FALSE(history.empty());
+    EXPECT_EQ(history,
+              db.scalar("SELECT string_agg(id || ' ' || idempotency_key || ' ' || coalesce(partition_key, '-') || ' ' || "
+                        "sequence || ' ' || payload::text, ', ' ORDER BY id) FROM outbox WHERE destination = " + where));
+  }
+}
+
 }  // namespace
 }  // namespace tidemark::pipeline
