@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "pipeline/store/pg/pg_text.hpp"
+#include "sql/statements.hpp"
 #include "tests/support/change_log.hpp"
 
 namespace tidemark::testing {
@@ -13,13 +15,45 @@ namespace {
 constexpr std::int64_t kRound = 1000;     // events claimed per round
 constexpr std::int64_t kLeaseMs = 60000;  // long enough that no claim of a round runs out
 
-std::string array_literal(const std::vector<std::string>& values) {
-  std::string text = "{";
-  for (const auto& value : values) text += (text.size() > 1 ? "," : "") + value;
-  return text + "}";
+}  // namespace
+
+std::vector<ClaimedEvent> claim(pqxx::connection& connection, const std::vector<std::string>& destinations,
+                                const std::vector<ClaimedEvent>& delivered, std::int64_t limit) {
+  std::vector<std::int64_t> ids;
+  std::vector<std::int64_t> attempts;
+  for (const auto& event : delivered) {
+    ids.push_back(event.id);
+    attempts.push_back(event.attempt);
+  }
+  const std::vector<std::int64_t> limits(destinations.size(), limit);
+  pqxx::work txn(connection);
+  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), pipeline::db::text_array_literal(destinations),
+                                    pipeline::db::bigint_array_literal(limits), limit, kLeaseMs,
+                                    pipeline::db::bigint_array_literal(ids), pipeline::db::bigint_array_literal(attempts));
+  txn.commit();
+  std::vector<ClaimedEvent> claimed;
+  for (const auto& row : rows) {
+    ClaimedEvent& event = claimed.emplace_back();
+    event.id = row[0].as<std::int64_t>();
+    event.destination = row[1].as<std::string>();
+    event.idempotency_key = row[2].as<std::string>();
+    if (!row[3].is_null()) event.partition_key = row[3].as<std::string>();
+    if (!row[4].is_null()) event.sequence = row[4].as<std::int64_t>();
+    event.payload = row[5].as<std::string>();
+    event.attempt = row[6].as<int>();
+  }
+  return claimed;
 }
 
-}  // namespace
+std::vector<ClaimedEvent> deliver_all(pqxx::connection& connection, const std::vector<std::string>& destinations) {
+  std::vector<ClaimedEvent> sent;
+  std::vector<ClaimedEvent> in_flight = claim(connection, destinations);
+  while (!in_flight.empty()) {
+    sent.insert(sent.end(), in_flight.begin(), in_flight.end());
+    in_flight = claim(connection, destinations, in_flight);
+  }
+  return sent;
+}
 
 std::int64_t append_aged_change(pqxx::transaction_base& txn, const std::string& destination, const std::string& key,
                                 const std::string& age) {
@@ -32,31 +66,20 @@ std::int64_t settle_due(pqxx::connection& connection, const std::string& destina
                         std::int64_t max_events, const std::string& error) {
   std::int64_t settled = 0;
   // Deliveries are recorded by the next claim, as the relay records them.
-  std::vector<std::string> delivered;
-  std::vector<std::string> delivered_attempts;
+  std::vector<ClaimedEvent> delivered;
   while (true) {
     const std::int64_t room = max_events < 0 ? kRound : std::min(kRound, max_events - settled);
-    pqxx::work claim(connection);
-    const pqxx::result claimed = claim.exec_params(
-        "SELECT id, attempts FROM tidemark_relay_claim(ARRAY[$1], ARRAY[$2::bigint], $2::bigint, $3::bigint, "
-        "$4::bigint[], $5::int[])",
-        destination, room, kLeaseMs, array_literal(delivered), array_literal(delivered_attempts));
-    claim.commit();
+    const std::vector<ClaimedEvent> claimed = claim(connection, {destination}, delivered, room);
     delivered.clear();
-    delivered_attempts.clear();
     if (claimed.empty()) return settled;
     settled += static_cast<std::int64_t>(claimed.size());
     if (settlement == Settlement::kDelivered) {
-      for (const auto& row : claimed) {
-        delivered.emplace_back(row[0].c_str());
-        delivered_attempts.emplace_back(row[1].c_str());
-      }
+      delivered = claimed;
       continue;
     }
     pqxx::work mark(connection);
-    for (const auto& row : claimed) {
-      mark.exec_params("SELECT tidemark_relay_mark_failed($1, $2, 'dead', 0, $3)", row[0].as<std::int64_t>(),
-                       row[1].as<int>(), error);
+    for (const auto& event : claimed) {
+      mark.exec_params("SELECT tidemark_relay_mark_failed($1, $2, 'dead', 0, $3)", event.id, event.attempt, error);
     }
     mark.commit();
   }

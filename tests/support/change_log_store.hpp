@@ -4,7 +4,9 @@
 // tidemark_relay_mark_failed), and the few states a test sets on a key's cursor itself
 // (migrations/0029_change_log.sql).
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <pqxx/pqxx>
 
@@ -14,6 +16,28 @@ namespace tidemark::testing {
 // empty payload, logged `age` ago (an interval: "8 days"): for tests of what goes by age.
 std::int64_t append_aged_change(pqxx::transaction_base& txn, const std::string& destination, const std::string& key,
                                 const std::string& age);
+
+// An event as one call of the relay's claim (relay/claim.sql) offers it. partition_key and
+// sequence are empty for an event without an order (migrated from before sequences).
+struct ClaimedEvent {
+  std::int64_t id = 0;
+  std::string destination;
+  std::string idempotency_key;
+  std::optional<std::string> partition_key;
+  std::optional<std::int64_t> sequence;
+  std::string payload;
+  int attempt = 0;
+};
+
+// One call of relay/claim.sql, committed: records `delivered` as delivered with their
+// attempts, and claims up to `limit` due events of each of `destinations` and `limit` in all.
+std::vector<ClaimedEvent> claim(pqxx::connection& connection, const std::vector<std::string>& destinations,
+                                const std::vector<ClaimedEvent>& delivered = {}, std::int64_t limit = 100);
+
+// The relay's loop with destinations that accept everything: claims, and records what it
+// claimed as delivered in the next claim, until nothing is due. Every event in the order it
+// was claimed.
+std::vector<ClaimedEvent> deliver_all(pqxx::connection& connection, const std::vector<std::string>& destinations);
 
 enum class Settlement { kDelivered, kDead };
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/store/pg/pg_text.hpp"
 #include "sql/statements.hpp"
 #include "tests/support/change_log.hpp"
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/test_database.hpp"
 
 namespace tidemark::pipeline {
@@ -20,53 +20,9 @@ namespace {
 
 using testing::TestDatabase;
 
-constexpr long long kLeaseMs = 60'000;
-
-struct Event {
-  std::int64_t id = 0;
-  std::string destination;
-  std::string idempotency_key;
-  std::string partition_key;
-  std::int64_t sequence = 0;
-  int attempt = 0;
-};
-
-// One call of relay/claim.sql for `destinations` (up to 100 events each), recording `delivered`.
-std::vector<Event> claim(pqxx::connection& connection, const std::vector<std::string>& destinations,
-                         const std::vector<Event>& delivered = {}) {
-  std::vector<std::int64_t> ids;
-  std::vector<std::int64_t> attempts;
-  for (const auto& event : delivered) {
-    ids.push_back(event.id);
-    attempts.push_back(event.attempt);
-  }
-  std::string names = "{";
-  std::string limits = "{";
-  for (const auto& destination : destinations) {
-    names += (names.size() > 1 ? "," : "") + destination;
-    limits += std::string(limits.size() > 1 ? "," : "") + "100";
-  }
-  pqxx::nontransaction txn(connection);
-  const auto rows = txn.exec_params(std::string(sql::kRelayClaim), names + "}", limits + "}", 100LL, kLeaseMs,
-                                    db::bigint_array_literal(ids), db::bigint_array_literal(attempts));
-  std::vector<Event> claimed;
-  for (const auto& row : rows) {
-    claimed.push_back({row[0].as<std::int64_t>(), row[1].as<std::string>(), row[2].as<std::string>(),
-                       row[3].as<std::string>(), row[4].as<std::int64_t>(), row[6].as<int>()});
-  }
-  return claimed;
-}
-
-// Claims and delivers until nothing is due; returns every event in the order it went.
-std::vector<Event> deliver_all(pqxx::connection& connection, const std::vector<std::string>& destinations) {
-  std::vector<Event> sent;
-  std::vector<Event> in_flight = claim(connection, destinations);
-  while (!in_flight.empty()) {
-    sent.insert(sent.end(), in_flight.begin(), in_flight.end());
-    in_flight = claim(connection, destinations, in_flight);
-  }
-  return sent;
-}
+using testing::claim;
+using testing::ClaimedEvent;
+using testing::deliver_all;
 
 // Appends `changes` for `destinations`, committed.
 void append(pqxx::connection& connection, const std::vector<std::string>& destinations,
@@ -109,6 +65,32 @@ TEST(ChangeLog, AChangeWhosePositionWasTakenEarlyIsReadWhenItsTransactionCommits
   EXPECT_EQ(claimed[0].sequence, 1);
 }
 
+// Every claim reads the log for new changes first. When nothing was logged since the last
+// read, the read writes nothing (0032_relay_claim_plans.sql), although the server's snapshot
+// has moved (other transactions took xids); a change whose transaction was open then is read
+// once it commits.
+TEST(ChangeLog, AReadWithNothingLoggedSinceWritesNothingAndMissesNothing) {
+  TestDatabase db;
+  auto relay = db.connect();
+  append(*relay, {"ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}});
+  ASSERT_EQ(deliver_all(*relay, {"ledger"}).size(), 1u);
+  const auto written = [&db] { return db.scalar("SELECT xmin::text FROM tidemark_destination WHERE name = 'ledger'"); };
+  const std::string read_before = written();
+
+  auto writer = db.connect();
+  pqxx::work open(*writer);
+  testing::append_change(open, {"ledger"}, "acct-2", "t2:1", R"({"n": 2})");
+  for (int i = 0; i < 3; ++i) db.scalar("SELECT pg_current_xact_id()::text");
+  EXPECT_TRUE(claim(*relay, {"ledger"}).empty());
+  EXPECT_EQ(written(), read_before) << "a read that found nothing new wrote the destination's snapshot";
+
+  open.commit();
+  const auto claimed = claim(*relay, {"ledger"});
+  ASSERT_EQ(claimed.size(), 1u) << "the change committed after reads that found nothing was not read";
+  EXPECT_EQ(claimed[0].idempotency_key, "ledger:t2:1");
+  EXPECT_NE(written(), read_before);
+}
+
 TEST(ChangeLog, EachDestinationNumbersOnlyTheChangesThatFeedItWithNoGap) {
   TestDatabase db;
   auto connection = db.connect();
@@ -120,7 +102,7 @@ TEST(ChangeLog, EachDestinationNumbersOnlyTheChangesThatFeedItWithNoGap) {
   std::map<std::string, std::vector<std::int64_t>> sequences;
   for (const auto& event : deliver_all(*connection, {"audit", "ledger"})) {
     keys[event.destination].push_back(event.idempotency_key);
-    sequences[event.destination].push_back(event.sequence);
+    sequences[event.destination].push_back(event.sequence.value_or(0));
   }
   EXPECT_EQ(keys["ledger"], (std::vector<std::string>{"ledger:t1:1", "ledger:t2:1", "ledger:t4:1"}));
   EXPECT_EQ(keys["audit"], (std::vector<std::string>{"audit:t1:1", "audit:t3:1", "audit:t4:1"}));
@@ -139,7 +121,7 @@ TEST(ChangeLog, ARevivedDeadLetterIsDeliveredBesideItsKeysLaterEventsAndKeepsIts
   append(*connection, {"ledger"}, {{"acct-1", "t1:1", R"({"n": 1})"}, {"acct-1", "t2:1", R"({"n": 2})"}});
   auto claimed = claim(*connection, {"ledger"});
   ASSERT_EQ(claimed.size(), 1u);
-  const Event given_up = claimed[0];
+  const ClaimedEvent given_up = claimed[0];
   {
     pqxx::nontransaction txn(*connection);
     txn.exec_params(std::string(sql::kRelayMarkFailed), given_up.id, given_up.attempt, "dead", 0LL, "HTTP 410");
@@ -148,7 +130,7 @@ TEST(ChangeLog, ARevivedDeadLetterIsDeliveredBesideItsKeysLaterEventsAndKeepsIts
   ASSERT_EQ(claimed.size(), 1u) << "a dead event held back its key";
   EXPECT_EQ(claimed[0].idempotency_key, "ledger:t2:1");
   EXPECT_EQ(claimed[0].sequence, 2);
-  const Event in_flight = claimed[0];
+  const ClaimedEvent in_flight = claimed[0];
 
   {
     pqxx::nontransaction txn(*connection);

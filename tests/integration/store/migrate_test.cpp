@@ -12,6 +12,7 @@
 #include "pipeline/store/pg/database.hpp"
 #include "sql/statements.hpp"
 #include "tests/support/change_log.hpp"
+#include "tests/support/change_log_store.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -236,26 +237,10 @@ TEST(Migrate, OutboxRowsBecomeTheChangeLogWithNothingLostOrSentTwiceAfter0029) {
   // The relay's loop: claim, deliver what was claimed in the next claim, until nothing is due.
   Rows claimed;
   std::map<std::string, std::string> first_attempt;
-  std::string delivered = "{}", attempts = "{}";
-  for (int round = 0; round < 20; ++round) {
-    pqxx::work txn(*connection);
-    const pqxx::result offered = txn.exec_params(
-        "SELECT id, destination, idempotency_key, partition_key, sequence, payload, attempts "
-        "FROM tidemark_relay_claim('{ledger,audit}', '{100,100}', 100, 60000, $1::bigint[], $2::int[])",
-        delivered, attempts);
-    txn.commit();
-    if (offered.empty() && delivered == "{}") break;
-    std::string ids, tries;
-    for (const auto& row : offered) {
-      std::vector<std::string> event;
-      for (int field = 1; field <= 5; ++field) event.push_back(row[field].is_null() ? "<null>" : row[field].c_str());
-      first_attempt.emplace(event[1], row[6].c_str());
-      claimed.push_back(std::move(event));
-      ids += (ids.empty() ? "" : ",") + std::string(row[0].c_str());
-      tries += (tries.empty() ? "" : ",") + std::string(row[6].c_str());
-    }
-    delivered = "{" + ids + "}";
-    attempts = "{" + tries + "}";
+  for (const auto& event : testing::deliver_all(*connection, {"ledger", "audit"})) {
+    first_attempt.emplace(event.idempotency_key, std::to_string(event.attempt));
+    claimed.push_back({event.destination, event.idempotency_key, event.partition_key.value_or("<null>"),
+                       event.sequence ? std::to_string(*event.sequence) : "<null>", event.payload});
   }
   // Each pending event exactly once, as it was (key, sequence, payload)...
   Rows pending;
