@@ -115,19 +115,45 @@ std::string NatsNode::monitor(const std::string& target) const {
   return answer.status == 200 ? answer.body : "";
 }
 
-NatsServer::NatsServer(const std::string& extra_config) : folder_(make_temp_folder("server")) {
-  // A port free_port() found can be taken by a test running beside this one before the server
-  // binds it: the server then exits at once, and new ports are tried.
+namespace {
+
+// Starts `count` nodes n0, n1, ... with folders of their own under `folder` (routed to each
+// other when there is more than one) on ports free_port() found, and waits until each is
+// ready. A port found free can be taken by a test running beside this one before the server
+// binds it: that server then exits at once, and every node starts again, afresh, on new ports
+// (three tries).
+std::vector<std::unique_ptr<NatsNode>> start_nodes(const fs::path& folder, int count, const std::string& extra_config,
+                                                   std::chrono::milliseconds timeout) {
   for (int attempt = 1;; ++attempt) {
-    node_ = std::make_unique<NatsNode>("n0", folder_, NatsNodePorts::free(), "", extra_config);
-    node_->start();
+    // Every node's ports first: each node's routes name all of them.
+    std::vector<NatsNodePorts> ports;
+    std::string routes;
+    for (int i = 0; i < count; ++i) {
+      ports.push_back(NatsNodePorts::free());
+      routes += "    nats-route://127.0.0.1:" + std::to_string(ports.back().route) + "\n";
+    }
+    routes = count > 1 ? "  routes: [\n" + routes + "  ]\n" : "";
+    std::vector<std::unique_ptr<NatsNode>> nodes;
+    for (int i = 0; i < count; ++i) {
+      const std::string name = "n" + std::to_string(i);
+      fs::remove_all(folder / name);
+      nodes.push_back(std::make_unique<NatsNode>(name, folder / name, ports[static_cast<std::size_t>(i)], routes,
+                                                 extra_config));
+    }
+    for (auto& node : nodes) node->start();
     try {
-      node_->wait_ready();
-      return;
+      for (auto& node : nodes) node->wait_ready(timeout);
+      return nodes;
     } catch (const std::runtime_error& error) {
       if (attempt == 3 || std::string_view(error.what()).find("address already in use") == std::string_view::npos) throw;
     }
   }
+}
+
+}  // namespace
+
+NatsServer::NatsServer(const std::string& extra_config) : folder_(make_temp_folder("server")) {
+  node_ = std::move(start_nodes(folder_, 1, extra_config, std::chrono::seconds(30)).front());
 }
 
 NatsServer::~NatsServer() {
@@ -138,23 +164,7 @@ NatsServer::~NatsServer() {
 
 NatsCluster::NatsCluster(int nodes, const std::string& extra_config) : folder_(make_temp_folder("cluster")) {
   if (nodes < 1) throw std::invalid_argument("a NATS cluster needs at least one node");
-  // Every node's ports first: each node's routes name all of them.
-  std::vector<NatsNodePorts> ports;
-  std::string routes = "  routes: [\n";
-  for (int i = 0; i < nodes; ++i) {
-    ports.push_back(NatsNodePorts::free());
-    routes += "    nats-route://127.0.0.1:" + std::to_string(ports.back().route) + "\n";
-  }
-  routes += "  ]\n";
-  for (int i = 0; i < nodes; ++i) {
-    const std::string name = "n" + std::to_string(i);
-    const fs::path node_folder = folder_ / name;
-    fs::create_directories(node_folder);
-    nodes_.push_back(std::make_unique<NatsNode>(name, node_folder, ports[static_cast<std::size_t>(i)], routes,
-                                                extra_config));
-  }
-  for (auto& node : nodes_) node->start();
-  for (auto& node : nodes_) node->wait_ready(std::chrono::seconds(60));
+  nodes_ = start_nodes(folder_, nodes, extra_config, std::chrono::seconds(60));
 }
 
 NatsCluster::~NatsCluster() {
