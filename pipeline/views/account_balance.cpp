@@ -1,5 +1,6 @@
 #include "pipeline/views/account_balance.hpp"
 
+#include "pipeline/core/entity.hpp"
 #include "pipeline/store/pg/row.hpp"
 #include "sql/statements.hpp"
 
@@ -10,6 +11,8 @@ namespace {
 class AccountBalanceView final : public View {
  public:
   std::string_view name() const override { return kAccountBalance; }
+
+  std::string_view entity() const override { return kBuiltInEntityName; }
 
   std::string_view create_statement() const override { return sql::kViewsAccountBalanceCreate; }
 

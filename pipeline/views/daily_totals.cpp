@@ -1,5 +1,6 @@
 #include "pipeline/views/daily_totals.hpp"
 
+#include "pipeline/core/entity.hpp"
 #include "sql/statements.hpp"
 
 namespace tidemark::pipeline::views {
@@ -9,6 +10,8 @@ namespace {
 class DailyTotalsView final : public View {
  public:
   std::string_view name() const override { return kDailyTotals; }
+
+  std::string_view entity() const override { return kBuiltInEntityName; }
 
   std::string_view create_statement() const override { return sql::kViewsDailyTotalsCreate; }
 

@@ -44,7 +44,7 @@ struct ViewEvent {
 };
 
 // nullopt when the payload lacks a field the views need (such an event is dead: no retry
-// can fix it).
+// can fix it): parse_entity_event, then to_view_event (entity_event.hpp).
 std::optional<ViewEvent> parse_view_event(const OutboxEvent& event);
 
 enum class ApplyOutcome {
@@ -64,6 +64,9 @@ class View {
   virtual ~View() = default;
   // The destination name, and the prefix of its tables.
   virtual std::string_view name() const = 0;
+  // The entity whose changes it reads ("transaction" for the views Tidemark ships): the view
+  // sink refuses an event of any other as dead.
+  virtual std::string_view entity() const = 0;
   // Creates one version's tables (statements with the {table} placeholder).
   virtual std::string_view create_statement() const = 0;
   // Applies `event` to the version whose table is `table`, inside `txn`.

@@ -13,12 +13,13 @@
 namespace tidemark::pipeline::views {
 namespace {
 
-TEST(ViewRegistry, FindsEachShippedViewByItsName) {
+TEST(ViewRegistry, FindsEachShippedViewByItsNameReadingTheBuiltInEntity) {
   EXPECT_EQ(view_names(), (std::vector<std::string>{kAccountBalance, kDailyTotals}));
   for (const auto& name : view_names()) {
     const View* view = find_view(name);
     ASSERT_NE(view, nullptr) << name;
     EXPECT_EQ(view->name(), name);
+    EXPECT_EQ(view->entity(), "transaction");
     EXPECT_EQ(&known_view(name), view);
   }
   EXPECT_EQ(view_list(" and "), "account_balance and daily_totals");
