@@ -68,6 +68,11 @@ Metrics::Metrics()
                            .Name("tidemark_view_dead_events")
                            .Help("Outbox events of a view that the relay gave up on: the view misses them")
                            .Register(*registry)),
+      view_events_total(prometheus::BuildCounter()
+                            .Name("tidemark_view_events_total")
+                            .Help("Events handed to a view's sink, by what became of them (applied, duplicate, gap, "
+                                  "dead)")
+                            .Register(*registry)),
       component_restarts_total(prometheus::BuildCounter()
                                    .Name("tidemark_component_restarts_total")
                                    .Help("Restarts of a supervised component (relay) after an unexpected error")

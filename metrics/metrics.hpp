@@ -41,6 +41,8 @@ struct Metrics {
   prometheus::Family<prometheus::Counter>& webhook_requests_total;        // {result}
   prometheus::Family<prometheus::Gauge>& view_lag_seconds;                // {view}
   prometheus::Family<prometheus::Gauge>& view_dead_events;                // {view}
+  // What became of each event a view sink was handed (applied, duplicate, gap, dead).
+  prometheus::Family<prometheus::Counter>& view_events_total;             // {view, result}
   // Supervision.
   prometheus::Family<prometheus::Counter>& component_restarts_total;      // {component}
   // Retention (docs/retention.md).

@@ -40,7 +40,8 @@ pipeline::views::Redelivery redelivery(const app::config::RelayConfig& config) {
           .lease = relay_options(config).lease};
 }
 
-pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url) {
+pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url,
+                                metrics::Metrics* metrics) {
   const std::vector<std::string> names = config.destination_names_with(&app::config::DestinationCapabilities::view);
   for (const auto& name : names) {
     if (pipeline::views::find_view(name) == nullptr) {
@@ -48,7 +49,7 @@ pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::st
                                   pipeline::views::view_list(", ") + ")");
     }
   }
-  return pipeline::views::make_view_sinks(names, database_url);
+  return pipeline::views::make_view_sinks(names, database_url, metrics);
 }
 
 }  // namespace tidemark::app

@@ -8,6 +8,10 @@
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/views/admin.hpp"
 
+namespace tidemark::metrics {
+struct Metrics;
+}  // namespace tidemark::metrics
+
 namespace tidemark::app {
 
 // Options from the `relay:` config, with a lease of twice a whole attempt's timeouts
@@ -22,7 +26,9 @@ pipeline::views::Redelivery redelivery(const app::config::RelayConfig& config);
 
 // One ViewSink per `kind: view` destination of `config`, keyed by destination name (the
 // view's name); creates version 1 of views that have none. ConfigError for a view name
-// Tidemark does not ship.
-pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url);
+// Tidemark does not ship. `metrics`, when given, counts each view's events as
+// tidemark_view_events_total{view,result}.
+pipeline::Sinks make_view_sinks(const app::config::Config& config, const std::string& database_url,
+                                metrics::Metrics* metrics = nullptr);
 
 }  // namespace tidemark::app

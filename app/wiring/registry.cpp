@@ -148,7 +148,9 @@ struct SinkWiring {
 const std::vector<SinkWiring>& sink_wirings() {
   static const std::vector<SinkWiring> wirings = {
       {[](const SinkContext& context) { return make_webhook_sinks(context.config); }, checking(&webhook_options)},
-      {[](const SinkContext& context) { return make_view_sinks(context.config, context.database_url); },
+      {[](const SinkContext& context) {
+         return make_view_sinks(context.config, context.database_url, context.metrics);
+       },
        check_view_destination},
       {[](const SinkContext& context) { return make_nats_sinks(context.config, context.metrics); },
        checking(&nats_options)},

@@ -13,13 +13,17 @@
 #include <thread>
 
 #include "app/wiring/options.hpp"
+#include "connectors/file/file_source.hpp"
+#include "metrics/metrics.hpp"
 #include "pipeline/async/run_to_end.hpp"
+#include "pipeline/core/validate.hpp"
 #include "pipeline/relay/relay.hpp"
 #include "pipeline/store/migrate.hpp"
 #include "pipeline/views/view_sink.hpp"
 #include "pipeline/views/views.hpp"
 #include "tests/support/change_log.hpp"
 #include "tests/support/change_log_store.hpp"
+#include "tests/support/entity_fixtures.hpp"
 #include "tests/support/run_helpers.hpp"
 #include "tests/support/test_database.hpp"
 
@@ -283,6 +287,99 @@ TEST(ViewsTest, AccountEventAfterAGapIsRefusedAndAppliedOnceTheGapFills) {
   EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
   EXPECT_EQ(deliver(1), DeliveryResult::Status::kDelivered);  // a redelivery is dropped
   EXPECT_EQ(balance(), (Rows{{"35.00", "3"}}));
+}
+
+// tidemark_view_events_total{view, result}.
+double view_events(metrics::Metrics& metrics, const std::string& view, const std::string& result) {
+  return metrics.view_events_total.Add({{"view", view}, {"result", result}}).Value();
+}
+
+// "applied 2, duplicate 1, gap 0, dead 0": the series of one view, compared at once.
+std::string view_event_counts(metrics::Metrics& metrics, const std::string& view) {
+  std::string text;
+  for (const char* result : {"applied", "duplicate", "gap", "dead"}) {
+    if (!text.empty()) text += ", ";
+    text += std::string(result) + " " + std::to_string(static_cast<int>(view_events(metrics, view, result)));
+  }
+  return text;
+}
+
+TEST(ViewsTest, ADeclaredEntitysChangeSentToAShippedViewIsDeadSayingWhatIsWrongAndWhatToDo) {
+  // The config refuses a view destination on another entity (docs/entities.md), but a change
+  // logged before the config changed still reaches the view. No retry makes it a change of
+  // the entity the view reads: it is dead at once, counted, and the view applies the rest.
+  TestDatabase db;
+  TempDir dir;
+  TempDir orders_dir;  // not in the folder the transactions pipeline reads
+  const auto orders = testing::declare_entity(
+      "orders",
+      {pipeline::FieldSpec{.name = "amount", .type = pipeline::FieldType::kDecimal, .precision = 12, .scale = 2},
+       pipeline::FieldSpec{.name = "customer_id", .type = pipeline::FieldType::kText}},
+      {.partition_by = "customer_id"});
+  const auto path = orders_dir.write("orders.csv", "order_id,version,amount,customer_id\no1,1,9.99,c9\n");
+  auto request = testing::file_request(db, "orders", path, 50);
+  request.entity = orders;
+  request.open_source = [path, orders] {
+    return connectors::file::open_file_source(
+        path, connectors::file::Format::kCsv, connectors::file::kDefaultSettle,
+        std::make_shared<const pipeline::RecordLayout>(pipeline::record_layout(orders)));
+  };
+  request.destinations = {kAccountBalance};
+  pipeline::run_pipeline(request);
+  load(db, dir, 0, "transaction_id,source_revision,amount,account_id,occurred_at\nt1,1,10.00,a,\n");
+
+  metrics::Metrics metrics;
+  relay::Relay relay(db.url(), app::make_view_sinks(view_config(), db.url(), &metrics), fast_options());
+  EXPECT_EQ(relay.drain().dead, 1u);
+  EXPECT_EQ(query_rows(db, "SELECT idempotency_key, status, last_error FROM outbox WHERE status <> 'delivered'"),
+            (Rows{{"account_balance:orders:o1:1", "dead",
+                   "view account_balance reads entity transaction; event account_balance:orders:o1:1 is of entity "
+                   "orders: fix the config, then `tidemark outbox retry` or rebuild the view"}}));
+  EXPECT_EQ(balances(db, 1), (Rows{{"a", "10.00"}}));
+  EXPECT_EQ(view_event_counts(metrics, kAccountBalance), "applied 1, duplicate 0, gap 0, dead 1");
+  EXPECT_EQ(view_event_counts(metrics, kDailyTotals), "applied 1, duplicate 0, gap 0, dead 0");
+  auto connection = db.connect();
+  EXPECT_EQ(view_health(*connection, {kAccountBalance}).at(kAccountBalance).dead, 1);
+}
+
+TEST(ViewsTest, EachEventHandedToAViewCountsOnceByWhatBecameOfItRedeliveriesAsDuplicates) {
+  TestDatabase db;
+  TempDir dir;
+  const std::string header = "transaction_id,source_revision,amount,account_id,occurred_at\n";
+  load(db, dir, 0, header + "t1,1,10.00,a,2024-01-01T10:00:00Z\n");
+  load(db, dir, 1, header + "t2,1,5.00,a,2024-01-01T11:00:00Z\n");
+  const auto events = outbox_rows(db, kAccountBalance, "sequence");
+  ASSERT_EQ(events.size(), 2u);
+  metrics::Metrics metrics;
+  auto sinks = app::make_view_sinks(view_config(), db.url(), &metrics);
+  // Every series exists from the start, so that the first dead event is a change from 0.
+  EXPECT_NE(metrics.serialize().find(R"(tidemark_view_events_total{result="dead",view="daily_totals"} 0)"),
+            std::string::npos);
+  EXPECT_EQ(view_event_counts(metrics, kAccountBalance), "applied 0, duplicate 0, gap 0, dead 0");
+
+  auto& sink = *sinks.at(kAccountBalance);
+  auto deliver = [&](int index) { return deliver_to(sink, outbox_event(kAccountBalance, events[index])); };
+  EXPECT_EQ(deliver(1), DeliveryResult::Status::kRetry);  // before its predecessor: a gap
+  EXPECT_EQ(deliver(0), DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(1), DeliveryResult::Status::kDelivered);
+  EXPECT_EQ(deliver(0), DeliveryResult::Status::kDelivered);  // a redelivery, dropped
+  EXPECT_EQ(balances(db, 1), (Rows{{"a", "15.00"}}));
+  EXPECT_EQ(view_event_counts(metrics, kAccountBalance), "applied 2, duplicate 1, gap 1, dead 0");
+
+  // Through the relay: the whole history once, then once more, which the inbox drops.
+  relay::Relay first(db.url(), app::make_view_sinks(view_config(), db.url(), &metrics), fast_options());
+  EXPECT_EQ(first.drain().dead, 0u);
+  EXPECT_EQ(view_event_counts(metrics, kDailyTotals), "applied 2, duplicate 0, gap 0, dead 0");
+  {
+    auto connection = db.connect();
+    pqxx::work txn(*connection);
+    testing::redeliver_everything(txn, kDailyTotals);
+    txn.commit();
+  }
+  relay::Relay again(db.url(), app::make_view_sinks(view_config(), db.url(), &metrics), fast_options());
+  EXPECT_EQ(again.drain().dead, 0u);
+  EXPECT_EQ(view_event_counts(metrics, kDailyTotals), "applied 2, duplicate 2, gap 0, dead 0");
+  EXPECT_EQ(days(db, 1), (Rows{{"2024-01-01", "15.00", "2"}}));
 }
 
 TEST(ViewsTest, NewVersionAfterTheOldProcessedEverythingIsComplete) {

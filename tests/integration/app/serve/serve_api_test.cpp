@@ -576,6 +576,15 @@ TEST_F(ServeApiTest, AccountViewAnswersOnceTheViewHasAppliedTheSequenceAndOtherw
   EXPECT_EQ(body["view"], "account_balance_v1");
   EXPECT_EQ(body["sequence"].as_int64(), 10);
   EXPECT_EQ(body["balance"], "347.50");
+  // serve's view sinks count in its /metrics: at least acct-3's ten events (each counted just
+  // after its commit), none dead.
+  const std::string applied = "tidemark_view_events_total{result=\"applied\",view=\"account_balance\"}";
+  for (const auto deadline = std::chrono::steady_clock::now() + 5s;
+       metric(applied) < 10 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_GE(metric(applied), 10);
+  EXPECT_EQ(metric("tidemark_view_events_total{result=\"dead\",view=\"account_balance\"}"), 0);
 
   EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=11&timeout_ms=100").status, 409);
   EXPECT_EQ(http_request(port_, "GET", account + "?min_sequence=-1").status, 400);
