@@ -39,24 +39,18 @@ bool is_plain_name(std::string_view name, std::size_t max_length) {
                      [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; });
 }
 
-bool is_digits(std::string_view text) {
-  return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-std::string quoted(std::string_view name) { return "'" + std::string(name) + "'"; }
-
 DeclarationError error_at(DeclarationPart part, std::string message, std::string field = "") {
   return DeclarationError{part, std::move(field), std::move(message)};
 }
 
 // Why `name` may not be a column of `entity` besides its key and revision; nullopt when it may.
 std::optional<std::string> column_taken(const EntityDeclaration& entity, std::string_view name) {
-  if (name == entity.key) return quoted(name) + " is the key field (key and revision are not listed in fields)";
+  if (name == entity.key) return quoted_name(name) + " is the key field (key and revision are not listed in fields)";
   if (name == entity.revision) {
-    return quoted(name) + " is the revision field (key and revision are not listed in fields)";
+    return quoted_name(name) + " is the revision field (key and revision are not listed in fields)";
   }
   if (entity.extra_fields == ExtraFields::kKeep && name == kExtraColumn) {
-    return quoted(name) + " is the column of kept undeclared fields (extra_fields: keep)";
+    return quoted_name(name) + " is the column of kept undeclared fields (extra_fields: keep)";
   }
   return std::nullopt;
 }
@@ -70,7 +64,7 @@ std::optional<DeclarationError> check_field(const EntityDeclaration& entity, std
   if (auto taken = column_taken(entity, field.name)) return at(DeclarationPart::kFieldName, *taken);
   for (std::size_t i = 0; i < index; ++i) {
     if (entity.fields[i].name == field.name) {
-      return at(DeclarationPart::kFieldName, "field " + quoted(field.name) + " is declared twice");
+      return at(DeclarationPart::kFieldName, "field " + quoted_name(field.name) + " is declared twice");
     }
   }
   if (field.type == FieldType::kText && field.max_length < 1) {
@@ -98,15 +92,15 @@ std::optional<DeclarationError> check_partition_by(const EntityDeclaration& enti
   if (name == entity.key) return std::nullopt;
   constexpr std::string_view kExpected = " (expected the key or a text or integer field)";
   if (name == entity.revision) {
-    return error_at(DeclarationPart::kPartitionBy, quoted(name) + " is the revision field" + std::string(kExpected));
+    return error_at(DeclarationPart::kPartitionBy, quoted_name(name) + " is the revision field" + std::string(kExpected));
   }
   const FieldSpec* field = entity.field(name);
   if (field == nullptr) {
-    return error_at(DeclarationPart::kPartitionBy, quoted(name) + " is not a declared field" + std::string(kExpected));
+    return error_at(DeclarationPart::kPartitionBy, quoted_name(name) + " is not a declared field" + std::string(kExpected));
   }
   if (field->type != FieldType::kText && field->type != FieldType::kInteger) {
     return error_at(DeclarationPart::kPartitionBy,
-                    quoted(name) + " is a " + std::string(to_string(field->type)) + " field" + std::string(kExpected));
+                    quoted_name(name) + " is a " + std::string(to_string(field->type)) + " field" + std::string(kExpected));
   }
   return std::nullopt;
 }
@@ -139,19 +133,31 @@ const EntityDeclaration& built_in_transaction_entity() {
   return entity;
 }
 
-std::optional<std::string> check_entity_name(std::string_view name) {
+std::string quoted_name(std::string_view name) { return "'" + std::string(name) + "'"; }
+
+bool is_version_table(std::string_view table, std::string_view prefix, std::string_view suffix) {
+  if (table.size() <= prefix.size() + suffix.size() || !table.starts_with(prefix) || !table.ends_with(suffix)) {
+    return false;
+  }
+  const std::string_view number = table.substr(prefix.size(), table.size() - prefix.size() - suffix.size());
+  return std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+std::optional<std::string> check_entity_name(std::string_view name) { return check_plain_name("entity name", name); }
+
+std::optional<std::string> check_plain_name(std::string_view what, std::string_view name) {
   if (is_plain_name(name, kMaxEntityNameLength)) return std::nullopt;
-  return "entity name " + quoted(name) + " is not a plain name ([a-z][a-z0-9_]{0,47}: a lowercase letter, then " +
-         "up to 47 lowercase letters, digits and '_')";
+  return std::string(what) + " " + quoted_name(name) + " is not a plain name ([a-z][a-z0-9_]{0,47}: a lowercase letter, " +
+         "then up to 47 lowercase letters, digits and '_')";
 }
 
 std::optional<std::string> check_identifier(std::string_view what, std::string_view name) {
   if (!is_plain_name(name, kMaxIdentifierLength)) {
-    return std::string(what) + " " + quoted(name) + " is not a plain identifier ([a-z][a-z0-9_]{0,62}: a lowercase " +
+    return std::string(what) + " " + quoted_name(name) + " is not a plain identifier ([a-z][a-z0-9_]{0,62}: a lowercase " +
            "letter, then up to 62 lowercase letters, digits and '_')";
   }
   if (name.starts_with(kTidemarkPrefix)) {
-    return std::string(what) + " " + quoted(name) + " starts with tidemark_ (reserved for Tidemark's own tables and " +
+    return std::string(what) + " " + quoted_name(name) + " starts with tidemark_ (reserved for Tidemark's own tables and " +
            "columns)";
   }
   return std::nullopt;
@@ -161,15 +167,13 @@ bool is_reserved_table_name(std::string_view table) {
   if (table.starts_with(kTidemarkPrefix)) return true;
   if (std::find(kMigrationTables.begin(), kMigrationTables.end(), table) != kMigrationTables.end()) return true;
   return std::any_of(kViewTablePatterns.begin(), kViewTablePatterns.end(), [table](const ViewTablePattern& view) {
-    return table.size() > view.prefix.size() + view.suffix.size() && table.starts_with(view.prefix) &&
-           table.ends_with(view.suffix) &&
-           is_digits(table.substr(view.prefix.size(), table.size() - view.prefix.size() - view.suffix.size()));
+    return is_version_table(table, view.prefix, view.suffix);
   });
 }
 
 std::optional<std::string> check_table_name(std::string_view table) {
   if (auto error = check_identifier("table name", table)) return error;
-  if (is_reserved_table_name(table)) return "table name " + quoted(table) + " is reserved for Tidemark's own tables";
+  if (is_reserved_table_name(table)) return "table name " + quoted_name(table) + " is reserved for Tidemark's own tables";
   return std::nullopt;
 }
 
@@ -184,7 +188,7 @@ std::optional<DeclarationError> check_entity(const EntityDeclaration& entity) {
     return error_at(DeclarationPart::kRevision, *error);
   }
   if (entity.revision == entity.key) {
-    return error_at(DeclarationPart::kRevision, quoted(entity.revision) + " is the key field too");
+    return error_at(DeclarationPart::kRevision, quoted_name(entity.revision) + " is the key field too");
   }
   if (entity.extra_fields == ExtraFields::kKeep && entity.revision == kExtraColumn) {
     return error_at(DeclarationPart::kRevision, *column_taken(entity, entity.revision));
@@ -210,7 +214,7 @@ std::optional<std::string> check_table_unused(const std::map<std::string, Entity
                                               const EntityDeclaration& entity) {
   for (const auto& [name, other] : declared) {
     if (name != entity.name && other.table == entity.table) {
-      return "table " + quoted(entity.table) + " is already the table of entity " + quoted(name) +
+      return "table " + quoted_name(entity.table) + " is already the table of entity " + quoted_name(name) +
              " (two entities may not share a table)";
     }
   }

@@ -89,8 +89,17 @@ inline bool uses_legacy_envelope(const EntityDeclaration& entity) { return entit
 
 // Each check returns what is wrong, for a message that names the value; nullopt when it holds.
 
+// 'name': how the declarations' messages quote a name.
+std::string quoted_name(std::string_view name);
+// Whether `table` is `prefix`, digits, `suffix` (account_balance_v3, daily_totals_v2_transactions):
+// a version's table of a view.
+bool is_version_table(std::string_view table, std::string_view prefix, std::string_view suffix = "");
+
 // An entity name: [a-z][a-z0-9_]{0,47}.
 std::optional<std::string> check_entity_name(std::string_view name);
+// The same rule for another name built into table names (a view's); `what` names it in the
+// message ("view name").
+std::optional<std::string> check_plain_name(std::string_view what, std::string_view name);
 // A table or column name: [a-z][a-z0-9_]{0,62}, not starting with tidemark_. `what` names it
 // in the message ("field name", "table name", ...).
 std::optional<std::string> check_identifier(std::string_view what, std::string_view name);
