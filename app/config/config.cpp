@@ -37,6 +37,9 @@ using pipeline::kBuiltInEntityName;
 using pipeline::kFieldTypes;
 using pipeline::kMaxDecimalPrecision;
 using pipeline::parse_rejection_limit;
+using pipeline::ViewColumn;
+using pipeline::ViewFilter;
+using pipeline::ViewPart;
 
 namespace {
 
@@ -246,8 +249,8 @@ class Parser {
     if (root.IsNull()) return config;  // an empty file: every default
     interpolate_values(root, "");
     attempt([&] {
-      const auto top =
-          fields({YAML::Node(), root, ""}, {"database", "log", "http", "entities", "pipelines", "relay", "retention"});
+      const auto top = fields({YAML::Node(), root, ""},
+                              {"database", "log", "http", "entities", "views", "pipelines", "relay", "retention"});
       if (const auto* database = find(top, "database")) {
         attempt([&] { config.database = non_empty_string(*database); });
       }
@@ -255,6 +258,9 @@ class Parser {
       if (const auto* http = find(top, "http")) attempt([&] { config.http = parse_http(*http); });
       // Before the pipelines, wherever the file has them: a pipeline names its entity.
       if (const auto* entities = find(top, "entities")) attempt([&] { parse_entities(*entities, config); });
+      // After the entities (a view names one), before the pipelines (a destination may not
+      // take a view's name).
+      if (const auto* views = find(top, "views")) attempt([&] { parse_views(*views, config); });
       // Before the pipelines too: a destination's window is checked against the relay's,
       // unless the relay section has errors of its own (its window may be one of them).
       const std::size_t errors_before_relay = errors_.size();
@@ -805,6 +811,163 @@ class Parser {
     return map;
   }
 
+  // Each declared view, checked by the core's rules (pipeline/core/view_declaration.hpp)
+  // against its entity; an error points at the line of the part it is about.
+  void parse_views(const Entry& map, Config& config) {
+    if (!map.value.IsMap()) fail_value(map, "a map from view name to its declaration");
+    for (const auto& pair : map.value) {
+      if (!pair.first.IsScalar()) {
+        report(pair.first.Mark(), map.path + ": a view name is " + describe(pair.first));
+        continue;
+      }
+      const std::string name = pair.first.Scalar();
+      if (!view_lines_.emplace(name, pair.first.Mark().line + 1).second) {
+        report(pair.first.Mark(), "duplicate key '" + name + "' in " + map.path);
+        continue;
+      }
+      attempt([&] {
+        config.views.emplace(name, parse_view({pair.first, pair.second, child_path(map.path, name)}, name, config));
+      });
+    }
+  }
+
+  ViewDeclaration parse_view(const Entry& map, const std::string& name, const Config& config) {
+    static const std::vector<Field<ViewDeclaration>> schema = {
+        {"entity",
+         [](Parser& parser, const Entry& entity, ViewDeclaration& view) { view.entity = parser.string_value(entity); },
+         true},
+        {"group_by",
+         [](Parser& parser, const Entry& group_by, ViewDeclaration& view) {
+           if (group_by.value.IsScalar() && group_by.value.Scalar() == "partition") {
+             view.by_partition = true;
+             return;
+           }
+           if (!group_by.value.IsSequence()) {
+             parser.fail_value(group_by, "a list of fields, e.g. [customer_id], or partition");
+           }
+           view.group_by = parser.string_list(group_by);
+         },
+         true},
+        {"where", [](Parser& parser, const Entry& where, ViewDeclaration& view) { parser.parse_where(where, view); }},
+        {"columns",
+         [](Parser& parser, const Entry& columns, ViewDeclaration& view) { parser.parse_columns(columns, view); },
+         true},
+    };
+    ViewDeclaration view;
+    view.name = name;
+    read_fields(map, schema, view, Reading::kUntilAnError);
+    const Entry entity_entry = child_entry(map, "entity");
+    const EntityDeclaration* entity = config.find_entity(view.entity);
+    if (entity == nullptr) {
+      if (failed_entities_.contains(view.entity)) throw AlreadyReported{};  // its declaration's error says why
+      fail_at(entity_entry, "unknown entity '" + view.entity + "' (" + declared_entities(config.entities) + ")");
+    }
+    if (const auto error = pipeline::check_view(view, *entity)) fail_at(view_part(map, view, *error), error->message);
+    if (const auto error = pipeline::check_view_tables_unused(config.entities, view)) fail_at(map, *error);
+    view.lines = {
+        .name = line_of(map), .entity = line_of(entity_entry), .group_by = line_of(child_entry(map, "group_by"))};
+    return pipeline::with_canonical_values(std::move(view), *entity);
+  }
+
+  // Each item of a list, as a string; a message names the item (`group_by[1]`).
+  std::vector<std::string> string_list(const Entry& list) const {
+    std::vector<std::string> items;
+    for (std::size_t i = 0; i < list.value.size(); ++i) {
+      items.push_back(string_value({list.key, list.value[i], list.path + "[" + std::to_string(i) + "]"}));
+    }
+    return items;
+  }
+
+  // `where:`: `F: V` and `F: [V, ...]` (equality, IN), `F: {OP: V, ...}` (one filter per
+  // comparison); all are ANDed. The values as written: check_view checks them for the field.
+  void parse_where(const Entry& where, ViewDeclaration& view) const {
+    if (!where.value.IsMap()) fail_value(where, "a map from field to a value, a list of values or {OP: value}");
+    std::set<std::string> fields;
+    for (const auto& pair : where.value) {
+      if (!pair.first.IsScalar()) fail(pair.first.Mark(), where.path + ": a field name is " + describe(pair.first));
+      if (!fields.insert(pair.first.Scalar()).second) {
+        fail(pair.first.Mark(), "duplicate key '" + pair.first.Scalar() + "' in " + where.path);
+      }
+      const Entry condition{pair.first, pair.second, child_path(where.path, pair.first.Scalar())};
+      const std::string field = pair.first.Scalar();
+      if (condition.value.IsScalar()) {
+        view.filters.push_back({.field = field, .values = {condition.value.Scalar()}, .line = line_of(condition)});
+      } else if (condition.value.IsSequence()) {
+        view.filters.push_back({.field = field, .values = string_list(condition), .line = line_of(condition)});
+      } else if (condition.value.IsMap()) {
+        for (const auto& comparison : condition.value) {
+          const auto op = comparison.first.IsScalar()
+                              ? pipeline::filter_comparison_from_string(comparison.first.Scalar())
+                              : std::nullopt;
+          if (!op) {
+            fail(comparison.first.Mark(),
+                 condition.path + ": expected a comparison <, <=, > or >=, got " + describe(comparison.first));
+          }
+          const Entry bound{comparison.first, comparison.second, condition.path + "." + comparison.first.Scalar()};
+          view.filters.push_back(
+              {.field = field, .op = *op, .values = {string_value(bound)}, .line = line_of(bound)});
+        }
+      } else {
+        fail_value(condition, "a value, a list of values or {OP: value} with OP <, <=, > or >=");
+      }
+    }
+  }
+
+  // `columns:`: `NAME: count | sum(FIELD) | min(FIELD) | max(FIELD)`, in the order written.
+  void parse_columns(const Entry& columns, ViewDeclaration& view) const {
+    constexpr std::string_view kExpected = "count, sum(FIELD), min(FIELD) or max(FIELD)";
+    if (!columns.value.IsMap()) fail_value(columns, "a map from column name to " + std::string(kExpected));
+    for (const auto& pair : columns.value) {
+      if (!pair.first.IsScalar()) fail(pair.first.Mark(), columns.path + ": a column name is " + describe(pair.first));
+      if (std::any_of(view.columns.begin(), view.columns.end(),
+                      [&](const ViewColumn& column) { return column.name == pair.first.Scalar(); })) {
+        fail(pair.first.Mark(), "duplicate key '" + pair.first.Scalar() + "' in " + columns.path);
+      }
+      const Entry column{pair.first, pair.second, child_path(columns.path, pair.first.Scalar())};
+      const auto aggregate = pipeline::parse_view_aggregate(string_value(column));
+      if (!aggregate) fail_value(column, kExpected);
+      view.columns.push_back({.name = pair.first.Scalar(),
+                              .aggregate = aggregate->first,
+                              .field = aggregate->second,
+                              .line = line_of(column)});
+    }
+  }
+
+  // "declared: a, b; transaction is the built-in one", for a message about an unknown entity.
+  static std::string declared_entities(const std::map<std::string, EntityDeclaration>& entities) {
+    std::string declared;
+    for (const auto& [declared_name, declaration] : entities) {
+      declared += (declared.empty() ? "" : ", ") + declared_name;
+    }
+    return (declared.empty() ? "none is declared under entities" : "declared: " + declared) + "; " +
+           std::string(kBuiltInEntityName) + " is the built-in one";
+  }
+
+  // The entry of a view's declaration that `error` is about: its item (a group_by entry, a
+  // where condition, a column), else the key, else the view's name.
+  static Entry view_part(const Entry& map, const ViewDeclaration& view, const pipeline::ViewDeclarationError& error) {
+    const auto key_of = child_entry;
+    const bool whole = error.index == pipeline::kWholePart;
+    switch (error.part) {
+      case ViewPart::kName: return map;
+      case ViewPart::kEntity: return key_of(map, "entity");
+      case ViewPart::kGroupBy: {
+        const Entry group_by = key_of(map, "group_by");
+        if (whole || !group_by.value.IsSequence() || error.index >= group_by.value.size()) return group_by;
+        return {group_by.key, group_by.value[error.index], group_by.path + "[" + std::to_string(error.index) + "]"};
+      }
+      case ViewPart::kFilter: {
+        const Entry where = key_of(map, "where");
+        return whole || error.index >= view.filters.size() ? where : key_of(where, view.filters[error.index].field);
+      }
+      case ViewPart::kColumn: {
+        const Entry columns = key_of(map, "columns");
+        return whole || error.index >= view.columns.size() ? columns : key_of(columns, view.columns[error.index].name);
+      }
+    }
+    return map;
+  }
+
   void parse_pipelines(const Entry& map, Config& config) {
     if (!map.value.IsMap()) fail_value(map, "a map from pipeline name to its settings");
     std::set<std::string> seen;
@@ -834,13 +997,7 @@ class Parser {
            pipeline.entity = parser.string_value(entity);
            if (pipeline.entity != kBuiltInEntityName && !entities.contains(pipeline.entity) &&
                !parser.failed_entities_.contains(pipeline.entity)) {
-             std::string declared;
-             for (const auto& [declared_name, declaration] : entities) {
-               declared += (declared.empty() ? "" : ", ") + declared_name;
-             }
-             parser.fail_at(entity, "unknown entity '" + pipeline.entity + "' (" +
-                                        (declared.empty() ? "none is declared under entities" : "declared: " + declared) +
-                                        "; " + std::string(kBuiltInEntityName) + " is the built-in one)");
+             parser.fail_at(entity, "unknown entity '" + pipeline.entity + "' (" + declared_entities(entities) + ")");
            }
          }},
         // Missing, it is reported and the other keys are still read.
@@ -1261,6 +1418,15 @@ class Parser {
     if (found == kinds.end()) fail_value(kind, kind_names(kinds));
     const DestinationDescriptor& descriptor = *found;
     const auto& capabilities = descriptor.capabilities;
+    // Until declared views are built (docs/design/declared-views-wip.md), nothing may feed one,
+    // and no other destination may take the name its destination will have.
+    if (const auto view = view_lines_.find(destination.name); view != view_lines_.end()) {
+      fail_at(name, capabilities.view
+                        ? "view '" + destination.name + "' is declared at line " + std::to_string(view->second) +
+                              ", but declared views are not built yet: no pipeline can feed one"
+                        : "'" + destination.name + "' is the name of the view declared at line " +
+                              std::to_string(view->second) + " (a view and a destination may not share a name)");
+    }
     // The views (account_balance, daily_totals) fold transaction amounts by account; another
     // entity's events have neither.
     if (capabilities.view && entity != kBuiltInEntityName) {
@@ -1332,6 +1498,7 @@ class Parser {
   std::map<std::string, Definition> destination_lines_;
   std::optional<std::size_t> relay_max_in_flight_;  // the file's (or the default) once read without errors
   std::set<std::string> failed_entities_;  // declared with an error: named by a pipeline without a second one
+  std::map<std::string, int> view_lines_;  // every view the file declares, with or without errors: its name's line
   NodeSet interpolated_;    // the nodes whose values interpolate_values has replaced
   NodeSet uninterpolated_;  // those whose interpolation failed
   std::vector<std::pair<int, std::string>> errors_;  // (0-based line, message)

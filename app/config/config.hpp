@@ -25,6 +25,7 @@
 #include "pipeline/core/duration.hpp"
 #include "pipeline/core/entity.hpp"
 #include "pipeline/core/error.hpp"
+#include "pipeline/core/view_declaration.hpp"
 #include "pipeline/run/limits.hpp"
 
 namespace tidemark::app::config {
@@ -34,6 +35,7 @@ using pipeline::DeclarationPart;
 using pipeline::Duration;
 using pipeline::EntityDeclaration;
 using pipeline::RejectionLimit;
+using pipeline::ViewDeclaration;
 
 // One configuration error, or every error of a file (what(): one per line, in line order).
 class ConfigError : public tidemark::Error {
@@ -223,6 +225,10 @@ struct Config {
   HttpConfig http;
   // The entities the file declares (`entities:`), checked; never the built-in `transaction`.
   std::map<std::string, EntityDeclaration> entities;
+  // The views the file declares (`views:`), checked against their entities, filter values in
+  // canonical form. Parsed and checked only: nothing builds or feeds them yet
+  // (docs/design/declared-views-wip.md), and no destination may name one.
+  std::map<std::string, ViewDeclaration> views;
   std::map<std::string, PipelineConfig> pipelines;
   RelayConfig relay;
   RetentionConfig retention;

@@ -212,6 +212,27 @@ TEST_F(CheckCli, AViewThatCanRebuildFromASnapshotButMissesATransactionPipelineIs
   EXPECT_THAT(result.out, HasSubstr("0 error(s), 1 warning(s)"));
 }
 
+TEST_F(CheckCli, DeclaredViewsAreCheckedAndAWarningSaysTheyAreNotBuiltYet) {
+  const std::string config = write_config(
+      "entities:\n"                                                                        // 1
+      "  orders:\n"                                                                        // 2
+      "    key: order_id\n"                                                                // 3
+      "    revision: version\n"                                                            // 4
+      "    fields: {customer_id: {type: text}, total: {type: decimal, precision: 14, scale: 4}}\n"  // 5
+      "views:\n"                                                                           // 6
+      "  paid_by_customer: {entity: orders, group_by: [customer_id], columns: {t: sum(total)}}\n"  // 7
+      "  balances: {entity: transaction, group_by: partition, columns: {balance: sum(amount)}}\n"  // 8
+      "  broken: {entity: orders, group_by: [total], columns: {n: count}}\n");          // 9
+  const ProcessResult result = check_offline(config, 2);
+  EXPECT_THAT(result.err, says("warning", config,
+                               ":7: view paid_by_customer (entity orders, strategy inbox) is parsed and checked, but "
+                               "declared views are not built yet: Tidemark keeps no table for it and no pipeline can "
+                               "feed it"));
+  EXPECT_THAT(result.err, says("warning", config, ":8: view balances (entity transaction, strategy version_filter)"));
+  EXPECT_THAT(result.err, says("error", config, ":9: views.broken.group_by[0]: 'total' is a decimal field"));
+  EXPECT_THAT(result.out, HasSubstr("1 error(s), 2 warning(s)"));
+}
+
 TEST_F(CheckCli, HelpDescribesTheCommand) {
   const ProcessResult result = check({"--help"});
   EXPECT_EQ(result.exit_code, 0);

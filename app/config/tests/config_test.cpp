@@ -239,7 +239,7 @@ TEST(ParseConfig, ExplicitFormatOverridesTheExtension) {
 TEST(ParseConfigErrors, UnknownTopLevelKeyNamesLineAndAllowedKeys) {
   EXPECT_EQ(config_error("database: postgresql:///x\npipeline: {}\n"),
             "config.yaml:2: unknown key 'pipeline' at the top level "
-            "(expected one of: database, log, http, entities, pipelines, relay, retention)");
+            "(expected one of: database, log, http, entities, views, pipelines, relay, retention)");
 }
 
 TEST(ParseConfig, HttpLimitsAndRetentionOfRequests) {
@@ -527,7 +527,7 @@ TEST(ParseConfigErrors, WrongTypeNamesTheKey) {
   EXPECT_EQ(config_error(std::string(kPipelineHead) + "    destinations: {name: x}\n"),
             "config.yaml:4: pipelines.transactions.destinations: expected a list of destinations, got a map");
   EXPECT_EQ(config_error("- a\n- b\n"),
-            "config.yaml:1: expected a map with keys database, log, http, entities, pipelines, relay, retention, got a "
+            "config.yaml:1: expected a map with keys database, log, http, entities, views, pipelines, relay, retention, got a "
             "list");
 }
 
